@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Install what linecap needs to build and test (Debian 12). Idempotent: when every package
+# is already installed it does nothing (no apt-get update), so reruns take a fraction of a
+# second. Needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+PACKAGES=(
+    # build
+    build-essential g++ pkg-config meson ninja-build
+    libdpdk-dev dpdk-dev dpdk libpcap-dev libspdlog-dev libyaml-cpp-dev prometheus-cpp-dev libcivetweb-dev
+    libssl-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
+    # integration tests and tools
+    tcpreplay tshark tcpdump prometheus iproute2 systemd python3 util-linux kmod procps curl coreutils
+)
+
+# missing_packages PKG...: prints the ones dpkg does not have installed (one query for all).
+missing_packages() {
+    local installed
+    installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "$@" 2>/dev/null \
+        | awk '$2 == "installed" { print $1 }' || true)
+    local p
+    for p in "$@"; do
+        grep -qxF -- "$p" <<<"$installed" || echo "$p"
+    done
+}
+
+mapfile -t missing < <(missing_packages "${PACKAGES[@]}")
+
+if ((${#missing[@]} == 0)); then
+    echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+    exit 0
+fi
+
+echo "install-deps: installing ${#missing[@]} missing package(s): ${missing[*]}"
+SUDO=()
+if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null 2>&1 || {
+        echo "install-deps: not root and no sudo; install as root: apt-get install ${missing[*]}" >&2
+        exit 1
+    }
+    SUDO=(sudo)
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+# wireshark-common asks whether non-root users may capture; answer it up front.
+echo "wireshark-common wireshark-common/install-setuid boolean false" \
+    | "${SUDO[@]}" debconf-set-selections
+
+apt_opts=(-y -q --no-install-recommends -o Dpkg::Options::=--force-confdef
+    -o Dpkg::Options::=--force-confold -o Dpkg::Use-Pty=0)
+"${SUDO[@]}" apt-get update -q
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install "${apt_opts[@]}" "${missing[@]}"
+
+mapfile -t still < <(missing_packages "${missing[@]}")
+if ((${#still[@]})); then
+    echo "install-deps: still missing after apt-get install: ${still[*]}" >&2
+    exit 1
+fi
+echo "install-deps: done"

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# The test command: dependencies, configure, build, machine preparation, the whole meson test
+# suite one test at a time, cleanup, and one closing line "N passed, N failed, N skipped".
+#
+#   scripts/run-tests.sh [MESON_TEST_ARGS...]     e.g. scripts/run-tests.sh --suite infra
+#
+# Exit status 0 only when no test failed and at least one test passed. Everything this
+# script sets up (hugepages, hugetlbfs/bpffs mounts) is undone by its EXIT/INT/TERM trap,
+# as are namespaces and veths left by a test that was killed.
+#
+# Environment: LINECAP_BUILD_DIR (default build), LINECAP_HUGEPAGES (2 MiB pages, default
+# 1024), LINECAP_SKIP_DEPS=1 (do not run install-deps.sh), LINECAP_TIMEOUT_MULTIPLIER
+# (meson test -t, default 1).
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+BUILD=${LINECAP_BUILD_DIR:-build}
+HUGEPAGES=${LINECAP_HUGEPAGES:-1024}
+TESTLOG=$BUILD/meson-logs/testlog.json
+
+CHILD_PID=          # the running step (ninja, meson), killed by the trap when interrupted
+RESERVED=0          # 1 when this run reserved hugepages and must release them
+STAGE_FAILED=       # a step before the tests that failed ("build", ...)
+MESON_RC=
+INTERRUPTED=
+START=$SECONDS
+
+step() { printf '\n==> %s\n' "$*"; }
+note() { printf 'run-tests: %s\n' "$*"; }
+
+# run_child CMD...: run CMD as a background child and wait for it, so that a signal reaches
+# the trap at once (bash defers traps while a foreground child runs); returns CMD's status.
+run_child() {
+    "$@" &
+    CHILD_PID=$!
+    local rc=0
+    wait "$CHILD_PID" || rc=$?
+    # A trapped signal interrupts `wait`; the trap exits, so reaching here means CMD ended.
+    CHILD_PID=
+    return "$rc"
+}
+
+# Remove network namespaces and veths that tests (tests/lib/common.sh: lc-NAME-PID and
+# lcPIDxNa/b) left behind when they were killed: only those whose PID no longer runs.
+sweep_stale() {
+    [[ $(id -u) -eq 0 ]] || return 0
+    command -v ip >/dev/null 2>&1 || return 0
+    local ns rest pid dev name f
+    while read -r ns rest; do
+        [[ $ns =~ ^lc-.+-([0-9]+)$ ]] || continue
+        pid=${BASH_REMATCH[1]}
+        kill -0 "$pid" 2>/dev/null && continue
+        ip netns del "$ns" 2>/dev/null && note "removed stale network namespace $ns"
+    done < <(ip netns list 2>/dev/null)
+    for dev in /sys/class/net/lc*; do
+        [[ -e $dev ]] || continue
+        name=${dev##*/}
+        [[ $name =~ ^lc([0-9]+)x[0-9]+[ab]$ ]] || continue
+        pid=${BASH_REMATCH[1]}
+        kill -0 "$pid" 2>/dev/null && continue
+        ip link del "$name" 2>/dev/null && note "removed stale veth $name"
+    done
+    for f in "${TMPDIR:-/tmp}"/.lc-reaper.*; do
+        [[ -e $f ]] || continue
+        [[ ${f##*/} =~ ^\.lc-reaper\.([0-9]+)\. ]] || continue
+        kill -0 "${BASH_REMATCH[1]}" 2>/dev/null || rm -f -- "$f"
+    done
+}
+
+# summarize: "PASSED FAILED SKIPPED" on the first line, then one line per failed test.
+summarize() {
+    [[ -f $TESTLOG ]] || { echo "0 0 0"; return; }
+    python3 - "$TESTLOG" <<'PY'
+import json, sys
+passed = failed = skipped = 0
+bad = []
+with open(sys.argv[1], encoding="utf-8", errors="replace") as f:
+    for line in f:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            t = json.loads(line)
+        except ValueError:
+            continue
+        r = t.get("result")
+        if r in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif r == "SKIP":
+            skipped += 1
+        else:  # FAIL TIMEOUT ERROR UNEXPECTEDPASS INTERRUPT, anything unknown
+            failed += 1
+            bad.append(f"{t.get('name', '?')} ({r})")
+print(passed, failed, skipped)
+for b in bad:
+    print(b)
+PY
+}
+
+finish() {
+    local rc=$?
+    trap - EXIT INT TERM HUP
+    if [[ -n $CHILD_PID ]] && kill -0 "$CHILD_PID" 2>/dev/null; then
+        note "stopping pid $CHILD_PID"
+        kill -TERM "$CHILD_PID" 2>/dev/null
+        local i
+        for ((i = 0; i < 150; i++)); do
+            kill -0 "$CHILD_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -0 "$CHILD_PID" 2>/dev/null && kill -KILL "$CHILD_PID" 2>/dev/null
+        wait "$CHILD_PID" 2>/dev/null
+    fi
+
+    step "cleanup"
+    if ((RESERVED)); then
+        bash scripts/hugepages.sh release || note "warning: hugepages.sh release failed"
+    fi
+    sweep_stale
+
+    local counts passed failed skipped
+    mapfile -t counts < <(summarize)
+    read -r passed failed skipped <<<"${counts[0]:-0 0 0}"
+    local lines=("${counts[@]:1}")
+    if [[ -n $STAGE_FAILED ]]; then
+        failed=$((failed + 1))
+        lines+=("$STAGE_FAILED")
+    elif [[ -n $MESON_RC && $MESON_RC != 0 && $failed == 0 ]]; then
+        failed=$((failed + 1))
+        lines+=("meson test (exited $MESON_RC without a failed test in $TESTLOG)")
+    fi
+    if [[ -n $INTERRUPTED ]]; then
+        lines+=("interrupted by SIG$INTERRUPTED: the counts cover the tests that finished")
+    fi
+    if ((${#lines[@]})); then
+        printf '\nfailed:\n'
+        printf '  %s\n' "${lines[@]}"
+    fi
+    local verdict=0
+    if ((failed > 0)) || [[ -n $INTERRUPTED ]]; then
+        verdict=1
+    elif ((passed == 0)); then
+        note "no test passed (none ran, or all were skipped): failing the run"
+        verdict=1
+    fi
+    ((rc == 0)) || verdict=1
+    note "$((SECONDS - START)) s in all"
+    printf '%s passed, %s failed, %s skipped\n' "$passed" "$failed" "$skipped"
+    exit "$verdict"
+}
+
+on_signal() {
+    INTERRUPTED=$1
+    note "caught SIG$1"
+    exit 1
+}
+
+trap finish EXIT
+trap 'on_signal INT' INT
+trap 'on_signal TERM' TERM
+trap 'on_signal HUP' HUP
+
+sweep_stale
+rm -f -- "$TESTLOG"   # the summary must never count an earlier run's results
+
+if [[ ${LINECAP_SKIP_DEPS:-0} != 1 ]]; then
+    step "dependencies"
+    run_child bash scripts/install-deps.sh || { STAGE_FAILED="install-deps (see above)"; exit 1; }
+fi
+
+step "configure ($BUILD)"
+setup_args=(-Dbench=true)
+if [[ -f $BUILD/meson-private/coredata.dat ]]; then
+    if ! run_child meson setup --reconfigure "$BUILD" "${setup_args[@]}"; then
+        note "reconfigure failed; configuring $BUILD from scratch"
+        rm -rf -- "$BUILD"
+        run_child meson setup "$BUILD" "${setup_args[@]}" || { STAGE_FAILED="meson setup (see above)"; exit 1; }
+    fi
+else
+    [[ ! -e $BUILD ]] || rm -rf -- "$BUILD"
+    run_child meson setup "$BUILD" "${setup_args[@]}" || { STAGE_FAILED="meson setup (see above)"; exit 1; }
+fi
+
+step "build"
+run_child ninja -C "$BUILD" || { STAGE_FAILED="build: ninja -C $BUILD (see above)"; exit 1; }
+
+step "machine: $HUGEPAGES hugepages of 2 MiB, hugetlbfs, bpffs"
+if [[ -f ${LINECAP_TEST_STATE_DIR:-/run/linecap-test}/hugepages.state ]]; then
+    note "hugepages were reserved before this run (state file exists): using them, not releasing"
+    bash scripts/hugepages.sh status
+elif [[ $(id -u) -ne 0 ]]; then
+    note "not root: no hugepages reserved; tests that need them will skip"
+else
+    RESERVED=1
+    bash scripts/hugepages.sh reserve "$HUGEPAGES" \
+        || note "warning: hugepage reservation failed; tests that need hugepages will skip"
+fi
+
+step "tests"
+test_args=(--print-errorlogs --num-processes 1)
+[[ -z ${LINECAP_TIMEOUT_MULTIPLIER:-} ]] || test_args+=(-t "$LINECAP_TIMEOUT_MULTIPLIER")
+MESON_RC=0
+run_child meson test -C "$BUILD" "${test_args[@]}" "$@" || MESON_RC=$?
+exit 0

@@ -1,0 +1,333 @@
+#include "capture/engine.hpp"
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <ctime>
+#include <map>
+#include <thread>
+
+#include "capture/assignment.hpp"
+#include "dpdk/eal.hpp"
+#include "dpdk/mempool.hpp"
+#include "dpdk/port.hpp"
+#include "output/recovery.hpp"
+
+namespace linecap {
+
+namespace {
+
+uint64_t realtime_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+BlockMemory hugepage_block_memory() {
+    return BlockMemory{
+        [](size_t bytes, size_t align, int socket) { return rte_malloc_socket("linecap_block", bytes, align, socket); },
+        [](void* p) { rte_free(p); },
+    };
+}
+
+}  // namespace
+
+CaptureEngine::CaptureEngine(const Config& config) : config_(config) {}
+
+Result<std::unique_ptr<CaptureEngine>> CaptureEngine::start(const Config& config) {
+    std::unique_ptr<CaptureEngine> engine(new CaptureEngine(config));
+    Status status = engine->init();
+    if (!status) return status.error();
+    return engine;
+}
+
+Status CaptureEngine::init() {
+    auto assignment = assign_queues(config_);
+    if (!assignment) return assignment.error();
+
+    auto eal = Eal::init(config_);
+    if (!eal) return eal.error();
+    eal_ = std::move(eal.value());
+    tsc_hz_ = rte_get_tsc_hz();
+    clock_ = std::make_unique<TscClock>(tsc_hz_, rte_rdtsc(), realtime_ns());
+
+    // Find every port first: the mempools are sized per NUMA socket from all of them.
+    std::vector<PortInfo> infos;
+    for (const PortConfig& pc : config_.ports) {
+        auto info = find_port(pc);
+        if (!info) return info.error().context("port " + pc.name);
+        infos.push_back(info.value());
+    }
+
+    // Frames larger than one default mbuf are chained by PMDs that scatter; for those
+    // that cannot, the pool gets mbufs large enough for the whole frame.
+    std::map<int, MempoolSizing> sizing;
+    for (size_t p = 0; p < config_.ports.size(); ++p) {
+        const PortConfig& pc = config_.ports[p];
+        MempoolSizing& s = sizing[infos[p].socket];
+        s.descriptors += pc.rx_queues * pc.rx_descriptors;
+        s.burst = config_.capture.burst_size;
+        s.cache = config_.capture.mbuf_cache;
+        unsigned room = RTE_MBUF_DEFAULT_BUF_SIZE;
+        if (!infos[p].scatter_capable && max_frame_len(pc.mtu) > RTE_MBUF_DEFAULT_DATAROOM) {
+            room = max_frame_len(pc.mtu) + RTE_PKTMBUF_HEADROOM;
+        }
+        s.data_room = std::max(s.data_room, room);
+    }
+    for (const auto& w : assignment.value()) {
+        std::map<int, bool> counted;
+        for (const QueueRef& ref : w.queues) {
+            int socket = infos[ref.port_index].socket;
+            if (!counted[socket]) sizing[socket].workers += 1;
+            counted[socket] = true;
+        }
+    }
+    std::map<int, Mempool*> pool_by_socket;
+    for (auto& [socket, s] : sizing) {
+        unsigned count = config_.capture.mbufs ? config_.capture.mbufs : mempool_size(s);
+        auto pool = Mempool::create("linecap_mbuf_s" + std::to_string(socket), count, s.cache, s.data_room, socket);
+        if (!pool) return pool.error();
+        spdlog::info("mempool socket {}: {} mbufs × {} bytes ({} MiB)", socket, count, s.data_room,
+                     (uint64_t(count) * (s.data_room + 128 + sizeof(rte_mbuf))) >> 20);
+        pool_by_socket[socket] = pool.value().get();
+        pools_.push_back(std::move(pool.value()));
+    }
+
+    for (size_t p = 0; p < config_.ports.size(); ++p) {
+        const PortConfig& pc = config_.ports[p];
+        auto port = Port::open(pc, infos[p], pool_by_socket[infos[p].socket]->get(),
+                               sizing[infos[p].socket].data_room);
+        if (!port) return port.error();
+        port_views_.push_back(PortView{pc.name, pc.device, infos[p].port_id, pc.rx_queues});
+        ports_.push_back(std::move(port.value()));
+    }
+
+    if (Status s = build_policies(); !s) return s;
+    if (Status s = build_writer(); !s) return s;
+
+    // Streams are numbered port-major: stream index of (p, q) = first[p] + q.
+    std::vector<size_t> first_stream(config_.ports.size());
+    for (size_t p = 1; p < config_.ports.size(); ++p) first_stream[p] = first_stream[p - 1] + config_.ports[p - 1].rx_queues;
+
+    const size_t nworkers = assignment->size();
+    lcore_counters_ = std::make_unique<LcoreCounters[]>(nworkers);
+    worker_controls_ = std::make_unique<WorkerControl[]>(nworkers);
+    for (size_t w = 0; w < nworkers; ++w) {
+        const WorkerAssignment& a = assignment.value()[w];
+        auto ctx = std::make_unique<WorkerContext>();
+        ctx->lcore = a.lcore;
+        ctx->counters = &lcore_counters_[w];
+        ctx->clock = clock_.get();
+        ctx->control = &worker_controls_[w];
+        ctx->tsc_hz = tsc_hz_;
+        ctx->rotate_interval_ns = uint64_t(config_.output.rotate_interval_s) * 1000000000ull;
+        ctx->flush_interval_tsc = tsc_hz_ * config_.output.flush_interval_ms / 1000;
+        ctx->burst = static_cast<uint16_t>(config_.capture.burst_size);
+        const int lcore_socket = static_cast<int>(rte_lcore_to_socket_id(a.lcore));
+        for (const QueueRef& ref : a.queues) {
+            const size_t s = first_stream[ref.port_index] + ref.queue;
+            WorkerQueue q;
+            q.port_id = infos[ref.port_index].port_id;
+            q.queue = static_cast<uint16_t>(ref.queue);
+            q.stream = &writer_->stream(s);
+            q.counters = &queue_counters_[s];
+            q.policy = policy_slots_[ref.port_index].get();
+            ctx->queues.push_back(q);
+            stream_views_[s].lcore = a.lcore;
+            if (lcore_socket != infos[ref.port_index].socket) {
+                spdlog::warn("worker lcore {} is on socket {} but port {} is on socket {}: every packet crosses "
+                             "the socket interconnect; pick an lcore on socket {}",
+                             a.lcore, lcore_socket, config_.ports[ref.port_index].name, infos[ref.port_index].socket,
+                             infos[ref.port_index].socket);
+            }
+        }
+        worker_views_.push_back(WorkerView{a.lcore, &lcore_counters_[w], &worker_controls_[w]});
+        worker_contexts_.push_back(std::move(ctx));
+    }
+    return launch_workers();
+}
+
+Status CaptureEngine::build_policies() {
+    for (const PortConfig& pc : config_.ports) {
+        auto policy = std::make_unique<CapturePolicy>();
+        policy->snaplen = pc.snaplen;
+        if (!pc.filter.empty()) {
+            auto filter = BpfFilter::compile(pc.filter, pc.snaplen);
+            if (!filter) return filter.error().context("port " + pc.name);
+            spdlog::info("port {}: filter '{}' ({})", pc.name, pc.filter, filter.value()->jitted() ? "JIT" : "interpreted");
+            policy->filter = std::move(filter.value());
+        }
+        policy_slots_.push_back(std::make_unique<PolicySlot>(policy.get()));
+        policies_.push_back(std::move(policy));
+    }
+    return {};
+}
+
+Status CaptureEngine::build_writer() {
+    // A crash leaves hidden in-progress files; they become normal, valid files before
+    // new ones are written next to them.
+    auto recovered = recover_in_progress(config_.output.directory);
+    if (!recovered) return recovered.error();
+
+    std::vector<StreamSpec> specs;
+    for (size_t p = 0; p < config_.ports.size(); ++p) {
+        const PortConfig& pc = config_.ports[p];
+        for (unsigned q = 0; q < pc.rx_queues; ++q) {
+            StreamSpec spec;
+            spec.id = StreamId{pc.name, port_views_[p].port_id, static_cast<uint16_t>(q)};
+            spec.socket = ports_[p]->socket();
+            spec.snaplen = pc.snaplen;
+            specs.push_back(spec);
+        }
+    }
+    auto writer = Writer::create(config_.output, specs, hugepage_block_memory());
+    if (!writer) return writer.error();
+    writer_ = std::move(writer.value());
+
+    queue_counters_ = std::make_unique<QueueCounters[]>(specs.size());
+    for (size_t s = 0; s < specs.size(); ++s) {
+        stream_views_.push_back(StreamView{specs[s].id.port, specs[s].id.port_id, specs[s].id.queue, 0,
+                                           &queue_counters_[s], &writer_->counters(s)});
+    }
+    Status started = writer_->start();
+    if (!started) return started;
+    spdlog::info("output {}: {} streams × {} blocks of {} KiB, rotate at {} MiB / {} s, format {}",
+                 config_.output.directory, specs.size(), config_.output.blocks_per_queue,
+                 config_.output.block_size_kb, config_.output.rotate_size_bytes >> 20,
+                 config_.output.rotate_interval_s, to_string(config_.output.format));
+    return {};
+}
+
+Status CaptureEngine::launch_workers() {
+    for (auto& ctx : worker_contexts_) {
+        int rc = rte_eal_remote_launch(worker_main, ctx.get(), ctx->lcore);
+        if (rc != 0) {
+            return runtime_error("rte_eal_remote_launch on lcore " + std::to_string(ctx->lcore) + ": " +
+                                 rte_strerror(-rc));
+        }
+        std::string queues;
+        for (const auto& q : ctx->queues) {
+            for (const auto& pv : port_views_) {
+                if (pv.port_id != q.port_id) continue;
+                if (!queues.empty()) queues += ", ";
+                queues += pv.name;
+            }
+            queues += ":" + std::to_string(q.queue);
+        }
+        spdlog::info("worker lcore {} (socket {}) polls {}", ctx->lcore, rte_lcore_to_socket_id(ctx->lcore), queues);
+    }
+    workers_running_ = true;
+    return {};
+}
+
+bool CaptureEngine::all_workers_polling() const {
+    if (!workers_running_) return false;
+    for (const auto& w : worker_views_) {
+        if (!w.control->polling.load(std::memory_order_acquire)) return false;
+    }
+    return true;
+}
+
+void CaptureEngine::rotate_files() {
+    for (const auto& w : worker_views_) {
+        auto& control = const_cast<WorkerControl&>(*w.control);
+        control.rotate_requests.store(control.rotate_requests.load(std::memory_order_relaxed) + 1,
+                                      std::memory_order_relaxed);
+    }
+}
+
+Status CaptureEngine::reload_policies(const std::vector<PortConfig>& ports) {
+    if (ports.size() != config_.ports.size()) {
+        return config_error("reload: the set of ports changed; restart the daemon to add or remove ports");
+    }
+    std::vector<std::unique_ptr<CapturePolicy>> fresh;
+    for (size_t p = 0; p < ports.size(); ++p) {
+        if (ports[p].name != config_.ports[p].name || ports[p].device != config_.ports[p].device) {
+            return config_error("reload: port " + config_.ports[p].name +
+                                " changed name or device; restart the daemon for that");
+        }
+        auto policy = std::make_unique<CapturePolicy>();
+        policy->snaplen = ports[p].snaplen;
+        if (!ports[p].filter.empty()) {
+            auto filter = BpfFilter::compile(ports[p].filter, ports[p].snaplen);
+            if (!filter) return filter.error().context("port " + ports[p].name);
+            policy->filter = std::move(filter.value());
+        }
+        fresh.push_back(std::move(policy));
+    }
+
+    // Publish, then wait until every worker has published a new heartbeat twice: the burst
+    // that might still have used an old policy has then finished, and the old ones can go.
+    std::vector<uint64_t> seen;
+    for (const auto& w : worker_views_) seen.push_back(w.counters->loops.get());
+    std::vector<std::unique_ptr<CapturePolicy>> retired;
+    for (size_t p = 0; p < fresh.size(); ++p) {
+        // The writer learns a larger snap length before any record cut to it can reach a
+        // file, so no file ever holds a record longer than its header declares.
+        for (size_t s = 0; s < stream_views_.size(); ++s) {
+            if (stream_views_[s].port_id == port_views_[p].port_id) writer_->set_snaplen(s, ports[p].snaplen);
+        }
+        policy_slots_[p]->store(fresh[p].get(), std::memory_order_release);
+        config_.ports[p].filter = ports[p].filter;
+        config_.ports[p].snaplen = ports[p].snaplen;
+        spdlog::info("port {}: filter now '{}', snaplen {}", ports[p].name, ports[p].filter, ports[p].snaplen);
+    }
+    for (auto& policy : policies_) retired.push_back(std::move(policy));
+    policies_ = std::move(fresh);
+
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    bool quiescent = false;
+    while (!quiescent && std::chrono::steady_clock::now() < deadline) {
+        quiescent = true;
+        for (size_t w = 0; w < worker_views_.size(); ++w) {
+            if (worker_views_[w].counters->loops.get() <= seen[w] + 1) quiescent = false;
+        }
+        if (!quiescent) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!quiescent) {
+        // A stalled worker might still hold a pointer: keep the old policies alive.
+        spdlog::warn("reload: a worker did not advance; keeping the previous filters in memory");
+        for (auto& policy : retired) policies_.push_back(std::move(policy));
+    }
+    return {};
+}
+
+void CaptureEngine::tick_clock() { clock_->anchor(tsc_hz_, rte_rdtsc(), realtime_ns()); }
+
+void CaptureEngine::stall_worker(size_t worker_index, uint64_t ns) {
+    if (worker_index < worker_views_.size()) worker_controls_[worker_index].stall_ns.store(ns, std::memory_order_relaxed);
+}
+
+void CaptureEngine::wait_workers() {
+    if (!workers_running_) return;
+    for (size_t w = 0; w < worker_views_.size(); ++w) worker_controls_[w].stop.store(true, std::memory_order_relaxed);
+    rte_eal_mp_wait_lcore();
+    workers_running_ = false;
+}
+
+void CaptureEngine::stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    wait_workers();
+    for (auto& port : ports_) port->stop();
+    if (writer_) writer_->stop();
+}
+
+CaptureEngine::~CaptureEngine() {
+    stop();
+    ports_.clear();
+    writer_.reset();
+    policies_.clear();
+    pools_.clear();
+    eal_.reset();
+}
+
+}  // namespace linecap

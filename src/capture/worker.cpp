@@ -1,0 +1,173 @@
+#include "capture/worker.hpp"
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+
+#include "capture/record_copy.hpp"
+
+namespace linecap {
+
+namespace {
+
+constexpr uint16_t kMaxBurst = 512;
+// Housekeeping (flush timers, rotation boundaries, heartbeat-dependent work) runs at most
+// this often; it is the only per-iteration cost besides the polls themselves.
+constexpr uint64_t kHousekeepingPerSecond = 1000;
+
+// Hands the queue's current block (if any) to the writer.
+inline void hand_off(WorkerQueue& q) {
+    if (q.block == nullptr) return;
+    // The full ring holds every block of the stream, so this push cannot fail.
+    q.stream->full_blocks.push(q.block);
+    q.block = nullptr;
+}
+
+// Delivers a pending rotation mark: on the current block, or on an empty one.
+inline void deliver_rotation(WorkerQueue& q) {
+    if (q.block == nullptr) {
+        q.block = q.stream->free_blocks.pop();
+        if (q.block == nullptr) return;  // writer busy: retry at the next housekeeping
+    }
+    q.block->rotate_after = true;
+    hand_off(q);
+    q.rotation_pending = false;
+}
+
+// A block with room for `need` bytes, or nullptr when the writer has none free.
+inline WriteBlock* block_with_room(WorkerQueue& q, uint32_t need) {
+    if (likely(q.block != nullptr && q.block->room() >= need)) return q.block;
+    hand_off(q);
+    if (unlikely(q.rotation_pending)) {
+        deliver_rotation(q);
+        if (q.rotation_pending) return nullptr;
+    }
+    q.block = q.stream->free_blocks.pop();
+    return q.block;
+}
+
+inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc, uint64_t ts_ns) {
+    const CapturePolicy* policy = q.policy->load(std::memory_order_acquire);
+
+    uint64_t keep[kMaxBurst];
+    uint32_t filtered = 0;
+    if (policy->filter) {
+        policy->filter->run(pkts, n, keep);
+    }
+
+    uint64_t rx_bytes = 0;
+    uint32_t dropped = 0;
+    for (uint16_t i = 0; i < n; ++i) {
+        const rte_mbuf* m = pkts[i];
+        if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
+        rx_bytes += m->pkt_len;
+        if (policy->filter && keep[i] == 0) {
+            ++filtered;
+            continue;
+        }
+        const uint32_t caplen = record_caplen(m, policy->snaplen);
+        WriteBlock* block = block_with_room(q, static_cast<uint32_t>(pcap::record_size(caplen)));
+        if (unlikely(block == nullptr)) {
+            ++dropped;
+            continue;
+        }
+        if (block->packets == 0) {
+            block->first_ts_ns = ts_ns;
+            block->first_tsc = now_tsc;
+        }
+        block->last_ts_ns = ts_ns;
+        append_record(*block, m, caplen, ts_ns);
+    }
+    rte_pktmbuf_free_bulk(pkts, n);
+
+    q.counters->rx_packets.add(n);
+    q.counters->rx_bytes.add(rx_bytes);
+    if (filtered) q.counters->filtered_packets.add(filtered);
+    if (dropped) q.counters->writer_full_packets.add(dropped);
+}
+
+}  // namespace
+
+int worker_main(void* arg) {
+    WorkerContext& w = *static_cast<WorkerContext*>(arg);
+    WorkerControl& control = *w.control;
+    const uint16_t burst = std::min<uint16_t>(w.burst, kMaxBurst);
+    const uint64_t housekeeping_tsc = w.tsc_hz / kHousekeepingPerSecond;
+
+    uint64_t rotate_seen = control.rotate_requests.load(std::memory_order_relaxed);
+    uint64_t start_tsc = rte_rdtsc();
+    uint64_t next_boundary_ns =
+        w.rotate_interval_ns ? next_rotation_boundary(w.clock->to_ns(start_tsc), w.rotate_interval_ns) : UINT64_MAX;
+    uint64_t next_housekeeping = start_tsc + housekeeping_tsc;
+    uint64_t prev_tsc = start_tsc;
+    bool prev_busy = false;
+    uint64_t loops = 0, busy_loops = 0, busy_cycles = 0, packets = 0;
+
+    control.polling.store(true, std::memory_order_release);
+    rte_mbuf* pkts[kMaxBurst];
+
+    while (likely(!control.stop.load(std::memory_order_relaxed))) {
+        const uint64_t now = rte_rdtsc();
+        if (prev_busy) busy_cycles += now - prev_tsc;
+        prev_tsc = now;
+        prev_busy = false;
+        uint64_t ts_ns = 0;
+
+        for (WorkerQueue& q : w.queues) {
+            const uint16_t n = rte_eth_rx_burst(q.port_id, q.queue, pkts, burst);
+            if (n == 0) continue;
+            if (!prev_busy) ts_ns = w.clock->to_ns(now);  // one clock read per iteration
+            prev_busy = true;
+            packets += n;
+            capture_burst(q, pkts, n, now, ts_ns);
+        }
+        ++loops;
+        busy_loops += prev_busy;
+
+        if (unlikely(now >= next_housekeeping)) {
+            next_housekeeping = now + housekeeping_tsc;
+            // Counters are published here rather than per iteration: one store each per
+            // millisecond keeps the loop's cache footprint to its own lines.
+            w.counters->loops.set(loops);
+            w.counters->busy_loops.set(busy_loops);
+            w.counters->busy_cycles.set(busy_cycles);
+            w.counters->total_cycles.set(now - start_tsc);
+            w.counters->packets.set(packets);
+
+            const uint64_t now_ns = w.clock->to_ns(now);
+            const uint64_t requests = control.rotate_requests.load(std::memory_order_relaxed);
+            const bool rotate = requests != rotate_seen || now_ns >= next_boundary_ns;
+            if (rotate) {
+                rotate_seen = requests;
+                if (now_ns >= next_boundary_ns) next_boundary_ns = next_rotation_boundary(now_ns, w.rotate_interval_ns);
+                for (WorkerQueue& q : w.queues) q.rotation_pending = true;
+            }
+            for (WorkerQueue& q : w.queues) {
+                if (q.rotation_pending) {
+                    deliver_rotation(q);
+                } else if (q.block != nullptr && q.block->packets != 0 &&
+                           now - q.block->first_tsc >= w.flush_interval_tsc) {
+                    hand_off(q);
+                }
+            }
+            const uint64_t stall = control.stall_ns.load(std::memory_order_relaxed);
+            if (unlikely(stall != 0)) {
+                control.stall_ns.store(0, std::memory_order_relaxed);
+                rte_delay_us_block(static_cast<unsigned>(stall / 1000));
+            }
+        }
+    }
+
+    // Stopping: everything captured so far goes to the writer, which finalises the files.
+    for (WorkerQueue& q : w.queues) hand_off(q);
+    w.counters->loops.set(loops);
+    w.counters->busy_loops.set(busy_loops);
+    w.counters->busy_cycles.set(busy_cycles);
+    w.counters->total_cycles.set(rte_rdtsc() - start_tsc);
+    w.counters->packets.set(packets);
+    control.polling.store(false, std::memory_order_release);
+    return 0;
+}
+
+}  // namespace linecap

@@ -1,0 +1,62 @@
+// The worker lcore: a run-to-completion poll loop over its (port, queue) list.
+//
+// Per burst: rx, one TSC read, filter (JIT), copy records into the queue's write block,
+// free the mbufs at once. Full or old blocks go to the writer over an SPSC ring; with no
+// free block the rest of the burst is dropped and counted (writer_full). The loop never
+// allocates, logs, locks, blocks or makes a syscall.
+#pragma once
+
+#include <rte_common.h>
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "capture/counters.hpp"
+#include "capture/policy.hpp"
+#include "capture/tsc_clock.hpp"
+#include "output/stream.hpp"
+
+namespace linecap {
+
+struct WorkerQueue {
+    uint16_t port_id = 0;
+    uint16_t queue = 0;
+    Stream* stream = nullptr;
+    QueueCounters* counters = nullptr;
+    const PolicySlot* policy = nullptr;
+    // Loop state, touched only by the worker.
+    WriteBlock* block = nullptr;
+    bool rotation_pending = false;  // a rotation mark still has to reach the writer
+};
+
+// Shared between the control thread and one worker.
+struct WorkerControl {
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> rotate_requests{0};  // bumped on SIGHUP: rotate every file now
+    std::atomic<bool> polling{false};          // set once the loop runs (readiness)
+    std::atomic<uint64_t> stall_ns{0};         // test hook: stall the loop this long once
+};
+
+struct alignas(RTE_CACHE_LINE_SIZE) WorkerContext {
+    unsigned lcore = 0;
+    std::vector<WorkerQueue> queues;
+    LcoreCounters* counters = nullptr;
+    const TscClock* clock = nullptr;
+    WorkerControl* control = nullptr;
+    uint64_t tsc_hz = 0;
+    uint64_t rotate_interval_ns = 0;    // 0: no wall-clock rotation
+    uint64_t flush_interval_tsc = 0;    // partial blocks older than this are handed over
+    uint16_t burst = 64;
+};
+
+// rte_eal_remote_launch entry point; arg is a WorkerContext*.
+int worker_main(void* arg);
+
+// Next wall-clock rotation boundary strictly after `now_ns` (multiples of the interval
+// since the epoch, so files start at :00, :05, … for 300 s).
+inline uint64_t next_rotation_boundary(uint64_t now_ns, uint64_t interval_ns) {
+    return (now_ns / interval_ns + 1) * interval_ns;
+}
+
+}  // namespace linecap

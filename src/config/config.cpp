@@ -1,0 +1,581 @@
+// The configuration schema: which keys exist, what each accepts, and the checks that
+// involve several keys. Reading YAML and reporting problems with their line is
+// yaml_reader's job; the text forms (sizes, durations, lcore lists, ...) are values'.
+//
+// Only structure is checked here. Whether the PCI device is bound, the lcores exist and
+// the directory is writable is for the daemon to find out at startup.
+#include "config/config.hpp"
+
+#include <rte_config.h>
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "config/yaml_reader.hpp"
+
+namespace linecap {
+
+using config_detail::ConfigProblem;
+using config_detail::KeyList;
+using config_detail::NamedValue;
+using config_detail::YamlMap;
+using config_detail::YamlValue;
+
+namespace {
+
+// --- the keys of each level, in the order the example file lists them -----------
+
+constexpr std::string_view kTopKeys[] = {"eal", "ports", "capture", "output", "metrics", "log"};
+constexpr std::string_view kEalKeys[] = {"lcores", "hugepages", "memory_mb", "args"};
+constexpr std::string_view kPortKeys[] = {"name", "device",      "rx_queues", "rx_descriptors", "rss",
+                                          "mtu",  "promiscuous", "filter",    "snaplen"};
+constexpr std::string_view kCaptureKeys[] = {"burst_size", "mbufs", "mbuf_cache", "workers"};
+constexpr std::string_view kWorkerKeys[] = {"lcore", "queues"};
+constexpr std::string_view kOutputKeys[] = {
+    "directory",         "format",         "file_template", "rotate", "block_size_kb", "blocks_per_queue",
+    "flush_interval_ms", "writer_threads", "o_direct",      "fsync",  "manifest",      "retention"};
+constexpr std::string_view kRotateKeys[] = {"size_mb", "interval_s"};
+constexpr std::string_view kRetentionKeys[] = {"max_bytes", "max_percent", "min_free_bytes", "max_age", "hold_file"};
+constexpr std::string_view kMetricsKeys[] = {"enabled", "listen"};
+constexpr std::string_view kLogKeys[] = {"level"};
+
+struct SchemaLevel {
+    std::string_view path;  // "" for the top level, "[]" marks list items
+    KeyList keys;
+};
+
+constexpr SchemaLevel kSchema[] = {
+    {"", kTopKeys},
+    {"eal", kEalKeys},
+    {"ports[]", kPortKeys},
+    {"capture", kCaptureKeys},
+    {"capture.workers[]", kWorkerKeys},
+    {"output", kOutputKeys},
+    {"output.rotate", kRotateKeys},
+    {"output.retention", kRetentionKeys},
+    {"metrics", kMetricsKeys},
+    {"log", kLogKeys},
+};
+
+// --- names of enumerated values ---------------------------------------------------
+
+constexpr NamedValue<RssMode> kRssModes[] = {
+    {"symmetric", RssMode::symmetric},
+    {"device-default", RssMode::device_default},
+    {"off", RssMode::off},
+};
+
+constexpr NamedValue<FileFormat> kFileFormats[] = {
+    {"pcap", FileFormat::pcap},
+    {"pcapng", FileFormat::pcapng},
+};
+
+constexpr std::string_view kLogLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+
+template <typename T, size_t N>
+const char* name_of(T value, const NamedValue<T> (&names)[N]) {
+    for (const auto& [name, named] : names) {
+        if (named == value) return name.data();  // the names are literals: NUL-terminated
+    }
+    return "?";
+}
+
+// --- limits -------------------------------------------------------------------------
+
+constexpr unsigned kMaxPortNameLength = 32;
+constexpr unsigned kMaxRotateSizeMb = 1u << 20;  // 1 TiB per file
+constexpr unsigned kMaxRotateIntervalS = 86400;  // a day
+constexpr unsigned kMaxFsyncIntervalS = 3600;
+constexpr unsigned kMinMbufs = 1024;
+constexpr unsigned kMaxMbufs = 1u << 27;
+constexpr unsigned kMaxMemoryMb = 1u << 20;  // 1 TiB
+
+constexpr std::string_view kDeviceForms =
+    "a PCI address (0000:03:00.0 or 03:00.0) or a DPDK vdev starting with net_ (net_pcap0,rx_pcap=a.pcap)";
+
+// EAL options linecap derives from other keys; given again in eal.args they would
+// contradict what the daemon passes.
+constexpr std::pair<std::string_view, std::string_view> kDerivedEalOptions[] = {
+    {"-l", "eal.lcores"},           {"-c", "eal.lcores"},           {"--lcores", "eal.lcores"},
+    {"--main-lcore", "eal.lcores"}, {"--no-huge", "eal.hugepages"}, {"-m", "eal.memory_mb"},
+    {"-a", "ports[].device"},       {"--allow", "ports[].device"},  {"--vdev", "ports[].device"},
+    {"--no-pci", "ports[].device"},
+};
+
+// --- small helpers ------------------------------------------------------------------
+
+std::string join(const std::vector<std::string>& items) {
+    std::string joined;
+    for (const auto& item : items) joined += (joined.empty() ? "" : ", ") + item;
+    return joined;
+}
+
+std::string without_blanks(std::string text) {
+    std::erase_if(text, [](char c) { return c == ' ' || c == '\t'; });
+    return text;
+}
+
+// Remembers where each name was first given, so that a second use can point at both.
+class UniqueNames {
+public:
+    explicit UniqueNames(std::string rule) : rule_(std::move(rule)) {}
+
+    void claim(const std::string& name, const YamlValue& where) {
+        const auto [first, inserted] = first_use_.try_emplace(name, Place{where.path(), where.line()});
+        if (!inserted) {
+            where.fail("'" + name + "' is already given at " + first->second.path + " (line " +
+                       std::to_string(first->second.line) + "); " + rule_);
+        }
+    }
+    bool contains(const std::string& name) const { return first_use_.contains(name); }
+
+private:
+    struct Place {
+        std::string path;
+        int line;
+    };
+    std::string rule_;
+    std::map<std::string, Place> first_use_;
+};
+
+std::string read_absolute_path(const YamlValue& value, std::string_view what) {
+    std::string path = value.as_non_empty_string("the absolute path of " + std::string(what));
+    // The daemon runs from / under systemd; a relative path would quietly land there.
+    if (path.front() != '/') value.fail_expected("an absolute path (starting with /) of " + std::string(what));
+    return path;
+}
+
+// --- eal ----------------------------------------------------------------------------
+
+std::vector<unsigned> read_lcore_ids(const YamlValue& value) {
+    std::vector<unsigned> ids = value.parsed_by(parse_lcore_list);
+    if (ids.size() < 2) {
+        value.fail("'" + value.as_string() + "' names " + std::to_string(ids.size()) +
+                   " lcore; expected at least 2: the main lcore first, then one or more worker lcores");
+    }
+    return ids;
+}
+
+std::optional<std::string_view> derived_option_owner(std::string_view arg) {
+    for (const auto& [option, owner] : kDerivedEalOptions) {
+        const bool is_long = option.starts_with("--");
+        const bool matches = arg == option || (is_long ? arg.starts_with(std::string(option) + "=")
+                                                       : arg.starts_with(option));  // "-l0-3"
+        if (matches) return owner;
+    }
+    return std::nullopt;
+}
+
+std::vector<std::string> read_eal_args(const YamlValue& value) {
+    std::vector<std::string> args;
+    for (const YamlValue& item : value.as_list()) {
+        std::string arg = item.as_non_empty_string("an EAL command line argument");
+        if (const auto owner = derived_option_owner(arg)) {
+            item.fail("'" + arg + "' is set by linecap from " + std::string(*owner) + "; remove it here");
+        }
+        args.push_back(std::move(arg));
+    }
+    return args;
+}
+
+EalConfig read_eal(const YamlMap& eal) {
+    EalConfig config;
+    if (const auto v = eal.get("lcores")) {
+        config.lcore_ids = read_lcore_ids(*v);
+        config.lcores = without_blanks(v->as_string());  // EAL's -l takes no blanks
+    } else {
+        config.lcore_ids = parse_lcore_list(config.lcores).value();
+    }
+    config.cpu_ids = lcore_cpus(config.lcores);
+    if (const auto v = eal.get("hugepages")) config.hugepages = v->as_bool();
+    if (const auto v = eal.get("memory_mb")) config.memory_mb = v->as_uint(0, kMaxMemoryMb);
+    if (const auto v = eal.get("args")) config.args = read_eal_args(*v);
+    return config;
+}
+
+// --- ports --------------------------------------------------------------------------
+
+bool is_port_name_char(char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+std::string read_port_name(const YamlValue& value) {
+    const std::string expected =
+        "a port name of 1.." + std::to_string(kMaxPortNameLength) + " letters, digits, '_' or '-'";
+    std::string name = value.as_non_empty_string(expected);
+    if (name.size() > kMaxPortNameLength || !std::all_of(name.begin(), name.end(), is_port_name_char)) {
+        value.fail_expected(expected);
+    }
+    return name;
+}
+
+// "net_pcap0,rx_pcap=a.pcap" → "net_pcap0": the name EAL gives the device.
+std::string_view vdev_name(std::string_view device) { return device.substr(0, device.find(',')); }
+
+bool is_vdev(std::string_view device) {
+    const std::string_view name = vdev_name(device);
+    return name.starts_with("net_") && name.size() > 4 && std::all_of(name.begin(), name.end(), [](char c) {
+               return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+           });
+}
+
+std::string read_device(const YamlValue& value) {
+    std::string device = value.as_non_empty_string(kDeviceForms);
+    if (auto pci = normalize_pci_address(device)) return *pci;
+    if (!is_vdev(device)) value.fail_expected(kDeviceForms);
+    return device;
+}
+
+bool is_descriptor_count(uint64_t n) { return n >= 64 && n <= 32768 && std::has_single_bit(n); }
+
+PortConfig read_port(const YamlMap& port) {
+    PortConfig config;
+    config.name = read_port_name(port.require("name", "a port name such as tap0 (used in file names and metrics)"));
+    config.device = read_device(port.require("device", kDeviceForms));
+    if (const auto v = port.get("rx_queues")) config.rx_queues = v->as_uint(1, 1024);
+    if (const auto v = port.get("rx_descriptors")) {
+        config.rx_descriptors = v->as_uint_where("a power of two 64..32768", is_descriptor_count);
+    }
+    if (const auto v = port.get("rss")) config.rss = v->as_one_of<RssMode>(kRssModes);
+    if (const auto v = port.get("mtu")) config.mtu = v->as_uint(68, 9000);
+    if (const auto v = port.get("promiscuous")) config.promiscuous = v->as_bool();
+    if (const auto v = port.get("filter")) config.filter = v->as_string();
+    if (const auto v = port.get("snaplen")) config.snaplen = v->as_uint(16, 262144);
+    return config;
+}
+
+std::vector<PortConfig> read_ports(const YamlValue& value) {
+    const std::vector<YamlValue> items = value.as_list();
+    if (items.empty()) value.fail("expected at least one port, got none");
+    UniqueNames names("port names must be unique");
+    UniqueNames devices("a device can be captured by one port only");
+    std::vector<PortConfig> ports;
+    for (const YamlValue& item : items) {
+        const YamlMap port = item.as_map(kPortKeys);
+        ports.push_back(read_port(port));
+        // Both keys are present: read_port() required them.
+        names.claim(ports.back().name, *port.get("name"));
+        devices.claim(std::string(vdev_name(ports.back().device)), *port.get("device"));
+    }
+    return ports;
+}
+
+// --- capture ------------------------------------------------------------------------
+
+std::string worker_lcore_list(const EalConfig& eal) {
+    std::vector<std::string> ids;
+    for (size_t i = 1; i < eal.lcore_ids.size(); ++i) ids.push_back(std::to_string(eal.lcore_ids[i]));
+    return join(ids);
+}
+
+unsigned read_worker_lcore(const YamlValue& value, const EalConfig& eal) {
+    const std::string workers = worker_lcore_list(eal);
+    constexpr auto any_integer = [](uint64_t) { return true; };  // membership is checked below, with a better message
+    const unsigned lcore = value.as_uint_where("one of the worker lcores " + workers, any_integer);
+    if (lcore == eal.lcore_ids.front()) {
+        value.fail("lcore " + std::to_string(lcore) +
+                   " is the main lcore (the first in eal.lcores); expected one of the worker lcores " + workers);
+    }
+    if (std::find(eal.lcore_ids.begin(), eal.lcore_ids.end(), lcore) == eal.lcore_ids.end()) {
+        value.fail("lcore " + std::to_string(lcore) + " is not in eal.lcores '" + eal.lcores +
+                   "'; expected one of the worker lcores " + workers);
+    }
+    return lcore;
+}
+
+const PortConfig* find_port(const std::vector<PortConfig>& ports, std::string_view name) {
+    const auto it = std::find_if(ports.begin(), ports.end(), [&](const PortConfig& p) { return p.name == name; });
+    return it == ports.end() ? nullptr : &*it;
+}
+
+std::string port_names(const std::vector<PortConfig>& ports) {
+    std::vector<std::string> names;
+    for (const PortConfig& port : ports) names.push_back(port.name);
+    return join(names);
+}
+
+// "tap0:1" → {tap0, 1}, checked against the configured ports.
+WorkerMapping::Queue read_queue_ref(const YamlValue& value, const std::vector<PortConfig>& ports) {
+    const std::string text = value.as_string();
+    const size_t colon = text.rfind(':');
+    const auto queue = colon == std::string::npos ? std::nullopt : parse_uint(std::string_view(text).substr(colon + 1));
+    if (!queue || colon == 0) value.fail_expected("a queue as \"port:queue\", like \"tap0:0\"");
+
+    const std::string port_name = text.substr(0, colon);
+    const PortConfig* port = find_port(ports, port_name);
+    if (port == nullptr) value.fail("no port is named '" + port_name + "'; the ports are " + port_names(ports));
+    if (*queue >= port->rx_queues) {
+        value.fail("port " + port_name + " has " + std::to_string(port->rx_queues) + " rx queue(s), numbered 0.." +
+                   std::to_string(port->rx_queues - 1) + "; got queue " + std::to_string(*queue));
+    }
+    return {port_name, static_cast<unsigned>(*queue)};
+}
+
+std::string queue_key(const std::string& port, unsigned queue) { return port + ":" + std::to_string(queue); }
+
+void require_every_queue_assigned(const YamlValue& workers, const std::vector<PortConfig>& ports,
+                                  const UniqueNames& assigned) {
+    for (const PortConfig& port : ports) {
+        for (unsigned queue = 0; queue < port.rx_queues; ++queue) {
+            if (!assigned.contains(queue_key(port.name, queue))) {
+                workers.fail("queue " + queue_key(port.name, queue) +
+                             " is not assigned to any worker; when workers are listed, every queue of every "
+                             "port must be assigned exactly once (or leave workers out to spread them automatically)");
+            }
+        }
+    }
+}
+
+std::vector<WorkerMapping> read_workers(const YamlValue& value, const EalConfig& eal,
+                                        const std::vector<PortConfig>& ports) {
+    UniqueNames lcores("give each worker lcore one entry listing all its queues");
+    UniqueNames assigned("each queue is polled by exactly one worker");
+    std::vector<WorkerMapping> workers;
+    for (const YamlValue& item : value.as_list()) {
+        const YamlMap worker = item.as_map(kWorkerKeys);
+        WorkerMapping mapping;
+        const YamlValue lcore = worker.require("lcore", "one of the worker lcores " + worker_lcore_list(eal));
+        mapping.lcore = read_worker_lcore(lcore, eal);
+        lcores.claim(std::to_string(mapping.lcore), lcore);
+
+        const YamlValue queues = worker.require("queues", "a list of queues like [\"tap0:0\", \"tap0:1\"]");
+        const std::vector<YamlValue> refs = queues.as_list();
+        if (refs.empty()) queues.fail("expected at least one queue like \"tap0:0\", got none");
+        for (const YamlValue& ref : refs) {
+            mapping.queues.push_back(read_queue_ref(ref, ports));
+            assigned.claim(queue_key(mapping.queues.back().port, mapping.queues.back().queue), ref);
+        }
+        workers.push_back(std::move(mapping));
+    }
+    if (!workers.empty()) require_every_queue_assigned(value, ports, assigned);
+    return workers;
+}
+
+CaptureConfig read_capture(const YamlMap& capture, const EalConfig& eal, const std::vector<PortConfig>& ports) {
+    CaptureConfig config;
+    if (const auto v = capture.get("burst_size")) config.burst_size = v->as_uint(1, 512);
+    if (const auto v = capture.get("mbufs")) {
+        config.mbufs = v->as_uint_where(
+            "0 (sized from the ports) or " + std::to_string(kMinMbufs) + ".." + std::to_string(kMaxMbufs),
+            [](uint64_t n) { return n == 0 || (n >= kMinMbufs && n <= kMaxMbufs); });
+    }
+    if (const auto v = capture.get("mbuf_cache")) config.mbuf_cache = v->as_uint(0, RTE_MEMPOOL_CACHE_MAX_SIZE);
+    if (const auto v = capture.get("workers")) config.workers = read_workers(*v, eal, ports);
+    return config;
+}
+
+// --- output -------------------------------------------------------------------------
+
+constexpr std::string_view kPlaceholders[] = {"{port}", "{queue}", "{nsec}", "{seq}"};
+
+// Why `file_template` cannot name capture files, or nullopt when it can.
+std::optional<std::string> file_template_problem(std::string_view file_template) {
+    if (file_template.find('/') != std::string_view::npos) {
+        return "must be a file name, not a path: remove the '/' (files go to output.directory)";
+    }
+    if (file_template.starts_with('.')) {
+        return "must not start with '.': hidden names are kept for files still being written";
+    }
+    for (size_t open = file_template.find('{'); open != std::string_view::npos;
+         open = file_template.find('{', open + 1)) {
+        const size_t close = file_template.find('}', open);
+        const std::string_view placeholder =
+            file_template.substr(open, close == std::string_view::npos ? 1 : close - open + 1);
+        if (std::find(std::begin(kPlaceholders), std::end(kPlaceholders), placeholder) == std::end(kPlaceholders)) {
+            return "unknown placeholder '" + std::string(placeholder) +
+                   "'; the placeholders are {port}, {queue}, {nsec}, {seq}";
+        }
+    }
+    if (file_template.find("{port}") == std::string_view::npos ||
+        file_template.find("{queue}") == std::string_view::npos) {
+        return std::string(
+            "must contain {port} and {queue}: every queue writes its own files, and without both two "
+            "queues would write to the same name");
+    }
+    return std::nullopt;
+}
+
+std::string read_file_template(const YamlValue& value) {
+    std::string file_template =
+        value.as_non_empty_string("a file name template like %Y%m%dT%H%M%S.{nsec}Z-{port}-q{queue}");
+    if (const auto problem = file_template_problem(file_template)) value.fail(*problem);
+    return file_template;
+}
+
+void read_rotation(const YamlMap& rotate, OutputConfig& config) {
+    if (const auto v = rotate.get("size_mb")) {
+        const unsigned size_mb =
+            v->as_uint_where("0 (no size rotation) or 1.." + std::to_string(kMaxRotateSizeMb) + " MiB",
+                             [](uint64_t n) { return n <= kMaxRotateSizeMb; });
+        config.rotate_size_bytes = uint64_t{size_mb} << 20;
+    }
+    if (const auto v = rotate.get("interval_s")) {
+        config.rotate_interval_s =
+            v->as_uint_where("0 (no time rotation) or 1.." + std::to_string(kMaxRotateIntervalS) + " seconds",
+                             [](uint64_t n) { return n <= kMaxRotateIntervalS; });
+    }
+    if (config.rotate_size_bytes == 0 && config.rotate_interval_s == 0) {
+        rotate.fail("size_mb and interval_s are both 0, so a file would stay open until shutdown; set at least one");
+    }
+}
+
+// Files are written in whole blocks, so a file smaller than a block could never be cut
+// at its size.
+void check_rotation_holds_a_block(const YamlMap& rotate, const OutputConfig& config) {
+    const uint64_t block_bytes = uint64_t{config.block_size_kb} << 10;
+    if (config.rotate_size_bytes == 0 || config.rotate_size_bytes >= block_bytes) return;
+    const unsigned min_size_mb = (config.block_size_kb + 1023) / 1024;
+    const std::string problem = "files of " + std::to_string(config.rotate_size_bytes >> 20) +
+                                " MiB are smaller than one write block (output.block_size_kb " +
+                                std::to_string(config.block_size_kb) + "); expected at least " +
+                                std::to_string(min_size_mb);
+    // In practice size_mb is always given here: its default exceeds the largest block.
+    if (const auto size_mb = rotate.get("size_mb")) size_mb->fail(problem);
+    rotate.fail(problem);
+}
+
+void read_fsync(const YamlValue& value, OutputConfig& config) {
+    const std::string text = value.as_string();
+    if (text == "none") {
+        config.fsync = FsyncPolicy::none;
+    } else if (text == "rotate") {
+        config.fsync = FsyncPolicy::rotate;
+    } else {
+        const Result<uint64_t> seconds = parse_duration(text);
+        if (!seconds || seconds.value() < 1 || seconds.value() > kMaxFsyncIntervalS) {
+            value.fail_expected("none, rotate or an interval 1s..1h like 5s");
+        }
+        config.fsync = FsyncPolicy::interval;
+        config.fsync_interval_s = static_cast<unsigned>(seconds.value());
+    }
+}
+
+RetentionConfig read_retention(const YamlMap& retention) {
+    RetentionConfig config;
+    if (const auto v = retention.get("max_bytes")) config.max_bytes = v->parsed_by(parse_size);
+    if (const auto v = retention.get("max_percent")) config.max_percent = v->as_number(0, 100);
+    if (const auto v = retention.get("min_free_bytes")) config.min_free_bytes = v->parsed_by(parse_size);
+    if (const auto v = retention.get("max_age")) config.max_age_s = v->parsed_by(parse_duration);
+    if (const auto v = retention.get("hold_file"); v && !v->as_string().empty()) {
+        config.hold_file = read_absolute_path(*v, "the legal hold list");
+    }
+    return config;
+}
+
+OutputConfig read_output(const YamlMap& output) {
+    OutputConfig config;
+    config.directory = read_absolute_path(output.require("directory", "the absolute path of the capture directory"),
+                                          "the capture directory");
+    if (const auto v = output.get("format")) config.format = v->as_one_of<FileFormat>(kFileFormats);
+    if (const auto v = output.get("file_template")) config.file_template = read_file_template(*v);
+    const YamlMap rotate = output.section("rotate", kRotateKeys);
+    read_rotation(rotate, config);
+    if (const auto v = output.get("block_size_kb")) {
+        config.block_size_kb = v->as_uint_where("a multiple of 4 in 64..16384",
+                                                [](uint64_t n) { return n >= 64 && n <= 16384 && n % 4 == 0; });
+    }
+    check_rotation_holds_a_block(rotate, config);
+    if (const auto v = output.get("blocks_per_queue")) config.blocks_per_queue = v->as_uint(2, 4096);
+    if (const auto v = output.get("flush_interval_ms")) config.flush_interval_ms = v->as_uint(1, 10000);
+    if (const auto v = output.get("writer_threads")) config.writer_threads = v->as_uint(1, 64);
+    if (const auto v = output.get("o_direct")) config.o_direct = v->as_bool();
+    if (const auto v = output.get("fsync")) read_fsync(*v, config);
+    if (const auto v = output.get("manifest")) config.manifest = v->as_bool();
+    config.retention = read_retention(output.section("retention", kRetentionKeys));
+    return config;
+}
+
+// --- metrics, log -------------------------------------------------------------------
+
+MetricsConfig read_metrics(const YamlMap& metrics) {
+    MetricsConfig config;
+    if (const auto v = metrics.get("enabled")) config.enabled = v->as_bool();
+    if (const auto v = metrics.get("listen")) {
+        v->parsed_by(parse_listen_address);  // checks the form; the text is kept as written
+        config.listen = v->as_string();
+    }
+    return config;
+}
+
+LogConfig read_log(const YamlMap& log) {
+    LogConfig config;
+    if (const auto v = log.get("level")) config.level = v->as_one_of(kLogLevels);
+    return config;
+}
+
+// --- the document -------------------------------------------------------------------
+
+// Sections are read in dependency order: workers refer to lcores and ports.
+Config read_config(const YamlMap& root) {
+    Config config;
+    config.eal = read_eal(root.section("eal", kEalKeys));
+    config.ports = read_ports(root.require("ports", "a list of the ports to capture from"));
+    config.capture = read_capture(root.section("capture", kCaptureKeys), config.eal, config.ports);
+    config.output = read_output(root.section("output", kOutputKeys));
+    config.metrics = read_metrics(root.section("metrics", kMetricsKeys));
+    config.log = read_log(root.section("log", kLogKeys));
+    return config;
+}
+
+struct CloseFile {
+    void operator()(std::FILE* file) const { std::fclose(file); }
+};
+
+// stdio rather than iostreams: errno then reliably says why reading failed.
+Result<std::string> read_file(const std::string& path) {
+    const auto fail = [&] { return config_error("cannot read " + path + ": " + std::strerror(errno)); };
+    const std::unique_ptr<std::FILE, CloseFile> file(std::fopen(path.c_str(), "rb"));
+    if (!file) return fail();
+    std::string text;
+    char buffer[8192];
+    size_t n = 0;
+    while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, n);
+    if (std::ferror(file.get())) return fail();  // e.g. EISDIR: fopen() opens directories
+    return text;
+}
+
+}  // namespace
+
+bool PortConfig::is_pci() const { return normalize_pci_address(device).has_value(); }
+
+const char* to_string(RssMode mode) { return name_of(mode, kRssModes); }
+const char* to_string(FileFormat format) { return name_of(format, kFileFormats); }
+
+std::vector<std::string> config_key_paths() {
+    std::vector<std::string> paths;
+    for (const SchemaLevel& level : kSchema) {
+        for (const std::string_view key : level.keys) {
+            paths.push_back(level.path.empty() ? std::string(key) : std::string(level.path) + "." + std::string(key));
+        }
+    }
+    return paths;
+}
+
+Result<Config> parse_config(const std::string& yaml_text, const std::string& source_name) {
+    try {
+        const YAML::Node root = config_detail::load_single_document(yaml_text, source_name);
+        Config config = read_config(YamlMap::document(root, kTopKeys, source_name));
+        config.path = source_name;
+        return config;
+    } catch (const ConfigProblem& problem) {
+        return config_error(problem.message);
+    } catch (const YAML::Exception& error) {
+        return config_error(config_detail::describe_yaml_error(error, source_name));
+    } catch (const std::exception& error) {
+        return config_error(source_name + ": cannot load the configuration: " + error.what());
+    }
+}
+
+Result<Config> load_config(const std::string& path) {
+    Result<std::string> text = read_file(path);
+    if (!text) return text.error();
+    return parse_config(text.value(), path);
+}
+
+}  // namespace linecap

@@ -1,0 +1,143 @@
+// Validated daemon configuration. Built only by load_config(); every field here has
+// already been checked, so the rest of the daemon never re-validates.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/values.hpp"  // parse_lcore_list, parse_size, parse_duration, ...
+#include "util/result.hpp"
+
+namespace linecap {
+
+// Every struct below compares member by member (==): for tests, and for telling what a
+// reload changed.
+
+struct EalConfig {
+    std::string lcores = "0-1";      // EAL -l syntax; first lcore = main/control lcore
+    std::vector<unsigned> lcore_ids; // expanded from `lcores`, in order, first = main
+    std::vector<unsigned> cpu_ids;   // the CPU each lcore runs on (same order)
+    bool hugepages = true;           // false = --no-huge (tests only)
+    unsigned memory_mb = 0;          // 0 = EAL default (-m / --socket-mem not passed)
+    std::vector<std::string> args;   // extra EAL arguments, passed through
+
+    bool operator==(const EalConfig&) const = default;
+};
+
+enum class RssMode { symmetric, device_default, off };
+
+struct PortConfig {
+    std::string name;                // label: file names, logs, metrics ([A-Za-z0-9_-]+)
+    std::string device;              // PCI address (DDDD:BB:DD.F) or vdev string (net_...)
+    unsigned rx_queues = 1;
+    unsigned rx_descriptors = 4096;
+    RssMode rss = RssMode::symmetric;
+    unsigned mtu = 1500;             // L3 MTU; up to 9000 (jumbo, scattered rx when needed)
+    bool promiscuous = true;
+    std::string filter;              // libpcap expression; empty = keep everything
+    unsigned snaplen = 262144;       // bytes kept per packet (default: whole packet)
+
+    bool is_pci() const;             // device looks like a PCI address
+
+    bool operator==(const PortConfig&) const = default;
+};
+
+// Explicit queue → worker mapping; when absent, queues are spread round-robin.
+struct WorkerMapping {
+    unsigned lcore = 0;
+    struct Queue {
+        std::string port;
+        unsigned queue = 0;
+
+        bool operator==(const Queue&) const = default;
+    };
+    std::vector<Queue> queues;
+
+    bool operator==(const WorkerMapping&) const = default;
+};
+
+struct CaptureConfig {
+    unsigned burst_size = 64;        // rte_eth_rx_burst size (1..512)
+    unsigned mbufs = 0;              // 0 = sized from ports × queues × descriptors
+    unsigned mbuf_cache = 256;
+    std::vector<WorkerMapping> workers;  // empty = automatic
+
+    bool operator==(const CaptureConfig&) const = default;
+};
+
+enum class FileFormat { pcap, pcapng };
+enum class FsyncPolicy { none, rotate, interval };
+
+struct RetentionConfig {
+    uint64_t max_bytes = 0;          // 0 = unlimited
+    double max_percent = 0;          // of the output filesystem; 0 = unlimited
+    uint64_t min_free_bytes = 0;     // keep at least this much free; 0 = no floor
+    uint64_t max_age_s = 0;          // 0 = keep forever
+    std::string hold_file;           // legal hold list: paths never deleted
+
+    bool operator==(const RetentionConfig&) const = default;
+};
+
+struct OutputConfig {
+    std::string directory = "/var/lib/linecap";
+    FileFormat format = FileFormat::pcap;
+    // File name template without extension: strftime (UTC) of the file's first packet
+    // plus {port}, {queue}, {nsec} (9 digits) and {seq}. Extension is added by format.
+    std::string file_template = "%Y%m%dT%H%M%S.{nsec}Z-{port}-q{queue}";
+    uint64_t rotate_size_bytes = 1024ull << 20;
+    unsigned rotate_interval_s = 300;  // 0 = no time rotation; aligned to the clock
+    unsigned block_size_kb = 1024;     // write block: 64 KiB .. 16 MiB, multiple of 4 KiB
+    unsigned blocks_per_queue = 32;
+    unsigned flush_interval_ms = 100;  // partial blocks are handed over after this long
+    unsigned writer_threads = 1;
+    bool o_direct = false;
+    FsyncPolicy fsync = FsyncPolicy::rotate;
+    unsigned fsync_interval_s = 0;     // with FsyncPolicy::interval
+    bool manifest = true;              // SHA-256 sidecar per finished file
+    RetentionConfig retention;
+
+    bool operator==(const OutputConfig&) const = default;
+};
+
+struct MetricsConfig {
+    bool enabled = true;
+    std::string listen = "127.0.0.1:9475";
+
+    bool operator==(const MetricsConfig&) const = default;
+};
+
+struct LogConfig {
+    std::string level = "info";       // trace debug info warn error critical off
+
+    bool operator==(const LogConfig&) const = default;
+};
+
+struct Config {
+    std::string path;                 // the file it was loaded from
+    EalConfig eal;
+    std::vector<PortConfig> ports;
+    CaptureConfig capture;
+    OutputConfig output;
+    MetricsConfig metrics;
+    LogConfig log;
+
+    bool operator==(const Config&) const = default;
+};
+
+// Parses and validates. Errors are config errors naming the key and line, e.g.
+// "config.yaml:12: ports[0].rx_queues: expected an integer 1..1024, got 'two'".
+// The first problem found is reported, on one line. The file's schema, units and
+// ranges are documented in config/linecap.yaml.
+Result<Config> load_config(const std::string& path);
+Result<Config> parse_config(const std::string& yaml_text, const std::string& source_name);
+
+// Every key the file may hold, as paths ("output", "output.rotate.size_mb",
+// "ports[].rx_queues"), in schema order. For documentation checks and tests.
+std::vector<std::string> config_key_paths();
+
+const char* to_string(RssMode mode);
+const char* to_string(FileFormat format);
+
+}  // namespace linecap

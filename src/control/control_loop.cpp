@@ -1,0 +1,167 @@
+#include "control/control_loop.hpp"
+
+#include <rte_ethdev.h>
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <vector>
+
+#include "capture/engine.hpp"
+#include "config/config.hpp"
+#include "control/sd_notify.hpp"
+#include "control/signals.hpp"
+
+namespace linecap {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The watchdog is fed only while every worker's heartbeat moves: a wedged lcore then
+// makes systemd restart the daemon instead of it silently capturing nothing.
+class WatchdogFeeder {
+public:
+    WatchdogFeeder(const CaptureEngine& engine, SystemdNotifier& notifier) : engine_(engine), notifier_(notifier) {
+        if (notifier_.watchdog_usec() == 0) return;
+        interval_ = std::chrono::microseconds(notifier_.watchdog_usec() / 2);
+        next_ = Clock::now();
+        last_ = heartbeats();
+    }
+
+    void tick() {
+        if (interval_.count() == 0 || Clock::now() < next_) return;
+        next_ = Clock::now() + interval_;
+        std::vector<uint64_t> now = heartbeats();
+        bool all_advanced = true;
+        for (size_t i = 0; i < now.size(); ++i) {
+            if (now[i] == last_[i]) {
+                all_advanced = false;
+                if (!stalled_logged_) spdlog::error("worker lcore {} heartbeat stopped: withholding watchdog",
+                                                    engine_.workers()[i].lcore);
+                stalled_logged_ = true;
+            }
+        }
+        last_ = std::move(now);
+        if (all_advanced) {
+            notifier_.watchdog();
+            stalled_logged_ = false;
+        }
+    }
+
+private:
+    std::vector<uint64_t> heartbeats() const {
+        std::vector<uint64_t> v;
+        for (const auto& w : engine_.workers()) v.push_back(w.counters->loops.get());
+        return v;
+    }
+
+    const CaptureEngine& engine_;
+    SystemdNotifier& notifier_;
+    std::chrono::microseconds interval_{0};
+    Clock::time_point next_;
+    std::vector<uint64_t> last_;
+    bool stalled_logged_ = false;
+};
+
+struct Totals {
+    uint64_t rx = 0, written = 0, written_bytes = 0, dropped = 0;
+};
+
+Totals totals(const CaptureEngine& engine) {
+    Totals t;
+    for (const auto& s : engine.streams()) {
+        t.rx += s.capture->rx_packets.get();
+        t.written += s.output->written_packets.load(std::memory_order_relaxed);
+        t.written_bytes += s.output->written_bytes.load(std::memory_order_relaxed);
+        t.dropped += s.capture->writer_full_packets.get() + s.output->write_error_packets.load() +
+                     s.output->disk_full_packets.load();
+    }
+    for (const auto& p : engine.ports()) {
+        rte_eth_stats st{};
+        if (rte_eth_stats_get(p.port_id, &st) == 0) t.dropped += st.imissed + st.ierrors + st.rx_nombuf;
+    }
+    return t;
+}
+
+void reload(CaptureEngine& engine, SystemdNotifier& notifier, const std::string& config_path) {
+    notifier.reloading();
+    spdlog::info("SIGHUP: reloading filters from {} and rotating files", config_path);
+    auto config = load_config(config_path);
+    if (!config) {
+        spdlog::error("reload rejected, keeping the running configuration: {}", config.error().message);
+    } else if (Status s = engine.reload_policies(config->ports); !s) {
+        spdlog::error("reload rejected, keeping the running filters: {}", s.error().message);
+    }
+    engine.rotate_files();
+    notifier.ready();
+}
+
+}  // namespace
+
+void run_control_loop(CaptureEngine& engine, SignalFd& signals, SystemdNotifier& notifier,
+                      const std::string& config_path, const ControlHooks& hooks) {
+    WatchdogFeeder watchdog(engine, notifier);
+    bool ready_sent = false;
+    auto next_second = Clock::now() + std::chrono::seconds(1);
+    Totals previous = totals(engine);
+    const auto started = Clock::now();
+    bool stall_done = hooks.stall_worker_for_s <= 0;
+
+    for (;;) {
+        if (auto sig = signals.wait(50)) {
+            if (*sig == SIGINT || *sig == SIGTERM) {
+                spdlog::info("{}: stopping capture", *sig == SIGINT ? "SIGINT" : "SIGTERM");
+                break;
+            }
+            if (*sig == SIGHUP) reload(engine, notifier, config_path);
+        }
+        if (!ready_sent && engine.all_workers_polling()) {
+            notifier.ready();
+            ready_sent = true;
+            spdlog::info("capture running: all workers polling");
+        }
+        watchdog.tick();
+        if (!stall_done && Clock::now() - started >= std::chrono::duration<double>(hooks.stall_worker_after_s)) {
+            stall_done = true;
+            spdlog::warn("test hook: stalling worker 0 for {} s", hooks.stall_worker_for_s);
+            engine.stall_worker(0, static_cast<uint64_t>(hooks.stall_worker_for_s * 1e9));
+        }
+        if (Clock::now() >= next_second) {
+            next_second += std::chrono::seconds(1);
+            engine.tick_clock();
+            if (hooks.collect_metrics) hooks.collect_metrics();
+            Totals now = totals(engine);
+            notifier.status(fmt::format("{} pkt/s received, {} pkt/s written ({:.1f} Mbit/s), {} dropped in total",
+                                        now.rx - previous.rx, now.written - previous.written,
+                                        (now.written_bytes - previous.written_bytes) * 8 / 1e6, now.dropped));
+            previous = now;
+        }
+    }
+    notifier.stopping();
+}
+
+void log_capture_summary(const CaptureEngine& engine) {
+    for (const auto& port : engine.ports()) {
+        uint64_t rx = 0, written = 0, filtered = 0, writer_full = 0, write_error = 0, disk_full = 0;
+        for (const auto& s : engine.streams()) {
+            if (s.port_id != port.port_id) continue;
+            rx += s.capture->rx_packets.get();
+            filtered += s.capture->filtered_packets.get();
+            writer_full += s.capture->writer_full_packets.get();
+            written += s.output->written_packets.load();
+            write_error += s.output->write_error_packets.load();
+            disk_full += s.output->disk_full_packets.load();
+        }
+        rte_eth_stats st{};
+        rte_eth_stats_get(port.port_id, &st);
+        const uint64_t reached = rx + st.imissed + st.ierrors + st.rx_nombuf;
+        spdlog::info("port {}: {} packets reached the port, {} written, {} filtered, dropped: nic_missed={} "
+                     "nic_error={} no_mbuf={} writer_full={} write_error={} disk_full={}",
+                     port.name, reached, written, filtered, st.imissed, st.ierrors, st.rx_nombuf, writer_full,
+                     write_error, disk_full);
+    }
+}
+
+}  // namespace linecap

@@ -1,0 +1,33 @@
+// The control thread's loop (the main lcore): signals, clock anchoring, metrics
+// collection, systemd readiness/watchdog/status, reload. Never on a capture core.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "util/result.hpp"
+
+namespace linecap {
+
+class CaptureEngine;
+class SignalFd;
+class SystemdNotifier;
+
+struct ControlHooks {
+    std::function<void()> collect_metrics;   // about once a second, and once at the end
+    // Test-only (LINECAP_TEST_STALL_WORKER="AFTER_S:FOR_S"): stall worker 0 once, so the
+    // watchdog test can see the pings stop.
+    double stall_worker_after_s = 0;
+    double stall_worker_for_s = 0;
+};
+
+// Runs until SIGINT/SIGTERM. SIGHUP re-reads config_path: new filters/snap lengths are
+// swapped in (an invalid file keeps the old ones, with a logged error) and the current
+// files are finalised (rotation on demand).
+void run_control_loop(CaptureEngine& engine, SignalFd& signals, SystemdNotifier& notifier,
+                      const std::string& config_path, const ControlHooks& hooks);
+
+// Per-port summary (received, written, filtered, dropped by reason) at shutdown.
+void log_capture_summary(const CaptureEngine& engine);
+
+}  // namespace linecap

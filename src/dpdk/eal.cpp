@@ -1,0 +1,67 @@
+#include "dpdk/eal.hpp"
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+
+#include <spdlog/spdlog.h>
+
+namespace linecap {
+
+std::vector<std::string> eal_arguments(const Config& config) {
+    std::vector<std::string> args = {"linecapd"};
+    // "-l 0-2", or EAL's --lcores when some lcore is placed on another CPU ("2@1").
+    const bool placed = config.eal.lcores.find('@') != std::string::npos;
+    args.push_back(placed ? "--lcores" : "-l");
+    args.push_back(config.eal.lcores);
+    args.push_back("--main-lcore");
+    args.push_back(std::to_string(config.eal.lcore_ids.front()));
+    // --in-memory: no hugepage or runtime files on disk, so a killed daemon leaves
+    // nothing behind and two instances never collide on a file prefix.
+    args.push_back("--in-memory");
+    if (!config.eal.hugepages) args.push_back("--no-huge");
+    if (config.eal.memory_mb > 0) {
+        args.push_back("-m");
+        args.push_back(std::to_string(config.eal.memory_mb));
+    }
+    bool any_pci = false;
+    for (const auto& port : config.ports) {
+        if (port.is_pci()) {
+            // Allow-list: DPDK probes only the configured devices and never touches any
+            // other PCI function (the management NIC in particular).
+            args.push_back("-a");
+            args.push_back(port.device);
+            any_pci = true;
+        } else {
+            args.push_back("--vdev");
+            args.push_back(port.device);
+        }
+    }
+    if (!any_pci) args.push_back("--no-pci");
+    // DPDK's own log goes to stderr (journald under systemd); keep it to warnings unless
+    // the operator asks for more.
+    args.push_back("--log-level");
+    args.push_back(config.log.level == "debug" || config.log.level == "trace" ? "lib.*:info" : "lib.*:warning");
+    for (const auto& extra : config.eal.args) args.push_back(extra);
+    return args;
+}
+
+Result<std::unique_ptr<Eal>> Eal::init(const Config& config) {
+    std::vector<std::string> args = eal_arguments(config);
+    std::string joined;
+    for (const auto& a : args) joined += (joined.empty() ? "" : " ") + a;
+    spdlog::info("EAL arguments: {}", joined);
+
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int rc = rte_eal_init(static_cast<int>(args.size()), argv.data());
+    if (rc < 0) {
+        return runtime_error(std::string("rte_eal_init: ") + rte_strerror(rte_errno) +
+                             " (are hugepages reserved and mounted? run `linecapd --check`)");
+    }
+    return std::unique_ptr<Eal>(new Eal());
+}
+
+Eal::~Eal() { rte_eal_cleanup(); }
+
+}  // namespace linecap

@@ -1,0 +1,182 @@
+#include "dpdk/port.hpp"
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+
+namespace linecap {
+
+namespace {
+
+// Descriptors for the tx queues a PMD insists on; nothing is ever sent on them.
+constexpr uint16_t kIdleTxDescriptors = 512;
+
+std::string errtext(int rc) { return std::string(rte_strerror(rc < 0 ? -rc : rc)); }
+
+Error call_error(const char* call, int rc) {
+    return runtime_error(std::string(call) + ": " + errtext(rc) + " (" + std::to_string(rc) + ")");
+}
+
+}  // namespace
+
+std::string ethdev_name(const PortConfig& port) {
+    return port.device.substr(0, port.device.find(','));
+}
+
+uint32_t max_frame_len(unsigned mtu) {
+    return mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + 2 * RTE_VLAN_HLEN;
+}
+
+Result<PortInfo> find_port(const PortConfig& config) {
+    const std::string name = ethdev_name(config);
+    uint16_t port_id = 0;
+    if (rte_eth_dev_get_port_by_name(name.c_str(), &port_id) != 0) {
+        if (config.is_pci()) {
+            return runtime_error("device " + config.device +
+                                 " was not probed by DPDK: is it bound to vfio-pci? "
+                                 "(scripts/linecap-bind.sh bind " + config.device + ")");
+        }
+        return runtime_error("vdev " + name + " did not come up (see the DPDK log above for its arguments)");
+    }
+    rte_eth_dev_info dev_info;
+    int rc = rte_eth_dev_info_get(port_id, &dev_info);
+    if (rc != 0) return call_error("rte_eth_dev_info_get", rc);
+    PortInfo info;
+    info.port_id = port_id;
+    int socket = rte_eth_dev_socket_id(port_id);
+    info.socket = socket < 0 ? 0 : socket;
+    info.driver = dev_info.driver_name ? dev_info.driver_name : "?";
+    info.scatter_capable = (dev_info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER) != 0;
+    return info;
+}
+
+Result<std::unique_ptr<Port>> Port::open(const PortConfig& config, const PortInfo& info,
+                                         rte_mempool* pool, unsigned mbuf_data_room) {
+    std::unique_ptr<Port> port(new Port(config.name, info));
+    const uint16_t id = info.port_id;
+    auto fail = [&](Error e) { return e.context("port " + config.name + " (" + config.device + ")"); };
+
+    rte_eth_dev_info dev_info;
+    int rc = rte_eth_dev_info_get(id, &dev_info);
+    if (rc != 0) return fail(call_error("rte_eth_dev_info_get", rc));
+
+    unsigned queues = config.rx_queues;
+    if (queues > dev_info.max_rx_queues) {
+        return fail(runtime_error("rx_queues " + std::to_string(queues) + " but the device has at most " +
+                                  std::to_string(dev_info.max_rx_queues)));
+    }
+
+    rte_eth_conf conf{};
+    RssPlan rss = plan_rss(config.rss, queues,
+                           RssDeviceCaps{dev_info.hash_key_size, dev_info.flow_type_rss_offloads,
+                                         dev_info.reta_size});
+    if (queues > 1 && config.rss != RssMode::off && !rss.enabled) {
+        // Virtual devices spread queues their own way (net_pcap: one file per queue,
+        // af_packet: the kernel's fanout); real 82599/X710 ports always offer RSS.
+        spdlog::warn("port {}: {} ({}); its {} queues are filled the way the driver decides", config.name,
+                     rss.note, info.driver, queues);
+    }
+    if (rss.enabled) {
+        conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+        conf.rx_adv_conf.rss_conf.rss_hf = rss.hash_types;
+        if (!rss.key.empty()) {
+            conf.rx_adv_conf.rss_conf.rss_key = rss.key.data();
+            conf.rx_adv_conf.rss_conf.rss_key_len = static_cast<uint8_t>(rss.key.size());
+        }
+        if (rss.trimmed_types) {
+            spdlog::warn("port {}: RSS hash types 0x{:x} not offered by {}, using 0x{:x}", config.name,
+                         rss.trimmed_types, info.driver, rss.hash_types);
+        }
+    }
+
+    // MTU and scattered rx: a frame larger than one mbuf needs the SCATTER offload.
+    unsigned mtu = config.mtu;
+    if (dev_info.max_mtu && mtu > dev_info.max_mtu) {
+        spdlog::warn("port {}: mtu {} above the device maximum {}, using {}", config.name, mtu,
+                     dev_info.max_mtu, dev_info.max_mtu);
+        mtu = dev_info.max_mtu;
+    }
+    conf.rxmode.mtu = mtu;
+    const uint32_t frame = max_frame_len(mtu);
+    const uint32_t mbuf_room = mbuf_data_room - RTE_PKTMBUF_HEADROOM;
+    if (frame > mbuf_room) {
+        if (info.scatter_capable) {
+            conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+        } else {
+            spdlog::info("port {}: frames up to {} bytes exceed one mbuf ({}) and {} has no scattered rx offload; "
+                         "relying on the PMD to chain segments",
+                         config.name, frame, mbuf_room, info.driver);
+        }
+    }
+
+    // A capture port never transmits, so it asks for no tx queue. Some PMDs (af_xdp,
+    // af_packet) only work with rx/tx pairs: for those, idle tx queues are set up too.
+    uint16_t tx_queues = 0;
+    rc = rte_eth_dev_configure(id, static_cast<uint16_t>(queues), 0, &conf);
+    if (rc == -EINVAL) {
+        tx_queues = static_cast<uint16_t>(queues);
+        rc = rte_eth_dev_configure(id, static_cast<uint16_t>(queues), tx_queues, &conf);
+    }
+    if (rc != 0) return fail(call_error("rte_eth_dev_configure", rc));
+
+    uint16_t nb_rxd = static_cast<uint16_t>(config.rx_descriptors);
+    uint16_t nb_txd = tx_queues ? kIdleTxDescriptors : 0;
+    rc = rte_eth_dev_adjust_nb_rx_tx_desc(id, &nb_rxd, &nb_txd);
+    if (rc != 0) return fail(call_error("rte_eth_dev_adjust_nb_rx_tx_desc", rc));
+    if (nb_rxd != config.rx_descriptors) {
+        spdlog::warn("port {}: rx_descriptors {} trimmed to {} by {}", config.name, config.rx_descriptors,
+                     nb_rxd, info.driver);
+    }
+
+    rte_eth_rxconf rxconf = dev_info.default_rxconf;
+    rxconf.offloads = conf.rxmode.offloads;
+    for (unsigned q = 0; q < queues; ++q) {
+        rc = rte_eth_rx_queue_setup(id, static_cast<uint16_t>(q), nb_rxd, static_cast<unsigned>(info.socket),
+                                    &rxconf, pool);
+        if (rc != 0) return fail(call_error("rte_eth_rx_queue_setup", rc).context("rx queue " + std::to_string(q)));
+    }
+
+    for (uint16_t q = 0; q < tx_queues; ++q) {
+        rc = rte_eth_tx_queue_setup(id, q, nb_txd, static_cast<unsigned>(info.socket), nullptr);
+        if (rc != 0) return fail(call_error("rte_eth_tx_queue_setup", rc).context("tx queue " + std::to_string(q)));
+    }
+
+    if (config.promiscuous) {
+        rc = rte_eth_promiscuous_enable(id);
+        if (rc != 0) spdlog::warn("port {}: promiscuous mode: {} (capturing what the device delivers)",
+                                  config.name, errtext(rc));
+    }
+
+    rc = rte_eth_dev_start(id);
+    if (rc != 0) return fail(call_error("rte_eth_dev_start", rc));
+    port->started_ = true;
+    port->rx_queues_ = queues;
+    port->rx_descriptors_ = nb_rxd;
+
+    rte_eth_link link{};
+    char link_text[RTE_ETH_LINK_MAX_STR_LEN] = "";
+    if (rte_eth_link_get_nowait(id, &link) == 0) rte_eth_link_to_str(link_text, sizeof link_text, &link);
+    spdlog::info("port {}: {} driver {} socket {}: {} rx queues × {} descriptors, mtu {}, rss {}{}; {}",
+                 config.name, config.device, info.driver, info.socket, queues, nb_rxd, mtu,
+                 rss.enabled ? to_string(config.rss) : "not used",
+                 rss.enabled && dev_info.reta_size ? " (reta " + std::to_string(dev_info.reta_size) + ")" : "",
+                 link_text);
+    return port;
+}
+
+void Port::stop() {
+    if (started_) {
+        rte_eth_dev_stop(info_.port_id);
+        started_ = false;
+    }
+}
+
+Port::~Port() {
+    stop();
+    rte_eth_dev_close(info_.port_id);
+}
+
+}  // namespace linecap

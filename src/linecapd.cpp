@@ -1,0 +1,174 @@
+// linecapd: wiring only. config → preflight → EAL/ports/workers/writer (CaptureEngine)
+// → metrics → control loop; errors become exit codes here and nowhere else.
+#include <getopt.h>
+#include <rte_version.h>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "capture/engine.hpp"
+#include "config/config.hpp"
+#include "control/control_loop.hpp"
+#include "control/preflight.hpp"
+#include "control/sd_notify.hpp"
+#include "control/signals.hpp"
+#include "metrics/engine_views.hpp"
+#include "metrics/exporter.hpp"
+#include "linecap_build.h"
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 64;   // EX_USAGE
+constexpr int kExitConfig = 78;  // EX_CONFIG: systemd does not restart on it
+
+struct Options {
+    std::string config_path;
+    bool check = false;
+};
+
+void print_usage(FILE* out) {
+    std::fprintf(out,
+                 "Usage: linecapd --config FILE [--check]\n"
+                 "       linecapd --version | --help\n"
+                 "\n"
+                 "Captures every packet from DPDK ports into rotated pcap files and exports exact\n"
+                 "drop accounting to Prometheus.\n"
+                 "\n"
+                 "  -c, --config FILE  YAML configuration (see %s/linecap/linecap.yaml)\n"
+                 "      --check        validate the configuration and this machine (lcores, PCI\n"
+                 "                     binding, output directory, filters), print every finding,\n"
+                 "                     exit 0 when ready, 78 otherwise\n"
+                 "  -V, --version      print version and the DPDK version\n"
+                 "  -h, --help         this text\n"
+                 "\n"
+                 "Signals: SIGINT/SIGTERM stop (every file finalised, summary logged, exit 0);\n"
+                 "SIGHUP reloads filters and snap lengths and finalises the current files.\n"
+                 "Exit codes: 0 ok, 1 runtime failure, 64 usage, 78 configuration or machine not ready.\n",
+                 LINECAP_SYSCONFDIR);
+}
+
+// Returns an exit code to stop with, or -1 to go on.
+int parse_options(int argc, char** argv, Options& options) {
+    enum { kCheck = 1000 };
+    static const option long_options[] = {
+        {"config", required_argument, nullptr, 'c'},
+        {"check", no_argument, nullptr, kCheck},
+        {"version", no_argument, nullptr, 'V'},
+        {"help", no_argument, nullptr, 'h'},
+        {nullptr, 0, nullptr, 0},
+    };
+    int opt;
+    while ((opt = getopt_long(argc, argv, "c:Vh", long_options, nullptr)) != -1) {
+        switch (opt) {
+            case 'c': options.config_path = optarg; break;
+            case kCheck: options.check = true; break;
+            case 'V': std::printf("linecapd %s (%s)\n", LINECAP_VERSION, rte_version()); return kExitOk;
+            case 'h': print_usage(stdout); return kExitOk;
+            default: print_usage(stderr); return kExitUsage;
+        }
+    }
+    if (optind < argc) {
+        std::fprintf(stderr, "linecapd: unexpected argument '%s'\n", argv[optind]);
+        return kExitUsage;
+    }
+    if (options.config_path.empty()) {
+        std::fprintf(stderr, "linecapd: --config FILE is required\n");
+        print_usage(stderr);
+        return kExitUsage;
+    }
+    return -1;
+}
+
+// Prints every finding; true when none is an error.
+bool report_preflight(const std::vector<linecap::PreflightFinding>& findings) {
+    bool ok = true;
+    for (const auto& f : findings) {
+        if (f.level == linecap::PreflightFinding::Level::error) {
+            ok = false;
+            spdlog::error("{}", f.message);
+        } else {
+            spdlog::warn("{}", f.message);
+        }
+    }
+    return ok;
+}
+
+int run(const Options& options) {
+    auto config = linecap::load_config(options.config_path);
+    if (!config) {
+        spdlog::error("{}", config.error().message);
+        return kExitConfig;
+    }
+    spdlog::set_level(spdlog::level::from_str(config->log.level));
+
+    linecap::PreflightOptions preflight_options;
+    preflight_options.probe_disk_speed = options.check;
+    linecap::apply_test_overrides(preflight_options);  // LINECAP_SYSFS / LINECAP_PROC: tests only
+    const bool ready = report_preflight(linecap::preflight(config.value(), preflight_options));
+    if (options.check) {
+        if (ready) spdlog::info("{}: configuration and machine ready", options.config_path);
+        return ready ? kExitOk : kExitConfig;
+    }
+    if (!ready) return kExitConfig;
+
+    // Before EAL creates any thread: every lcore inherits the blocked mask, so signals
+    // reach only the control thread's signalfd.
+    if (linecap::Status s = linecap::block_daemon_signals(); !s) {
+        spdlog::error("{}", s.error().message);
+        return kExitFailure;
+    }
+    auto signals = linecap::SignalFd::open();
+    if (!signals) {
+        spdlog::error("{}", signals.error().message);
+        return kExitFailure;
+    }
+
+    spdlog::info("linecapd {} ({}) starting with {}", LINECAP_VERSION, rte_version(), options.config_path);
+    auto engine = linecap::CaptureEngine::start(config.value());
+    if (!engine) {
+        spdlog::error("{}", engine.error().message);
+        return engine.error().config ? kExitConfig : kExitFailure;
+    }
+
+    // The endpoint only ever reads the collector's last snapshot, never engine memory.
+    auto metrics = linecap::MetricsExporter::start(config->metrics, linecap::make_engine_collector(*engine.value()));
+    if (!metrics) {
+        spdlog::error("{}", metrics.error().message);
+        return kExitFailure;
+    }
+
+    linecap::SystemdNotifier notifier;
+    linecap::ControlHooks hooks;
+    hooks.collect_metrics = [&metrics] { metrics.value()->collect(); };
+    if (const char* stall = std::getenv("LINECAP_TEST_STALL_WORKER")) {
+        std::sscanf(stall, "%lf:%lf", &hooks.stall_worker_after_s, &hooks.stall_worker_for_s);
+    }
+    linecap::run_control_loop(*engine.value(), signals.value(), notifier, options.config_path, hooks);
+
+    engine.value()->stop();
+    if (hooks.collect_metrics) hooks.collect_metrics();
+    linecap::log_capture_summary(*engine.value());
+    metrics.value().reset();
+    engine.value().reset();
+    spdlog::info("linecapd stopped");
+    return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    auto logger = spdlog::stderr_color_mt("linecapd");
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    spdlog::set_default_logger(logger);
+
+    Options options;
+    if (int rc = parse_options(argc, argv, options); rc >= 0) return rc;
+    return run(options);
+}

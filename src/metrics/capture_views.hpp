@@ -1,0 +1,32 @@
+// What the metrics collector reads: the engine's views of its counters (StreamView,
+// PortView, WorkerView) plus the few writer-side values that are not per stream. Built
+// once after the engine starts (capture_views(engine) in engine_views.hpp) or by hand in
+// unit tests, which is why this is a plain struct and not the engine itself.
+//
+// Only MetricsCollector::collect() (control thread) dereferences these pointers; the
+// HTTP threads see nothing but the collector's snapshot. So the views must outlive the
+// last collect() call, not the HTTP server.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "capture/engine.hpp"
+
+namespace linecap {
+
+struct CaptureViews {
+    std::vector<StreamView> streams;
+    std::vector<PortView> ports;
+    std::vector<WorkerView> workers;
+    const WriteLatency* write_latency = nullptr;
+    std::function<size_t()> backlog_blocks;       // full blocks waiting, all streams
+    // The engine's own verdict (CaptureEngine::all_workers_polling). When empty, every
+    // worker's WorkerControl::polling flag is checked instead (unit tests).
+    std::function<bool()> all_workers_polling;
+    std::string output_directory;                 // statvfs target
+};
+
+}  // namespace linecap

@@ -1,0 +1,139 @@
+#include "metrics/collector.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace linecap {
+namespace {
+
+uint64_t load(const std::atomic<uint64_t>& value) { return value.load(std::memory_order_relaxed); }
+
+}  // namespace
+
+MetricsCollector::MetricsCollector(CaptureViews views, std::unique_ptr<PortStatsSource> port_stats,
+                                   FilesystemProbe filesystem, BuildInfo build)
+    : views_(std::move(views)),
+      port_stats_(std::move(port_stats)),
+      filesystem_(std::move(filesystem)),
+      build_(std::move(build)),
+      worker_history_(views_.workers.size()),
+      port_history_(views_.ports.size()) {}
+
+StreamSample MetricsCollector::sample_stream(const StreamView& view) const {
+    StreamSample s;
+    s.port = view.port;
+    s.queue = view.queue;
+    if (view.capture != nullptr) {
+        s.rx_packets = view.capture->rx_packets.get();
+        s.rx_bytes = view.capture->rx_bytes.get();
+        s.filtered_packets = view.capture->filtered_packets.get();
+        s.writer_full_packets = view.capture->writer_full_packets.get();
+    }
+    if (view.output != nullptr) {
+        s.written_packets = load(view.output->written_packets);
+        s.written_bytes = load(view.output->written_bytes);
+        s.file_bytes = load(view.output->file_bytes);
+        s.write_error_packets = load(view.output->write_error_packets);
+        s.disk_full_packets = load(view.output->disk_full_packets);
+        s.files_finalised = load(view.output->files_finalised);
+    }
+    return s;
+}
+
+PortSample MetricsCollector::sample_port(const PortView& view, PortHistory& history) {
+    if (!history.identity) history.identity = port_stats_->identity(view.port_id);
+    if (const auto c = port_stats_->counters(view.port_id)) {
+        history.ipackets.observe(c->ipackets);
+        history.ibytes.observe(c->ibytes);
+        history.imissed.observe(c->imissed);
+        history.ierrors.observe(c->ierrors);
+        history.rx_nombuf.observe(c->rx_nombuf);
+    }  // else: keep the previous totals; a failed read must not look like a reset
+    PortSample p;
+    p.name = view.name;
+    p.device = view.device;
+    p.identity = *history.identity;
+    p.counters = PortCounters{
+        .ipackets = history.ipackets.total(),
+        .ibytes = history.ibytes.total(),
+        .imissed = history.imissed.total(),
+        .ierrors = history.ierrors.total(),
+        .rx_nombuf = history.rx_nombuf.total(),
+    };
+    p.link = port_stats_->link(view.port_id);
+    return p;
+}
+
+WorkerSample MetricsCollector::sample_worker(const WorkerView& view, WorkerHistory& history) const {
+    WorkerSample w;
+    w.lcore = view.lcore;
+    w.polling = view.control != nullptr && view.control->polling.load(std::memory_order_relaxed);
+    w.cycles_per_packet = std::numeric_limits<double>::quiet_NaN();
+    if (view.counters == nullptr) return w;
+
+    const LcoreCounters& c = *view.counters;
+    w.loops = c.loops.get();
+    // The three are separate relaxed stores, so a read may pair one publication's busy
+    // cycles with a neighbouring publication's total; the error is one publication
+    // period at most, and the clamp keeps the ratio within [0, 1] meanwhile.
+    const uint64_t total_cycles = c.total_cycles.get();
+    const uint64_t busy_cycles = c.busy_cycles.get();
+    const uint64_t packets = c.packets.get();
+
+    const uint64_t d_total = total_cycles - std::min(total_cycles, history.total_cycles);
+    const uint64_t d_busy = busy_cycles - std::min(busy_cycles, history.busy_cycles);
+    const uint64_t d_packets = packets - std::min(packets, history.packets);
+    if (d_total > 0) w.busy_ratio = std::clamp(static_cast<double>(d_busy) / static_cast<double>(d_total), 0.0, 1.0);
+    if (d_packets > 0) w.cycles_per_packet = static_cast<double>(d_busy) / static_cast<double>(d_packets);
+    history = WorkerHistory{busy_cycles, total_cycles, packets};
+    return w;
+}
+
+bool MetricsCollector::all_workers_polling() const {
+    if (views_.all_workers_polling) return views_.all_workers_polling();
+    return std::all_of(views_.workers.begin(), views_.workers.end(), [](const WorkerView& w) {
+        return w.control != nullptr && w.control->polling.load(std::memory_order_relaxed);
+    });
+}
+
+void MetricsCollector::collect() {
+    MetricsSnapshot next;
+    next.collected = true;
+    next.streams.reserve(views_.streams.size());
+    for (const StreamView& view : views_.streams) next.streams.push_back(sample_stream(view));
+    next.ports.reserve(views_.ports.size());
+    for (size_t i = 0; i < views_.ports.size(); ++i) next.ports.push_back(sample_port(views_.ports[i], port_history_[i]));
+    next.workers.reserve(views_.workers.size());
+    for (size_t i = 0; i < views_.workers.size(); ++i) {
+        next.workers.push_back(sample_worker(views_.workers[i], worker_history_[i]));
+    }
+    next.all_workers_polling = all_workers_polling();
+    if (views_.write_latency != nullptr) {
+        LatencySample latency;
+        for (size_t i = 0; i < WriteLatency::kBuckets; ++i) latency.per_bucket[i] = load(views_.write_latency->bucket[i]);
+        latency.sum_ns = load(views_.write_latency->sum_ns);
+        next.write_latency = latency;
+    }
+    if (filesystem_ && !views_.output_directory.empty()) next.filesystem = filesystem_(views_.output_directory);
+    if (views_.backlog_blocks) next.backlog_blocks = views_.backlog_blocks();
+
+    const std::lock_guard lock(mutex_);
+    published_ = std::move(next);
+}
+
+std::vector<prometheus::MetricFamily> MetricsCollector::Collect() const {
+    const std::lock_guard lock(mutex_);
+    return build_metric_families(published_, build_);
+}
+
+Readiness MetricsCollector::readiness() const {
+    const std::lock_guard lock(mutex_);
+    return evaluate_readiness(published_);
+}
+
+MetricsSnapshot MetricsCollector::snapshot() const {
+    const std::lock_guard lock(mutex_);
+    return published_;
+}
+
+}  // namespace linecap

@@ -1,0 +1,71 @@
+// MetricsCollector: the only reader of the engine's counters on the metrics side.
+//
+// The control thread calls collect() about once a second (and once after the engine
+// has stopped, so the last scrape is exact). collect() copies every counter out of the
+// views with relaxed loads, reads ethdev stats and statvfs, computes the per-interval
+// worker ratios, and publishes the result as one snapshot under a mutex. Scrapes
+// (Collect(), on an HTTP thread) build metric families from that snapshot only: they
+// never touch engine memory or DPDK, and lcores never touch prometheus-cpp.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include <prometheus/collectable.h>
+
+#include "metrics/capture_views.hpp"
+#include "metrics/exposition.hpp"
+#include "metrics/filesystem_usage.hpp"
+#include "metrics/monotonic_counter.hpp"
+#include "metrics/port_stats.hpp"
+#include "metrics/readiness.hpp"
+#include "metrics/snapshot.hpp"
+
+namespace linecap {
+
+class MetricsCollector final : public prometheus::Collectable {
+public:
+    MetricsCollector(CaptureViews views, std::unique_ptr<PortStatsSource> port_stats,
+                     FilesystemProbe filesystem = read_filesystem_usage,
+                     BuildInfo build = current_build_info());
+
+    // Control thread only (not thread-safe against itself).
+    void collect();
+
+    // Any thread.
+    std::vector<prometheus::MetricFamily> Collect() const override;
+    Readiness readiness() const;
+    MetricsSnapshot snapshot() const;
+
+private:
+    // Per worker, the counters at the previous collect(): ratios are over the interval.
+    struct WorkerHistory {
+        uint64_t busy_cycles = 0;
+        uint64_t total_cycles = 0;
+        uint64_t packets = 0;
+    };
+    // Per port: reset-proof totals, and the identity (asked once).
+    struct PortHistory {
+        MonotonicCounter ipackets, ibytes, imissed, ierrors, rx_nombuf;
+        std::optional<PortIdentity> identity;
+    };
+
+    StreamSample sample_stream(const StreamView& view) const;
+    PortSample sample_port(const PortView& view, PortHistory& history);
+    WorkerSample sample_worker(const WorkerView& view, WorkerHistory& history) const;
+    bool all_workers_polling() const;
+
+    const CaptureViews views_;
+    const std::unique_ptr<PortStatsSource> port_stats_;
+    const FilesystemProbe filesystem_;
+    const BuildInfo build_;
+    std::vector<WorkerHistory> worker_history_;
+    std::vector<PortHistory> port_history_;
+
+    mutable std::mutex mutex_;      // guards published_
+    MetricsSnapshot published_;
+};
+
+}  // namespace linecap

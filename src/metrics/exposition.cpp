@@ -1,0 +1,209 @@
+#include "metrics/exposition.hpp"
+
+#include <rte_version.h>
+
+#include <limits>
+#include <string_view>
+
+#include "linecap_build.h"
+
+namespace linecap {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+using Labels = std::vector<ClientMetric::Label>;
+
+// Port-level drops carry queue="all" so every drop series has the same label names.
+constexpr const char* kAllQueues = "all";
+
+MetricFamily family(std::string name, std::string help, MetricType type) {
+    return MetricFamily{std::move(name), std::move(help), type, {}};
+}
+
+void add_counter(MetricFamily& f, Labels labels, uint64_t value) {
+    ClientMetric m;
+    m.label = std::move(labels);
+    m.counter.value = static_cast<double>(value);
+    f.metric.push_back(std::move(m));
+}
+
+void add_gauge(MetricFamily& f, Labels labels, double value) {
+    ClientMetric m;
+    m.label = std::move(labels);
+    m.gauge.value = value;
+    f.metric.push_back(std::move(m));
+}
+
+Labels port_labels(const std::string& port) { return {{"port", port}}; }
+
+Labels queue_labels(const StreamSample& s) { return {{"port", s.port}, {"queue", std::to_string(s.queue)}}; }
+
+Labels lcore_labels(const WorkerSample& w) { return {{"lcore", std::to_string(w.lcore)}}; }
+
+// One counter family with one series per (port, queue) stream.
+MetricFamily per_stream_counter(const MetricsSnapshot& snapshot, std::string name, std::string help,
+                                uint64_t StreamSample::*field) {
+    MetricFamily f = family(std::move(name), std::move(help), MetricType::Counter);
+    for (const StreamSample& s : snapshot.streams) add_counter(f, queue_labels(s), s.*field);
+    return f;
+}
+
+MetricFamily dropped_packets(const MetricsSnapshot& snapshot) {
+    MetricFamily f = family("linecap_dropped_packets_total",
+                            "Packets that reached the port but were not written, by reason. Per queue: "
+                            "writer_full (no free write block), write_error (I/O error), disk_full "
+                            "(ENOSPC/EDQUOT). Per port, queue=\"all\": nic_missed (rte_eth_stats imissed), "
+                            "nic_error (ierrors), no_mbuf (rx_nombuf).",
+                            MetricType::Counter);
+    const auto with_reason = [](Labels labels, const char* reason) {
+        labels.push_back({"reason", reason});
+        return labels;
+    };
+    for (const StreamSample& s : snapshot.streams) {
+        add_counter(f, with_reason(queue_labels(s), "writer_full"), s.writer_full_packets);
+        add_counter(f, with_reason(queue_labels(s), "write_error"), s.write_error_packets);
+        add_counter(f, with_reason(queue_labels(s), "disk_full"), s.disk_full_packets);
+    }
+    for (const PortSample& p : snapshot.ports) {
+        const Labels labels = {{"port", p.name}, {"queue", kAllQueues}};
+        add_counter(f, with_reason(labels, "nic_missed"), p.counters.imissed);
+        add_counter(f, with_reason(labels, "nic_error"), p.counters.ierrors);
+        add_counter(f, with_reason(labels, "no_mbuf"), p.counters.rx_nombuf);
+    }
+    return f;
+}
+
+void add_port_families(std::vector<MetricFamily>& out, const MetricsSnapshot& snapshot) {
+    MetricFamily received = family(
+        "linecap_port_received_packets_total",
+        "Packets that reached the port: ipackets + imissed + ierrors + rx_nombuf. Each is exactly one of "
+        "written, filtered or dropped (once the queues are drained).",
+        MetricType::Counter);
+    MetricFamily link_up = family("linecap_port_link_up", "1 when the port's link is up.", MetricType::Gauge);
+    MetricFamily speed = family("linecap_port_link_speed_bps", "Link speed in bits per second; 0 when down or unknown.",
+                                MetricType::Gauge);
+    MetricFamily info = family("linecap_port_info", "Port identity; always 1.", MetricType::Gauge);
+    for (const PortSample& p : snapshot.ports) {
+        const PortCounters& c = p.counters;
+        add_counter(received, port_labels(p.name), c.ipackets + c.imissed + c.ierrors + c.rx_nombuf);
+        add_gauge(link_up, port_labels(p.name), p.link.up ? 1 : 0);
+        add_gauge(speed, port_labels(p.name), static_cast<double>(p.link.speed_bps));
+        add_gauge(info, {{"port", p.name}, {"device", p.device}, {"driver", p.identity.driver}}, 1);
+    }
+    out.push_back(std::move(received));
+    out.push_back(std::move(link_up));
+    out.push_back(std::move(speed));
+    out.push_back(std::move(info));
+}
+
+void add_worker_families(std::vector<MetricFamily>& out, const MetricsSnapshot& snapshot) {
+    MetricFamily busy = family("linecap_worker_busy_ratio",
+                               "Share of the worker's TSC cycles spent in iterations that received packets, over "
+                               "the last collection interval.",
+                               MetricType::Gauge);
+    MetricFamily heartbeat = family("linecap_worker_heartbeat_total",
+                                    "Poll loop iterations; stops advancing when the worker stalls.",
+                                    MetricType::Counter);
+    MetricFamily cpp = family("linecap_worker_cycles_per_packet",
+                              "Busy TSC cycles per packet handled over the last collection interval; NaN when the "
+                              "worker handled no packet.",
+                              MetricType::Gauge);
+    MetricFamily polling = family("linecap_worker_polling", "1 while the worker's poll loop runs.", MetricType::Gauge);
+    for (const WorkerSample& w : snapshot.workers) {
+        add_gauge(busy, lcore_labels(w), w.busy_ratio);
+        add_counter(heartbeat, lcore_labels(w), w.loops);
+        add_gauge(cpp, lcore_labels(w), w.cycles_per_packet);
+        add_gauge(polling, lcore_labels(w), w.polling ? 1 : 0);
+    }
+    out.push_back(std::move(busy));
+    out.push_back(std::move(heartbeat));
+    out.push_back(std::move(cpp));
+    out.push_back(std::move(polling));
+}
+
+// A real histogram: cumulative buckets with `le` in seconds, +Inf, _sum and _count.
+// _count is the bucket total rather than WriteLatency::count, so +Inf and _count always
+// agree even when the writer is between its bucket and count updates.
+MetricFamily write_latency(const LatencySample& sample) {
+    MetricFamily f = family("linecap_write_latency_seconds", "Duration of the writer's write syscalls.",
+                            MetricType::Histogram);
+    ClientMetric m;
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < WriteLatency::kBuckets; ++i) {
+        cumulative += sample.per_bucket[i];
+        const bool overflow = i + 1 == WriteLatency::kBuckets;
+        const double upper_bound = overflow ? std::numeric_limits<double>::infinity()
+                                            : static_cast<double>(WriteLatency::kBoundsUs[i]) / 1e6;
+        m.histogram.bucket.push_back({cumulative, upper_bound});
+    }
+    m.histogram.sample_count = cumulative;
+    m.histogram.sample_sum = static_cast<double>(sample.sum_ns) / 1e9;
+    f.metric.push_back(std::move(m));
+    return f;
+}
+
+void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& snapshot) {
+    out.push_back(per_stream_counter(snapshot, "linecap_files_finalised_total",
+                                     "Capture files completed (synced and renamed to their final name).",
+                                     &StreamSample::files_finalised));
+    out.push_back(per_stream_counter(snapshot, "linecap_output_file_bytes_total",
+                                     "Bytes appended to capture files, file and record headers included.",
+                                     &StreamSample::file_bytes));
+    if (snapshot.filesystem) {
+        MetricFamily free = family("linecap_output_filesystem_free_bytes",
+                                   "Bytes available to the daemon on the output directory's filesystem.",
+                                   MetricType::Gauge);
+        add_gauge(free, {}, static_cast<double>(snapshot.filesystem->free_bytes));
+        MetricFamily size = family("linecap_output_filesystem_size_bytes",
+                                   "Size of the output directory's filesystem.", MetricType::Gauge);
+        add_gauge(size, {}, static_cast<double>(snapshot.filesystem->size_bytes));
+        out.push_back(std::move(free));
+        out.push_back(std::move(size));
+    }
+    MetricFamily backlog = family("linecap_writer_backlog_blocks",
+                                  "Full write blocks waiting for the writer, all streams.", MetricType::Gauge);
+    add_gauge(backlog, {}, static_cast<double>(snapshot.backlog_blocks));
+    out.push_back(std::move(backlog));
+    if (snapshot.write_latency) out.push_back(write_latency(*snapshot.write_latency));
+}
+
+}  // namespace
+
+BuildInfo current_build_info() {
+    std::string_view dpdk = rte_version();
+    if (dpdk.starts_with("DPDK ")) dpdk.remove_prefix(5);
+    return BuildInfo{LINECAP_VERSION, std::string(dpdk)};
+}
+
+std::vector<MetricFamily> build_metric_families(const MetricsSnapshot& snapshot, const BuildInfo& build) {
+    std::vector<MetricFamily> out;
+
+    MetricFamily info = family("linecap_build_info", "linecapd build; always 1.", MetricType::Gauge);
+    add_gauge(info, {{"version", build.version}, {"dpdk_version", build.dpdk_version}}, 1);
+    out.push_back(std::move(info));
+
+    out.push_back(per_stream_counter(snapshot, "linecap_rx_packets_total",
+                                     "Packets the worker received from the rx queue (rte_eth_rx_burst).",
+                                     &StreamSample::rx_packets));
+    out.push_back(per_stream_counter(snapshot, "linecap_rx_bytes_total",
+                                     "Bytes (wire length) the worker received from the rx queue.",
+                                     &StreamSample::rx_bytes));
+    out.push_back(per_stream_counter(snapshot, "linecap_written_packets_total",
+                                     "Packets that reached a capture file.", &StreamSample::written_packets));
+    out.push_back(per_stream_counter(snapshot, "linecap_written_bytes_total",
+                                     "Original (wire) length of the packets that reached a capture file.",
+                                     &StreamSample::written_bytes));
+    out.push_back(per_stream_counter(snapshot, "linecap_filtered_packets_total",
+                                     "Packets rejected by the capture filter (by design, not a drop).",
+                                     &StreamSample::filtered_packets));
+    out.push_back(dropped_packets(snapshot));
+    add_port_families(out, snapshot);
+    add_output_families(out, snapshot);
+    add_worker_families(out, snapshot);
+    return out;
+}
+
+}  // namespace linecap

@@ -1,0 +1,68 @@
+// One collection's worth of numbers: plain values copied out of the engine's atomics and
+// the ethdev stats by MetricsCollector::collect(). The exposition and the readiness
+// verdict are computed from a snapshot only, never from live counters, so a scrape costs
+// the data path nothing and sees one consistent collection.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "metrics/filesystem_usage.hpp"
+#include "metrics/port_stats.hpp"
+#include "output/writer.hpp"
+
+namespace linecap {
+
+struct StreamSample {
+    std::string port;
+    uint16_t queue = 0;
+    // From the worker (QueueCounters).
+    uint64_t rx_packets = 0;
+    uint64_t rx_bytes = 0;
+    uint64_t filtered_packets = 0;
+    uint64_t writer_full_packets = 0;
+    // From the writer (StreamCounters).
+    uint64_t written_packets = 0;
+    uint64_t written_bytes = 0;
+    uint64_t file_bytes = 0;
+    uint64_t write_error_packets = 0;
+    uint64_t disk_full_packets = 0;
+    uint64_t files_finalised = 0;
+};
+
+struct PortSample {
+    std::string name;
+    std::string device;
+    PortIdentity identity;
+    PortCounters counters;   // never decreasing (driver-side resets are folded in)
+    PortLink link;
+};
+
+struct WorkerSample {
+    unsigned lcore = 0;
+    uint64_t loops = 0;               // heartbeat
+    double busy_ratio = 0;            // over the last collection interval
+    double cycles_per_packet = 0;     // over the last interval; NaN when no packets
+    bool polling = false;
+};
+
+struct LatencySample {
+    std::array<uint64_t, WriteLatency::kBuckets> per_bucket{};  // not cumulative; last = overflow
+    uint64_t sum_ns = 0;
+};
+
+struct MetricsSnapshot {
+    bool collected = false;           // false until the first collect()
+    std::vector<StreamSample> streams;
+    std::vector<PortSample> ports;
+    std::vector<WorkerSample> workers;
+    bool all_workers_polling = false;
+    std::optional<LatencySample> write_latency;
+    std::optional<FilesystemUsage> filesystem;
+    uint64_t backlog_blocks = 0;
+};
+
+}  // namespace linecap

@@ -1,0 +1,45 @@
+// IoStatus: the outcome of one file-system operation on the writer's error paths. It
+// keeps errno (to tell "disk full" from other failures, which are counted apart) and
+// the name of the operation (for the log), and never allocates until a message is built.
+#pragma once
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace linecap {
+
+// strerror text, thread-safe (writer threads log concurrently).
+namespace detail {
+// glibc's GNU strerror_r returns the text (not necessarily in `buffer`); XSI strerror_r
+// returns 0 or an error number. Overloads pick whichever this libc provides.
+inline const char* strerror_result(const char* text, const char*) { return text; }
+inline const char* strerror_result(int rc, const char* buffer) { return rc == 0 ? buffer : ""; }
+}  // namespace detail
+
+// strerror text, thread-safe (writer threads log concurrently).
+inline std::string errno_text(int error) {
+    char buffer[128] = {};
+    const std::string text = detail::strerror_result(strerror_r(error, buffer, sizeof buffer), buffer);
+    return text.empty() ? "errno " + std::to_string(error) : text;
+}
+
+class [[nodiscard]] IoStatus {
+public:
+    IoStatus() = default;  // success
+    static IoStatus failure(const char* operation, int error) { return IoStatus(operation, error); }
+
+    bool ok() const { return error_ == 0; }
+    int error() const { return error_; }
+    const char* operation() const { return operation_; }
+    // ENOSPC and EDQUOT are counted as disk_full, everything else as write_error.
+    bool disk_full() const { return error_ == ENOSPC || error_ == EDQUOT; }
+    std::string message() const { return std::string(operation_) + ": " + errno_text(error_); }
+
+private:
+    IoStatus(const char* operation, int error) : operation_(operation), error_(error ? error : EIO) {}
+    const char* operation_ = "";
+    int error_ = 0;
+};
+
+}  // namespace linecap

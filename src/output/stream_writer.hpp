@@ -1,0 +1,91 @@
+// StreamWriter: everything the writer does for one stream (one port queue): turns the
+// stream's full blocks into capture files — opening a file named after its first packet,
+// rotating on size, finalising on the worker's rotation mark, periodic fsync — and
+// counts what reached a file or why it did not.
+//
+// Owned and called by exactly one writer thread; only the counters are read elsewhere.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "output/block.hpp"
+#include "output/capture_file.hpp"
+#include "output/stream.hpp"
+#include "output/writer.hpp"
+
+namespace linecap {
+
+// What all streams of a writer share. Read-only after Writer::create except for the
+// atomics.
+struct WriterContext {
+    OutputConfig config;
+    int dir_fd = -1;                         // the output directory, for *at() calls
+    WriteLatency* latency = nullptr;
+    std::atomic<bool>* direct_io_warned = nullptr;  // one warning per writer, not per file
+};
+
+// A run of consecutive failed writes on one stream, logged once at its start and once
+// when a write succeeds again, so a full disk does not flood the log.
+class LossEpisode {
+public:
+    // Returns true for the first loss of an episode (the caller logs the cause).
+    bool add(uint64_t packets);
+    // Returns the packets lost in the episode that just ended, 0 if none was running.
+    uint64_t end();
+    bool active() const { return active_; }
+
+private:
+    bool active_ = false;
+    uint64_t lost_packets_ = 0;
+};
+
+class StreamWriter {
+public:
+    StreamWriter(const WriterContext& context, const StreamId& id, uint32_t snaplen,
+                 StreamCounters& counters, AlignedBuffer direct_io_staging);
+    StreamWriter(const StreamWriter&) = delete;
+    StreamWriter& operator=(const StreamWriter&) = delete;
+
+    // Any thread; see Writer::set_snaplen.
+    void set_snaplen(uint32_t snaplen) { snaplen_.store(snaplen, std::memory_order_release); }
+
+    // Writes the block's records (if any) and honours its rotation mark. Never throws.
+    void process(const WriteBlock& block);
+    // Periodic work when idle: the fsync interval.
+    void tick(std::chrono::steady_clock::time_point now);
+    // Finalises the open file, if any (shutdown).
+    void finish();
+
+    bool has_open_file() const { return file_.is_open(); }
+
+private:
+    void write_records(const WriteBlock& block);
+    bool open_file(const WriteBlock& block);
+    void finalise_file();
+    void count_lost(const WriteBlock& block, const IoStatus& status, const std::string& file_name);
+    void sync_if_due(std::chrono::steady_clock::time_point now);
+    std::string path_of(const std::string& name) const;
+    void follow_snaplen();
+
+    const WriterContext& context_;
+    const StreamId id_;
+    const std::string label_;                  // "port p0 queue 3", for logs
+    StreamCounters& counters_;
+    std::atomic<uint32_t> snaplen_;            // latest, set by set_snaplen
+    uint32_t header_snaplen_;                  // the largest so far: what files declare
+    std::vector<uint8_t> file_header_;         // for header_snaplen_
+    AlignedBuffer direct_io_staging_;
+
+    CaptureFile file_;
+    uint64_t next_seq_ = 0;
+    LossEpisode loss_;
+    bool unsynced_ = false;
+    std::chrono::steady_clock::time_point last_sync_{};
+};
+
+}  // namespace linecap

@@ -1,0 +1,67 @@
+// A libpcap filter expression: compiled once for exact per-packet matching, and analysed
+// for the index keys a matching packet must have (index pruning).
+//
+// The analysis walks every path of the compiled classic BPF program (pcap_compile with
+// DLT_EN10MB, optimised) from the entry to an accepting return, executing it
+// symbolically: which packet bytes each register holds, what each branch taken asserts
+// about them ("the 2 bytes at 12 equal 0x0800", "the byte at 23 equals 6", "the 2 bytes
+// at X+14 equal 80 where X = 4*(byte 14 & 0xf)"). A path's assertions are then read
+// against the layout store/packet_keys.hpp indexes (Ethernet type chain through VLAN
+// tags, then IPv4/IPv6/ARP fields) and become the keys every packet taking that path
+// contains. A packet matches only if some accepting path is its path, so a block can
+// hold a match only if, for some path, it has all of that path's keys. A path whose
+// assertions name no indexed field (e.g. `len > 100`, `not host X`, `ether host …`)
+// needs no key: then every block may match and nothing is pruned. Correctness never
+// depends on the analysis being clever, only on it being sound.
+#pragma once
+
+#include <pcap/pcap.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/index_format.hpp"
+#include "store/pcap_file.hpp"
+#include "util/result.hpp"
+
+namespace linecap::store {
+
+struct FilterPlan {
+    // false: every block may hold a match (no pruning).
+    bool prunable = false;
+    // A block may hold a match only if it contains every key of at least one alternative.
+    std::vector<std::vector<IndexKey>> alternatives;
+    // Why the plan is what it is (for --explain): "no filter", "path N needs no key", …
+    std::string note;
+    std::string describe() const;
+};
+
+// Analyses a classic BPF program (as produced by pcap_compile for DLT_EN10MB).
+FilterPlan analyze_bpf(const bpf_insn* insns, size_t count);
+
+class CompiledFilter {
+public:
+    // An empty expression matches everything. Errors: libpcap's message.
+    static Result<CompiledFilter> compile(const std::string& expression);
+    CompiledFilter() = default;
+    CompiledFilter(CompiledFilter&&) noexcept;
+    CompiledFilter& operator=(CompiledFilter&&) noexcept;
+    ~CompiledFilter();
+
+    bool empty() const { return !has_program_; }
+    bool matches(const RawRecord& record) const;
+    const FilterPlan& plan() const { return plan_; }
+    const std::string& expression() const { return expression_; }
+
+private:
+    std::string expression_;
+    bpf_program program_{};
+    bool has_program_ = false;
+    FilterPlan plan_;
+};
+
+// The blocks of `index` that may hold a packet matching `plan` (all when not prunable).
+BlockSet candidate_blocks(const Index& index, const FilterPlan& plan);
+
+}  // namespace linecap::store

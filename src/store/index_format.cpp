@@ -1,0 +1,621 @@
+#include "store/index_format.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "output/io_status.hpp"
+#include "store/crc32c.hpp"
+
+namespace linecap::store {
+namespace {
+
+constexpr size_t kKeySize[4] = {1, 2, 4, 16};  // by IndexKey::Kind
+constexpr SectionType kKindSection[4] = {SectionType::protos, SectionType::ports, SectionType::addr4,
+                                         SectionType::addr6};
+constexpr uint32_t kBitmapFlag = 1u << 31;
+
+constexpr uint64_t align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
+
+void put_varint(std::vector<uint8_t>& out, uint32_t v) {
+    while (v >= 0x80) {
+        out.push_back(static_cast<uint8_t>(v | 0x80));
+        v >>= 7;
+    }
+    out.push_back(static_cast<uint8_t>(v));
+}
+
+size_t varint_size(uint32_t v) {
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        ++n;
+    }
+    return n;
+}
+
+// Reads a varint at p[*pos], bounded by `size`; false when malformed or out of bounds.
+bool get_varint(const uint8_t* p, uint64_t size, uint64_t* pos, uint32_t* out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 35; shift += 7) {
+        if (*pos >= size) return false;
+        const uint8_t b = p[(*pos)++];
+        v |= uint64_t{b & 0x7fu} << shift;
+        if (!(b & 0x80)) {
+            if (v > UINT32_MAX) return false;
+            *out = static_cast<uint32_t>(v);
+            return true;
+        }
+    }
+    return false;
+}
+
+// Encodes the block lists of one key kind. `pairs` sorted by (key, block), unique.
+template <typename K>
+void encode_table(const std::vector<std::pair<K, uint32_t>>& pairs, uint32_t block_count, size_t key_size,
+                  std::vector<uint8_t>& section, std::vector<uint8_t>& postings, uint64_t* count) {
+    std::vector<uint8_t> keys;
+    std::vector<PostingRef> refs;
+    const size_t bitmap_bytes = (block_count + 7) / 8;
+    size_t i = 0;
+    std::vector<uint32_t> ids;
+    while (i < pairs.size()) {
+        size_t j = i;
+        ids.clear();
+        while (j < pairs.size() && pairs[j].first == pairs[i].first) ids.push_back(pairs[j++].second);
+        size_t vsize = 0;
+        uint32_t prev = 0;
+        for (size_t k = 0; k < ids.size(); ++k) {
+            vsize += varint_size(k == 0 ? ids[k] : ids[k] - prev);
+            prev = ids[k];
+        }
+        PostingRef ref{static_cast<uint32_t>(postings.size()), static_cast<uint32_t>(ids.size())};
+        if (vsize <= bitmap_bytes) {
+            prev = 0;
+            for (size_t k = 0; k < ids.size(); ++k) {
+                put_varint(postings, k == 0 ? ids[k] : ids[k] - prev);
+                prev = ids[k];
+            }
+        } else {
+            ref.count_enc |= kBitmapFlag;
+            const size_t base = postings.size();
+            postings.resize(base + bitmap_bytes, 0);
+            for (uint32_t id : ids) postings[base + id / 8] |= static_cast<uint8_t>(1u << (id % 8));
+        }
+        const auto* kp = reinterpret_cast<const uint8_t*>(&pairs[i].first);
+        keys.insert(keys.end(), kp, kp + key_size);
+        refs.push_back(ref);
+        i = j;
+    }
+    *count = refs.size();
+    section = std::move(keys);
+    section.resize(align8(section.size()), 0);
+    const auto* rp = reinterpret_cast<const uint8_t*>(refs.data());
+    section.insert(section.end(), rp, rp + refs.size() * sizeof(PostingRef));
+}
+
+template <typename T>
+T load(const uint8_t* p) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+std::string hex_bytes(const uint8_t* p, size_t n) {
+    std::string s;
+    char b[4];
+    for (size_t i = 0; i < n; ++i) {
+        std::snprintf(b, sizeof b, "%02x", p[i]);
+        s += b;
+    }
+    return s;
+}
+
+}  // namespace
+
+std::string IndexKey::to_string() const {
+    char text[64];
+    switch (kind) {
+        case Kind::proto: return "proto " + std::to_string(value);
+        case Kind::port: return "port " + std::to_string(value);
+        case Kind::addr4:
+            std::snprintf(text, sizeof text, "%u.%u.%u.%u", value >> 24, (value >> 16) & 0xff, (value >> 8) & 0xff,
+                          value & 0xff);
+            return std::string("host ") + text;
+        case Kind::addr6: return "host6 " + hex_bytes(addr6.data(), 16);
+    }
+    return "?";
+}
+
+BlockSet::BlockSet(uint32_t count, bool all) : count_(count), bits_((count + 63) / 64, all ? ~uint64_t{0} : 0) {
+    if (all && (count & 63)) bits_.back() = (uint64_t{1} << (count & 63)) - 1;
+}
+void BlockSet::intersect(const BlockSet& o) {
+    for (size_t i = 0; i < bits_.size() && i < o.bits_.size(); ++i) bits_[i] &= o.bits_[i];
+}
+void BlockSet::unite(const BlockSet& o) {
+    for (size_t i = 0; i < bits_.size() && i < o.bits_.size(); ++i) bits_[i] |= o.bits_[i];
+}
+uint32_t BlockSet::popcount() const {
+    uint32_t n = 0;
+    for (uint64_t w : bits_) n += static_cast<uint32_t>(std::popcount(w));
+    return n;
+}
+
+// --- builder ---------------------------------------------------------------------------------
+
+IndexBuilder::IndexBuilder(const PcapHeaderInfo& header, IndexBuildOptions options)
+    : header_(header), options_(options) {
+    if (options_.block_bytes < 4096) options_.block_bytes = 4096;
+    if (options_.block_bytes > (64u << 20)) options_.block_bytes = 64u << 20;
+}
+
+void IndexBuilder::add(const RawRecord& r) {
+    if (!cur_open_) {
+        cur_ = BlockEntry{r.offset, 0, 0, r.ts_ns, r.ts_ns};
+        cur_open_ = true;
+    }
+    const uint32_t size = static_cast<uint32_t>(kPcapRecordHeaderSize + r.caplen);
+    cur_.length += size;
+    cur_.packets += 1;
+    cur_.min_ts_ns = std::min(cur_.min_ts_ns, r.ts_ns);
+    cur_.max_ts_ns = std::max(cur_.max_ts_ns, r.ts_ns);
+    if (packets_ > 0 && r.ts_ns < last_ts_) monotonic_ = false;
+    last_ts_ = r.ts_ns;
+    ++packets_;
+    captured_bytes_ += size;
+    min_ts_ = std::min(min_ts_, r.ts_ns);
+    max_ts_ = std::max(max_ts_, r.ts_ns);
+
+    extract_keys(r.data, r.caplen, keys_);
+    for (unsigned i = 0; i < keys_.n_protos; ++i) blk_protos_.push_back(keys_.protos[i]);
+    for (unsigned i = 0; i < keys_.n_ports; ++i) blk_ports_.push_back(keys_.ports[i]);
+    for (unsigned i = 0; i < keys_.n_addr4; ++i) blk_addr4_.push_back(keys_.addr4[i]);
+    for (unsigned i = 0; i < keys_.n_addr6; ++i) blk_addr6_.push_back(keys_.addr6[i]);
+    if (cur_.length >= options_.block_bytes) close_block();
+}
+
+namespace {
+template <typename K>
+void flush_block_keys(std::vector<K>& blk, std::vector<std::pair<K, uint32_t>>& pairs, uint32_t block) {
+    std::sort(blk.begin(), blk.end());
+    blk.erase(std::unique(blk.begin(), blk.end()), blk.end());
+    for (const K& k : blk) pairs.emplace_back(k, block);
+    blk.clear();
+}
+}  // namespace
+
+void IndexBuilder::close_block() {
+    if (!cur_open_) return;
+    const auto id = static_cast<uint32_t>(blocks_.size());
+    flush_block_keys(blk_protos_, protos_, id);
+    flush_block_keys(blk_ports_, ports_, id);
+    flush_block_keys(blk_addr4_, addr4_, id);
+    flush_block_keys(blk_addr6_, addr6_, id);
+    blocks_.push_back(cur_);
+    cur_open_ = false;
+}
+
+std::vector<uint8_t> IndexBuilder::finish(uint64_t pcap_size, int64_t pcap_mtime_ns, uint64_t data_end,
+                                          uint32_t tail_flags, IndexStats* stats) {
+    close_block();
+    const auto block_count = static_cast<uint32_t>(blocks_.size());
+    std::sort(protos_.begin(), protos_.end());
+    std::sort(ports_.begin(), ports_.end());
+    std::sort(addr4_.begin(), addr4_.end());
+    std::sort(addr6_.begin(), addr6_.end());
+
+    std::vector<uint8_t> sections[kSectionCount];
+    uint64_t counts[kSectionCount] = {};
+    {
+        const auto* bp = reinterpret_cast<const uint8_t*>(blocks_.data());
+        sections[0].assign(bp, bp + blocks_.size() * sizeof(BlockEntry));
+        counts[0] = blocks_.size();
+    }
+    std::vector<uint8_t>& postings = sections[5];
+    encode_table(protos_, block_count, 1, sections[1], postings, &counts[1]);
+    encode_table(ports_, block_count, 2, sections[2], postings, &counts[2]);
+    encode_table(addr4_, block_count, 4, sections[3], postings, &counts[3]);
+    encode_table(addr6_, block_count, 16, sections[4], postings, &counts[4]);
+    counts[5] = postings.size();
+
+    IndexHeader h{};
+    std::memcpy(h.magic, kIndexMagic, sizeof h.magic);
+    h.version = kIndexVersion;
+    h.header_size = sizeof(IndexHeader);
+    h.pcap_size = pcap_size;
+    h.pcap_mtime_ns = pcap_mtime_ns;
+    h.data_end = data_end;
+    h.packets = packets_;
+    h.captured_bytes = captured_bytes_;
+    h.min_ts_ns = packets_ ? min_ts_ : 0;
+    h.max_ts_ns = packets_ ? max_ts_ : 0;
+    h.snaplen = header_.snaplen;
+    h.linktype = header_.linktype;
+    h.pcap_flags = (header_.nanosecond ? 1u : 0u) | (header_.swapped ? 2u : 0u);
+    h.flags = (monotonic_ ? kIndexMonotonic : 0u) | tail_flags;
+    h.block_target = options_.block_bytes;
+    h.block_count = block_count;
+    h.section_count = kSectionCount;
+
+    SectionEntry table[kSectionCount];
+    uint64_t offset = sizeof(IndexHeader) + sizeof table;
+    for (uint32_t i = 0; i < kSectionCount; ++i) {
+        sections[i].resize(align8(sections[i].size()), 0);
+        table[i] = SectionEntry{i + 1, crc32c(sections[i].data(), sections[i].size()), offset, sections[i].size(),
+                                counts[i]};
+        offset += sections[i].size();
+    }
+    std::vector<uint8_t> out;
+    out.reserve(offset);
+    h.header_crc = 0;
+    out.insert(out.end(), reinterpret_cast<const uint8_t*>(&h), reinterpret_cast<const uint8_t*>(&h) + sizeof h);
+    out.insert(out.end(), reinterpret_cast<const uint8_t*>(table),
+               reinterpret_cast<const uint8_t*>(table) + sizeof table);
+    const uint32_t crc = crc32c(out.data(), out.size());
+    std::memcpy(out.data() + offsetof(IndexHeader, header_crc), &crc, sizeof crc);
+    for (auto& s : sections) out.insert(out.end(), s.begin(), s.end());
+
+    if (stats) {
+        stats->packets = packets_;
+        stats->blocks = block_count;
+        stats->pcap_bytes = pcap_size;
+        stats->index_bytes = out.size();
+        stats->keys = counts[1] + counts[2] + counts[3] + counts[4];
+        stats->postings_entries = protos_.size() + ports_.size() + addr4_.size() + addr6_.size();
+    }
+    return out;
+}
+
+// --- reader ----------------------------------------------------------------------------------
+
+Result<Index> Index::parse(std::vector<uint8_t> bytes) {
+    Index ix;
+    ix.bytes_ = std::move(bytes);
+    const uint8_t* base = ix.bytes_.data();
+    const uint64_t size = ix.bytes_.size();
+    constexpr uint64_t kFixed = sizeof(IndexHeader) + kSectionCount * sizeof(SectionEntry);
+    if (size < 8 || std::memcmp(base, kIndexMagic, 8) != 0) return runtime_error("bad magic (not a linecap index)");
+    if (size < sizeof(IndexHeader)) return runtime_error("truncated header (" + std::to_string(size) + " bytes)");
+    IndexHeader& h = ix.header_;
+    std::memcpy(&h, base, sizeof h);
+    if (h.version != kIndexVersion)
+        return runtime_error("unsupported index version " + std::to_string(h.version) + " (this linecap reads " +
+                             std::to_string(kIndexVersion) + ")");
+    if (h.header_size != sizeof(IndexHeader) || h.section_count != kSectionCount)
+        return runtime_error("unexpected header or section table size");
+    if (size < kFixed) return runtime_error("truncated section table");
+    {
+        std::vector<uint8_t> copy(base, base + kFixed);
+        std::memset(copy.data() + offsetof(IndexHeader, header_crc), 0, 4);
+        if (crc32c(copy.data(), copy.size()) != h.header_crc) return runtime_error("checksum mismatch in header");
+    }
+    const SectionEntry* found[kSectionCount] = {};
+    for (uint32_t i = 0; i < kSectionCount; ++i) {
+        const auto* e = reinterpret_cast<const SectionEntry*>(base + sizeof(IndexHeader)) + i;
+        SectionEntry s;
+        std::memcpy(&s, e, sizeof s);
+        if (s.type < 1 || s.type > kSectionCount || found[s.type - 1])
+            return runtime_error("bad section table (entry " + std::to_string(i) + ")");
+        if (s.offset < kFixed || s.offset > size || s.size > size - s.offset)
+            return runtime_error("section " + std::to_string(s.type) + " lies outside the index file (truncated?)");
+        if (crc32c(base + s.offset, s.size) != s.crc)
+            return runtime_error("checksum mismatch in section " + std::to_string(s.type));
+        found[s.type - 1] = e;
+    }
+    auto section = [&](SectionType t) {
+        SectionEntry s;
+        std::memcpy(&s, found[static_cast<uint32_t>(t) - 1], sizeof s);
+        return s;
+    };
+
+    // Blocks: contiguous from the end of the pcap header to data_end <= pcap_size.
+    const SectionEntry bs = section(SectionType::blocks);
+    if (bs.count != h.block_count || bs.size != bs.count * sizeof(BlockEntry))
+        return runtime_error("block table size does not match the block count");
+    if (h.data_end > h.pcap_size || h.pcap_size < kPcapFileHeaderSize)
+        return runtime_error("indexed data extends past the end of the capture file");
+    ix.blocks_.resize(bs.count);
+    std::memcpy(ix.blocks_.data(), base + bs.offset, bs.size);
+    uint64_t expect = kPcapFileHeaderSize, packets = 0, captured = 0;
+    uint64_t min_ts = UINT64_MAX, max_ts = 0;
+    for (size_t i = 0; i < ix.blocks_.size(); ++i) {
+        const BlockEntry& b = ix.blocks_[i];
+        const std::string name = "block " + std::to_string(i);
+        if (b.offset != expect) return runtime_error(name + " does not start where the previous one ends");
+        if (b.packets == 0 || b.length < uint64_t{b.packets} * kPcapRecordHeaderSize)
+            return runtime_error(name + " has an impossible length or packet count");
+        if (b.offset + b.length > h.pcap_size)
+            return runtime_error(name + " extends past the end of the capture file");
+        if (b.min_ts_ns > b.max_ts_ns) return runtime_error(name + " has an inverted time span");
+        expect = b.offset + b.length;
+        packets += b.packets;
+        captured += b.length;
+        min_ts = std::min(min_ts, b.min_ts_ns);
+        max_ts = std::max(max_ts, b.max_ts_ns);
+    }
+    if (expect != h.data_end || packets != h.packets || captured != h.captured_bytes)
+        return runtime_error("block table does not add up to the header's totals");
+    if (packets && (min_ts != h.min_ts_ns || max_ts != h.max_ts_ns))
+        return runtime_error("block time spans do not match the header's");
+
+    const SectionEntry ps = section(SectionType::postings);
+    ix.postings_ = base + ps.offset;
+    ix.postings_size_ = ps.size;
+
+    for (int kind = 0; kind < 4; ++kind) {
+        const SectionEntry s = section(kKindSection[kind]);
+        const size_t ks = kKeySize[kind];
+        if (s.count > UINT32_MAX || s.size != align8(align8(s.count * ks) + s.count * sizeof(PostingRef)))
+            return runtime_error("key table " + std::to_string(s.type) + " has the wrong size");
+        Table& t = ix.tables_[kind];
+        t.keys = base + s.offset;
+        t.refs = reinterpret_cast<const PostingRef*>(base + s.offset + align8(s.count * ks));
+        t.count = s.count;
+        for (uint64_t i = 0; i < t.count; ++i) {
+            if (i > 0) {
+                const uint8_t* a = t.keys + (i - 1) * ks;
+                const uint8_t* b = t.keys + i * ks;
+                bool increasing;
+                switch (kind) {
+                    case 0: increasing = *a < *b; break;
+                    case 1: increasing = load<uint16_t>(a) < load<uint16_t>(b); break;
+                    case 2: increasing = load<uint32_t>(a) < load<uint32_t>(b); break;
+                    default: increasing = std::memcmp(a, b, 16) < 0; break;
+                }
+                if (!increasing) return runtime_error("key table " + std::to_string(s.type) + " is not sorted");
+            }
+            PostingRef ref;
+            std::memcpy(&ref, reinterpret_cast<const uint8_t*>(t.refs) + i * sizeof ref, sizeof ref);
+            const uint32_t n = ref.count_enc & ~kBitmapFlag;
+            if (n == 0 || n > h.block_count)
+                return runtime_error("key table " + std::to_string(s.type) + ": bad block count");
+            if (ref.count_enc & kBitmapFlag) {
+                const uint64_t nbytes = (uint64_t{h.block_count} + 7) / 8;
+                if (ref.offset > ix.postings_size_ || nbytes > ix.postings_size_ - ref.offset)
+                    return runtime_error("postings bitmap out of bounds");
+                uint64_t pop = 0;
+                for (uint64_t k = 0; k < nbytes; ++k) pop += std::popcount(ix.postings_[ref.offset + k]);
+                if ((h.block_count & 7) && (ix.postings_[ref.offset + nbytes - 1] >> (h.block_count & 7)))
+                    return runtime_error("postings bitmap names a block past the end");
+                if (pop != n) return runtime_error("postings bitmap count mismatch");
+            } else {
+                uint64_t pos = ref.offset;
+                uint64_t prev = 0;
+                for (uint32_t k = 0; k < n; ++k) {
+                    uint32_t v;
+                    if (!get_varint(ix.postings_, ix.postings_size_, &pos, &v))
+                        return runtime_error("postings list out of bounds or malformed");
+                    const uint64_t id = k == 0 ? v : prev + v;
+                    if ((k > 0 && v == 0) || id >= h.block_count)
+                        return runtime_error("postings list names a block that does not exist");
+                    prev = id;
+                }
+            }
+        }
+    }
+    return ix;
+}
+
+BlockSet Index::decode(const PostingRef& ref) const {
+    BlockSet set(header_.block_count, false);
+    const uint32_t n = ref.count_enc & ~kBitmapFlag;
+    if (ref.count_enc & kBitmapFlag) {
+        for (uint32_t i = 0; i < header_.block_count; ++i)
+            if (postings_[ref.offset + i / 8] & (1u << (i % 8))) set.set(i);
+    } else {
+        uint64_t pos = ref.offset, prev = 0;
+        for (uint32_t k = 0; k < n; ++k) {
+            uint32_t v = 0;
+            if (!get_varint(postings_, postings_size_, &pos, &v)) break;  // validated at parse
+            prev = k == 0 ? v : prev + v;
+            set.set(static_cast<uint32_t>(prev));
+        }
+    }
+    return set;
+}
+
+BlockSet Index::lookup(const IndexKey& key) const {
+    const int kind = static_cast<int>(key.kind);
+    const Table& t = tables_[kind];
+    const size_t ks = kKeySize[kind];
+    uint8_t want[16] = {};
+    switch (key.kind) {
+        case IndexKey::Kind::proto: want[0] = static_cast<uint8_t>(key.value); break;
+        case IndexKey::Kind::port: {
+            const auto v = static_cast<uint16_t>(key.value);
+            std::memcpy(want, &v, 2);
+            break;
+        }
+        case IndexKey::Kind::addr4: std::memcpy(want, &key.value, 4); break;
+        case IndexKey::Kind::addr6: std::memcpy(want, key.addr6.data(), 16); break;
+    }
+    auto less = [&](const uint8_t* a, const uint8_t* b) {
+        switch (kind) {
+            case 0: return *a < *b;
+            case 1: return load<uint16_t>(a) < load<uint16_t>(b);
+            case 2: return load<uint32_t>(a) < load<uint32_t>(b);
+            default: return std::memcmp(a, b, 16) < 0;
+        }
+    };
+    uint64_t lo = 0, hi = t.count;
+    while (lo < hi) {
+        const uint64_t mid = (lo + hi) / 2;
+        if (less(t.keys + mid * ks, want)) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < t.count && !less(want, t.keys + lo * ks)) {
+        PostingRef ref;
+        std::memcpy(&ref, reinterpret_cast<const uint8_t*>(t.refs) + lo * sizeof ref, sizeof ref);
+        return decode(ref);
+    }
+    return BlockSet(header_.block_count, false);
+}
+
+uint64_t Index::key_count() const {
+    uint64_t n = 0;
+    for (const Table& t : tables_) n += t.count;
+    return n;
+}
+
+// --- files -----------------------------------------------------------------------------------
+
+std::string index_path_for(const std::string& pcap_path) { return pcap_path + ".idx"; }
+
+namespace {
+
+struct BuildOutcome {
+    std::vector<uint8_t> bytes;
+    IndexStats stats;
+};
+
+Result<BuildOutcome> build_from_source(const ByteSource& source, const PcapHeaderInfo& header, int64_t mtime_ns,
+                                       IndexBuildOptions options) {
+    IndexBuilder builder(header, options);
+    RecordReader reader(source, header, kPcapFileHeaderSize, source.size(), 4u << 20);
+    RawRecord r;
+    while (reader.next(r)) builder.add(r);
+    uint32_t tail = 0;
+    BuildOutcome out;
+    switch (reader.problem()) {
+        case RecordReader::Problem::none: break;
+        case RecordReader::Problem::io: return runtime_error(reader.error());
+        case RecordReader::Problem::truncated: tail = kIndexTruncatedTail; break;
+        default: tail = kIndexCorruptTail; break;
+    }
+    if (tail) out.stats.warning = reader.error() + "; indexed up to it";
+    out.bytes = builder.finish(source.size(), mtime_ns, reader.position(), tail, &out.stats);
+    return out;
+}
+
+Status write_all(int fd, const uint8_t* p, size_t n) {
+    while (n > 0) {
+        const ssize_t w = ::write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return runtime_error("write: " + errno_text(errno));
+        p += w;
+        n -= static_cast<size_t>(w);
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<std::vector<uint8_t>> build_index_bytes(std::span<const uint8_t> pcap, IndexBuildOptions options,
+                                               IndexStats* stats) {
+    auto header = parse_pcap_header(pcap);
+    if (!header) return header.error();
+    MemorySource source(pcap);
+    auto out = build_from_source(source, header.value(), 0, options);
+    if (!out) return out.error();
+    if (stats) *stats = out->stats;
+    return std::move(out->bytes);
+}
+
+Result<IndexStats> build_index(const std::string& pcap_path, IndexBuildOptions options) {
+    const auto started = std::chrono::steady_clock::now();
+    auto file = PcapFile::open(pcap_path);
+    if (!file) return file.error().context(pcap_path);
+    PcapFile& f = *file.value();
+    f.advise_sequential();
+    auto built = build_from_source(f, f.header(), f.mtime_ns(), options);
+    if (!built) return built.error().context(pcap_path);
+    {
+        auto again = PcapFile::open(pcap_path);
+        if (!again || again.value()->size() != f.size() || again.value()->mtime_ns() != f.mtime_ns())
+            return runtime_error(pcap_path + ": the file changed while it was indexed");
+    }
+
+    const std::string final_path = index_path_for(pcap_path);
+    const size_t slash = pcap_path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : pcap_path.substr(0, slash);
+    const std::string base = slash == std::string::npos ? pcap_path : pcap_path.substr(slash + 1);
+    std::string tmp = dir + "/." + base + ".idx.tmp.XXXXXX";
+    const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+    if (fd < 0) return runtime_error(final_path + ": create temporary file: " + errno_text(errno));
+    auto fail = [&](const std::string& what) {
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        return runtime_error(final_path + ": " + what);
+    };
+    if (auto s = write_all(fd, built->bytes.data(), built->bytes.size()); !s) return fail(s.error().message);
+    if (::fchmod(fd, 0644) != 0) return fail("fchmod: " + errno_text(errno));
+    if (::fsync(fd) != 0) return fail("fsync: " + errno_text(errno));
+    if (::close(fd) != 0) {
+        ::unlink(tmp.c_str());
+        return runtime_error(final_path + ": close: " + errno_text(errno));
+    }
+    if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
+        const int e = errno;
+        ::unlink(tmp.c_str());
+        return runtime_error(final_path + ": rename: " + errno_text(e));
+    }
+    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        (void)::fsync(dfd);
+        ::close(dfd);
+    }
+    IndexStats stats = built->stats;
+    stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return stats;
+}
+
+LoadedIndex load_index(const std::string& pcap_path, uint64_t pcap_size, int64_t pcap_mtime_ns) {
+    LoadedIndex out;
+    const std::string path = index_path_for(pcap_path);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return out;
+        out.state = IndexState::corrupt;
+        out.problem = "open: " + errno_text(errno);
+        return out;
+    }
+    struct stat st {};
+    std::vector<uint8_t> bytes;
+    bool ok = ::fstat(fd, &st) == 0;
+    if (ok) {
+        bytes.resize(static_cast<size_t>(st.st_size));
+        size_t got = 0;
+        while (got < bytes.size()) {
+            const ssize_t n = ::pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            got += static_cast<size_t>(n);
+        }
+        bytes.resize(got);
+    }
+    const int e = errno;
+    ::close(fd);
+    if (!ok) {
+        out.state = IndexState::corrupt;
+        out.problem = "fstat: " + errno_text(e);
+        return out;
+    }
+    auto ix = Index::parse(std::move(bytes));
+    if (!ix) {
+        out.state = IndexState::corrupt;
+        out.problem = ix.error().message;
+        return out;
+    }
+    const IndexHeader& h = ix->header();
+    if (h.pcap_size != pcap_size || h.pcap_mtime_ns != pcap_mtime_ns) {
+        out.state = IndexState::stale;
+        out.problem = h.pcap_size != pcap_size
+                          ? "indexed at " + std::to_string(h.pcap_size) + " bytes, file now has " +
+                                std::to_string(pcap_size)
+                          : "file modified since it was indexed";
+        return out;
+    }
+    out.state = IndexState::valid;
+    out.index = std::move(ix.value());
+    return out;
+}
+
+}  // namespace linecap::store

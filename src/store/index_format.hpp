@@ -1,0 +1,239 @@
+// The per-file index: on-disk format, builder and validating reader.
+//
+// One index per finished capture file, "NAME.pcap.idx" beside "NAME.pcap". It maps time
+// to file offsets at block granularity and lists, for every IPv4/IPv6 address, TCP/UDP/
+// SCTP port and IP protocol seen in the file (store/packet_keys.hpp), the blocks that
+// contain it ("postings": sorted block numbers, delta+varint coded, or a bitmap when
+// that is smaller). Chosen over per-block Bloom filters by measurement: see
+// doc/store.md and bench/store/index_variants.cpp.
+//
+// Layout (little-endian, all offsets from the start of the index file):
+//
+//   IndexHeader      128 bytes: magic "LCAPIDX\n", version, what was indexed (pcap size
+//                    and mtime, for staleness), summary (packets, time span, snaplen), and
+//                    the CRC-32C of header + section table
+//   SectionEntry[n]  32 bytes each: type, CRC-32C of the section, offset, size, count
+//   sections         blocks:   BlockEntry[count] (32 bytes each), contiguous, in file order
+//                    protos:   u8 key[count],  pad to 8,  PostingRef[count]
+//                    ports:    u16 key[count], pad to 8,  PostingRef[count]
+//                    addr4:    u32 key[count], pad to 8,  PostingRef[count]
+//                    addr6:    16-byte key[count],        PostingRef[count]
+//                    postings: the block lists the PostingRefs point into
+//
+// Keys are sorted ascending (numeric value; IPv6 bytewise) and unique. The reader
+// verifies every checksum and every structural invariant before it hands out an Index:
+// an index that loads is consistent with itself and lies within the pcap file it names.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "store/packet_keys.hpp"
+#include "store/pcap_file.hpp"
+#include "util/result.hpp"
+
+namespace linecap::store {
+
+inline constexpr char kIndexMagic[8] = {'L', 'C', 'A', 'P', 'I', 'D', 'X', '\n'};
+inline constexpr uint32_t kIndexVersion = 1;
+inline constexpr uint32_t kDefaultIndexBlockBytes = 256 * 1024;
+
+enum IndexFlags : uint32_t {
+    kIndexMonotonic = 1u << 0,      // timestamps never decrease within the file
+    kIndexTruncatedTail = 1u << 1,  // the file ends with bytes that are not a complete record
+    kIndexCorruptTail = 1u << 2,    // indexing stopped at an implausible record
+};
+
+struct IndexHeader {
+    char magic[8];
+    uint32_t version;
+    uint32_t header_size;      // sizeof(IndexHeader)
+    uint64_t pcap_size;        // the capture file when it was indexed
+    int64_t pcap_mtime_ns;
+    uint64_t data_end;         // end of the last complete record indexed
+    uint64_t packets;
+    uint64_t captured_bytes;   // sum of record sizes (headers + captured data)
+    uint64_t min_ts_ns;        // 0 when there are no packets
+    uint64_t max_ts_ns;
+    uint32_t snaplen;
+    uint32_t linktype;
+    uint32_t pcap_flags;       // bit 0: nanosecond, bit 1: big-endian
+    uint32_t flags;            // IndexFlags
+    uint32_t block_target;     // bytes per block the builder aimed at
+    uint32_t block_count;
+    uint32_t section_count;
+    uint32_t header_crc;       // CRC-32C of header (this field 0) + section table
+    uint8_t reserved[24];
+};
+static_assert(sizeof(IndexHeader) == 128);
+
+enum class SectionType : uint32_t { blocks = 1, protos = 2, ports = 3, addr4 = 4, addr6 = 5, postings = 6 };
+inline constexpr uint32_t kSectionCount = 6;
+
+struct SectionEntry {
+    uint32_t type;
+    uint32_t crc;
+    uint64_t offset;
+    uint64_t size;
+    uint64_t count;
+};
+static_assert(sizeof(SectionEntry) == 32);
+
+struct BlockEntry {
+    uint64_t offset;     // file offset of the block's first record
+    uint32_t length;     // bytes of whole records
+    uint32_t packets;
+    uint64_t min_ts_ns;
+    uint64_t max_ts_ns;
+};
+static_assert(sizeof(BlockEntry) == 32);
+
+struct PostingRef {
+    uint32_t offset;       // into the postings section
+    uint32_t count_enc;    // bit 31: bitmap of block_count bits; bits 0..30: blocks in the list
+};
+static_assert(sizeof(PostingRef) == 8);
+
+// A key as the filter analysis asks for it.
+struct IndexKey {
+    enum class Kind : uint8_t { proto, port, addr4, addr6 };
+    Kind kind = Kind::proto;
+    uint32_t value = 0;              // proto, port, addr4 (host order)
+    std::array<uint8_t, 16> addr6{};
+    bool operator==(const IndexKey&) const = default;
+    std::string to_string() const;
+};
+
+// A set of blocks of one file, as a bitmap.
+class BlockSet {
+public:
+    BlockSet() = default;
+    BlockSet(uint32_t count, bool all);
+    uint32_t size() const { return count_; }
+    bool test(uint32_t i) const { return (bits_[i >> 6] >> (i & 63)) & 1; }
+    void set(uint32_t i) { bits_[i >> 6] |= uint64_t{1} << (i & 63); }
+    void intersect(const BlockSet& o);
+    void unite(const BlockSet& o);
+    uint32_t popcount() const;
+
+private:
+    uint32_t count_ = 0;
+    std::vector<uint64_t> bits_;
+};
+
+struct IndexStats {
+    uint64_t packets = 0;
+    uint64_t blocks = 0;
+    uint64_t pcap_bytes = 0;
+    uint64_t index_bytes = 0;
+    uint64_t keys = 0;             // distinct keys of all kinds
+    uint64_t postings_entries = 0; // (key, block) pairs
+    double seconds = 0;            // wall time to build
+    std::string warning;           // the file ends in a truncated or corrupt record (indexed up to it)
+};
+
+struct IndexBuildOptions {
+    uint32_t block_bytes = kDefaultIndexBlockBytes;
+};
+
+// Accumulates the records of one pcap file, in file order, and serialises the index.
+class IndexBuilder {
+public:
+    IndexBuilder(const PcapHeaderInfo& header, IndexBuildOptions options = {});
+    void add(const RawRecord& record);
+    // `data_end` = end of the last complete record; `tail_flags` = truncated/corrupt tail.
+    std::vector<uint8_t> finish(uint64_t pcap_size, int64_t pcap_mtime_ns, uint64_t data_end,
+                                uint32_t tail_flags, IndexStats* stats = nullptr);
+
+private:
+    void close_block();
+
+    PcapHeaderInfo header_;
+    IndexBuildOptions options_;
+    std::vector<BlockEntry> blocks_;
+    BlockEntry cur_{};
+    bool cur_open_ = false;
+    bool monotonic_ = true;
+    uint64_t last_ts_ = 0;
+    uint64_t packets_ = 0, captured_bytes_ = 0, min_ts_ = UINT64_MAX, max_ts_ = 0;
+    PacketKeys keys_;
+    // Keys of the current block (sorted and deduplicated when it closes).
+    std::vector<uint8_t> blk_protos_;
+    std::vector<uint16_t> blk_ports_;
+    std::vector<uint32_t> blk_addr4_;
+    std::vector<std::array<uint8_t, 16>> blk_addr6_;
+    // (key, block) pairs of the file, block numbers ascending per key.
+    std::vector<std::pair<uint8_t, uint32_t>> protos_;
+    std::vector<std::pair<uint16_t, uint32_t>> ports_;
+    std::vector<std::pair<uint32_t, uint32_t>> addr4_;
+    std::vector<std::pair<std::array<uint8_t, 16>, uint32_t>> addr6_;
+};
+
+// A loaded, fully validated index.
+class Index {
+public:
+    Index() = default;
+    // Move-only: the tables point into bytes_.
+    Index(Index&&) = default;
+    Index& operator=(Index&&) = default;
+    Index(const Index&) = delete;
+    Index& operator=(const Index&) = delete;
+
+    // Parses and validates `bytes` (the whole index file). Errors name what is wrong:
+    // "bad magic", "checksum mismatch in header", "block 3 extends past the end of the
+    // capture file", …
+    static Result<Index> parse(std::vector<uint8_t> bytes);
+
+    const IndexHeader& header() const { return header_; }
+    std::span<const BlockEntry> blocks() const { return blocks_; }
+    // Blocks that contain `key` (empty set when none).
+    BlockSet lookup(const IndexKey& key) const;
+    size_t bytes() const { return bytes_.size(); }
+    uint64_t key_count() const;
+
+private:
+    BlockSet decode(const PostingRef& ref) const;
+
+    std::vector<uint8_t> bytes_;
+    IndexHeader header_{};
+    std::vector<BlockEntry> blocks_;
+    struct Table {
+        const uint8_t* keys = nullptr;
+        const PostingRef* refs = nullptr;  // may be unaligned: read with memcpy
+        uint64_t count = 0;
+    };
+    Table tables_[4];  // by IndexKey::Kind
+    const uint8_t* postings_ = nullptr;
+    uint64_t postings_size_ = 0;
+};
+
+// "dir/NAME.pcap" → "dir/NAME.pcap.idx".
+std::string index_path_for(const std::string& pcap_path);
+
+// Builds the index of a finished capture file: reads it once, writes
+// ".NAME.pcap.idx.tmp.XXXXXX" in the same directory, fsyncs and renames it to
+// "NAME.pcap.idx" (atomic: a reader sees the old index, none, or the new one). A file
+// whose tail is truncated or corrupt is indexed up to its last complete record and the
+// problem reported in IndexStats::warning. Errors: the file cannot be read, is not a
+// pcap file (pcapng: "not supported yet"), or the index cannot be written.
+Result<IndexStats> build_index(const std::string& pcap_path, IndexBuildOptions options = {});
+
+// In-memory variant (tests, fuzzing): the index bytes of a pcap image.
+Result<std::vector<uint8_t>> build_index_bytes(std::span<const uint8_t> pcap, IndexBuildOptions options = {},
+                                               IndexStats* stats = nullptr);
+
+// Why an index cannot be used for a pcap file right now.
+enum class IndexState { valid, missing, stale, corrupt };
+struct LoadedIndex {
+    IndexState state = IndexState::missing;
+    std::string problem;  // for stale and corrupt: one line
+    Index index;
+};
+// Loads and validates the index of `pcap_path` against the file's current size and
+// mtime (`pcap_size`, `pcap_mtime_ns`): stale when either differs from what was indexed.
+LoadedIndex load_index(const std::string& pcap_path, uint64_t pcap_size, int64_t pcap_mtime_ns);
+
+}  // namespace linecap::store

@@ -1,0 +1,113 @@
+#include "store/packet_keys.hpp"
+
+#include <cstring>
+
+namespace linecap::store {
+namespace {
+
+constexpr uint16_t kEtherIPv4 = 0x0800, kEtherIPv6 = 0x86dd, kEtherArp = 0x0806, kEtherRarp = 0x8035;
+constexpr uint8_t kTcp = 6, kUdp = 17, kSctp = 132;
+
+inline uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+inline uint32_t be32(const uint8_t* p) {
+    return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
+inline bool is_vlan_tpid(uint16_t t) { return t == 0x8100 || t == 0x88a8 || t == 0x9100; }
+inline bool has_ports(uint8_t proto) { return proto == kTcp || proto == kUdp || proto == kSctp; }
+
+inline void add_proto(PacketKeys& k, uint8_t v) {
+    for (unsigned i = 0; i < k.n_protos; ++i)
+        if (k.protos[i] == v) return;
+    if (k.n_protos < PacketKeys::kMaxProtos) k.protos[k.n_protos++] = v;
+}
+inline void add_port(PacketKeys& k, uint16_t v) {
+    for (unsigned i = 0; i < k.n_ports; ++i)
+        if (k.ports[i] == v) return;
+    if (k.n_ports < PacketKeys::kMaxPorts) k.ports[k.n_ports++] = v;
+}
+inline void add_addr4(PacketKeys& k, uint32_t v) {
+    if (k.n_addr4 < PacketKeys::kMaxAddr4) k.addr4[k.n_addr4++] = v;
+}
+inline void add_addr6(PacketKeys& k, const uint8_t* p) {
+    if (k.n_addr6 < PacketKeys::kMaxAddr6) std::memcpy(k.addr6[k.n_addr6++].data(), p, 16);
+}
+
+// Ports of a TCP/UDP/SCTP header at frame offset `off`.
+inline void add_ports_at(PacketKeys& k, const uint8_t* f, uint32_t caplen, uint64_t off) {
+    if (off + 2 <= caplen) add_port(k, be16(f + off));
+    if (off + 4 <= caplen) add_port(k, be16(f + off + 2));
+}
+
+void ipv4(const uint8_t* f, uint32_t caplen, uint32_t l3, PacketKeys& k) {
+    if (l3 + 10 > caplen) return;
+    const uint8_t proto = f[l3 + 9];
+    add_proto(k, proto);
+    if (l3 + 16 <= caplen) add_addr4(k, be32(f + l3 + 12));
+    if (l3 + 20 <= caplen) add_addr4(k, be32(f + l3 + 16));
+    if (has_ports(proto) && (be16(f + l3 + 6) & 0x1fff) == 0)
+        add_ports_at(k, f, caplen, uint64_t{l3} + 4u * (f[l3] & 0x0f));
+}
+
+void ipv6(const uint8_t* f, uint32_t caplen, uint32_t l3, PacketKeys& k) {
+    if (l3 + 7 > caplen) return;
+    const uint8_t nh = f[l3 + 6];
+    add_proto(k, nh);
+    if (l3 + 24 <= caplen) add_addr6(k, f + l3 + 8);
+    if (l3 + 40 <= caplen) add_addr6(k, f + l3 + 24);
+    if (has_ports(nh)) add_ports_at(k, f, caplen, uint64_t{l3} + 40);
+    if (nh == 44 && l3 + 41 <= caplen) add_proto(k, f[l3 + 40]);
+
+    // A proper walk over the common extension headers.
+    uint8_t cur = nh;
+    uint64_t off = uint64_t{l3} + 40;
+    bool first_fragment = true;
+    for (int i = 0; i < 8; ++i) {
+        if (cur == 0 || cur == 43 || cur == 60 || cur == 135) {  // hop-by-hop, routing, dstopts, mobility
+            if (off + 2 > caplen) return;
+            const uint8_t next = f[off];
+            off += (uint64_t{f[off + 1]} + 1) * 8;
+            cur = next;
+        } else if (cur == 51) {  // AH: length in 4-octet units minus 2
+            if (off + 2 > caplen) return;
+            const uint8_t next = f[off];
+            off += (uint64_t{f[off + 1]} + 2) * 4;
+            cur = next;
+        } else if (cur == 44) {  // fragment
+            if (off + 4 > caplen) return;
+            const uint8_t next = f[off];
+            if ((be16(f + off + 2) & 0xfff8) != 0) first_fragment = false;
+            off += 8;
+            cur = next;
+        } else {
+            break;
+        }
+    }
+    add_proto(k, cur);
+    if (first_fragment && has_ports(cur)) add_ports_at(k, f, caplen, off);
+}
+
+}  // namespace
+
+void extract_keys(const uint8_t* f, uint32_t caplen, PacketKeys& k) {
+    k.clear();
+    if (caplen < 14) return;
+    uint16_t type = be16(f + 12);
+    uint32_t l3 = 14;
+    for (unsigned tags = 0; is_vlan_tpid(type) && tags < kMaxVlanTags; ++tags) {
+        if (l3 + 4 > caplen) return;
+        type = be16(f + l3 + 2);
+        l3 += 4;
+    }
+    switch (type) {
+        case kEtherIPv4: ipv4(f, caplen, l3, k); break;
+        case kEtherIPv6: ipv6(f, caplen, l3, k); break;
+        case kEtherArp:
+        case kEtherRarp:
+            if (l3 + 18 <= caplen) add_addr4(k, be32(f + l3 + 14));
+            if (l3 + 28 <= caplen) add_addr4(k, be32(f + l3 + 24));
+            break;
+        default: break;
+    }
+}
+
+}  // namespace linecap::store

@@ -1,0 +1,48 @@
+// The index keys of one Ethernet frame: IPv4/IPv6 addresses, TCP/UDP/SCTP ports and IP
+// protocol numbers.
+//
+// Contract (what makes index pruning safe): whenever the libpcap filter code for
+// DLT_EN10MB reads one of these fields and compares it with a constant, the frame's keys
+// contain the value it read. So the extractor can skip a block that lacks a key the
+// compiled filter must have seen equal (store/filter_plan.hpp). The extractor therefore
+// reads fields exactly where libpcap does, leniently (no version or header-length sanity
+// checks: libpcap makes none), and adds what a proper parse finds on top (IPv6 extension
+// headers), which only ever makes the key set larger:
+//
+//   link layer  Ethernet, then up to kMaxVlanTags tags with TPID 0x8100, 0x88a8 or 0x9100
+//               (the TPIDs libpcap's `vlan` accepts); L3 starts after the last tag.
+//   IPv4        proto = ip[9]; addresses ip[12..15], ip[16..19]; when proto is TCP, UDP or
+//               SCTP and the fragment offset (ip[6:2] & 0x1fff) is 0 (first fragment or
+//               unfragmented): ports at 4*(ip[0]&0xf) and +2 (IPv4 options included).
+//   IPv6        proto = ip6[6]; when it is 44 (fragment) also ip6[40]; addresses
+//               ip6[8..23], ip6[24..39]; when ip6[6] is TCP, UDP or SCTP: ports at ip6[40]
+//               and ip6[42] (libpcap's fixed offsets). Then hop-by-hop, routing, fragment,
+//               destination options, mobility and AH headers are skipped (up to 8) and the
+//               final protocol and, for a first fragment, its ports are added.
+//   ARP, RARP   sender and target protocol addresses at arp[14..17], arp[24..27] (libpcap
+//               `host` matches them too).
+// A field is read only when the captured bytes contain it (libpcap rejects a packet
+// whose filter reads past caplen).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace linecap::store {
+
+inline constexpr unsigned kMaxVlanTags = 4;
+
+struct PacketKeys {
+    static constexpr unsigned kMaxAddr4 = 4, kMaxAddr6 = 2, kMaxPorts = 4, kMaxProtos = 4;
+    std::array<uint32_t, kMaxAddr4> addr4{};  // host order of the big-endian value
+    std::array<std::array<uint8_t, 16>, kMaxAddr6> addr6{};
+    std::array<uint16_t, kMaxPorts> ports{};
+    std::array<uint8_t, kMaxProtos> protos{};
+    uint8_t n_addr4 = 0, n_addr6 = 0, n_ports = 0, n_protos = 0;
+
+    void clear() { n_addr4 = n_addr6 = n_ports = n_protos = 0; }
+};
+
+void extract_keys(const uint8_t* frame, uint32_t caplen, PacketKeys& keys);
+
+}  // namespace linecap::store

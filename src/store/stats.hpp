@@ -1,0 +1,74 @@
+// `linecap stats`: what a capture store holds — time span, files, bytes and packets per
+// stream (port/queue), the largest gaps between consecutive files of a stream, index
+// coverage, and drops per file where a sidecar manifest reports them.
+//
+// Packet counts and time spans come from a file's index when it is valid, else from a
+// scan of the file. Drops: the manifest format ("NAME.pcap.manifest") is not final; a
+// manifest that carries a "drops" field (JSON `"drops": N`, `drops: N` or `drops=N`) is
+// reported, any other sidecar is ignored, and without manifests the column is omitted.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/catalog.hpp"
+#include "util/result.hpp"
+
+namespace linecap::store {
+
+struct StatsOptions {
+    std::string directory;
+    std::string file_template = kDefaultFileTemplate;
+    bool use_index = true;
+    uint64_t gap_threshold_ns = 0;  // > 0: also count gaps longer than this
+    size_t largest_gaps = 3;        // per stream
+    std::function<void(const std::string&)> on_warning;
+    std::function<void(const std::string&)> on_error;
+};
+
+struct FileStats {
+    std::string name;
+    std::string stream;
+    uint64_t size = 0;
+    uint64_t packets = 0;
+    uint64_t first_ts_ns = 0, last_ts_ns = 0;  // valid when packets > 0
+    std::string source;                        // "index", "scan", "error", "pcapng"
+    std::optional<uint64_t> drops;             // from a manifest
+};
+
+struct Gap {
+    uint64_t length_ns = 0;
+    std::string after;   // the file before the gap
+    std::string before;  // the file after it
+};
+
+struct StreamStats {
+    std::string stream;
+    size_t files = 0;
+    uint64_t bytes = 0, packets = 0;
+    uint64_t first_ts_ns = UINT64_MAX, last_ts_ns = 0;
+    std::vector<Gap> largest_gaps;  // longest first
+    size_t gaps_over_threshold = 0;
+    std::optional<uint64_t> drops;
+};
+
+struct StoreStats {
+    std::string directory;
+    size_t files = 0, in_progress = 0;
+    size_t indexed = 0, scanned = 0, unreadable = 0;
+    uint64_t bytes = 0, packets = 0;
+    uint64_t first_ts_ns = UINT64_MAX, last_ts_ns = 0;
+    bool any_manifest = false;
+    std::vector<StreamStats> streams;
+    std::vector<FileStats> file_list;
+    std::vector<std::string> errors;
+};
+
+Result<StoreStats> collect_stats(const StatsOptions& options);
+std::string format_stats(const StoreStats& stats, bool per_file, uint64_t gap_threshold_ns);
+std::string format_stats_json(const StoreStats& stats);
+
+}  // namespace linecap::store

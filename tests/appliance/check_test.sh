@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# `linecapd --check` (the preflight): each failure case gives exit status 78 and its own
+# one-line message with the fix; a good configuration gives 0. Runs against a fake sysfs
+# tree and fake /proc files (LINECAP_SYSFS, LINECAP_PROC), so it needs no NIC and no
+# hugepages. Usage: check_test.sh CASE (one meson test per case; see meson.build).
+CASE=${1:?usage: check_test.sh CASE}
+TEST_NAME="check-$CASE"   # for common.sh's log lines and temp dir names
+# shellcheck source=../lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+# shellcheck source=fake_tree.sh
+source "$(dirname "${BASH_SOURCE[0]}")/fake_tree.sh"
+need_linecapd
+make_tmpdir
+T=$TEST_TMPDIR
+S=$T/sys
+OUTDIR=$T/out
+mkdir -p "$OUTDIR"
+
+# A two-CPU machine on one NUMA node, CPU 1 isolated (no warning about that), no hugepages.
+fake_cpu "$S" 0 0
+fake_cpu "$S" 1 0
+echo 1 >"$S/devices/system/cpu/isolated"
+fake_proc "$T/proc" 0 0 0
+export LINECAP_SYSFS=$S LINECAP_PROC=$T/proc
+
+# write_cfg [HUGEPAGES] [LCORES] [PORTS_YAML]: one net_null port unless PORTS_YAML is given.
+write_cfg() {
+    local huge=${1:-false} lcores=${2:-0-1} ports=${3:-}
+    [[ -n $ports ]] || ports='  - {name: p0, device: net_null0, rx_queues: 1, rx_descriptors: 512}'
+    cat >"$T/cfg.yaml" <<EOF
+eal: {lcores: "$lcores", hugepages: $huge, memory_mb: 256}
+ports:
+$ports
+output:
+  directory: "$OUTDIR"
+  rotate: {size_mb: 16}
+  block_size_kb: 256
+  blocks_per_queue: 4
+metrics:
+  enabled: false
+EOF
+}
+
+# check: runs linecapd --check; output in $OUT, status in $RC.
+check() {
+    RC=0
+    OUT=$("$LINECAPD" --config "$T/cfg.yaml" --check 2>&1) || RC=$?
+    printf '%s\n' "$OUT" | sed 's/^/    | /' >&2
+}
+expect_rc() { [[ $RC == "$1" ]] || fail "$CASE: exit status $RC, expected $1"; }
+expect_out() { grep -qF -- "$1" <<<"$OUT" || fail "$CASE: output lacks '$1'"; }
+expect_no() { grep -qF -- "$1" <<<"$OUT" && fail "$CASE: output has '$1'"; return 0; }
+# expect_error TEXT: exit 78, and TEXT in a line logged as an error.
+expect_error() {
+    expect_rc 78
+    grep -E '\berror\b' <<<"$OUT" | grep -qF -- "$1" || fail "$CASE: no error line with '$1'"
+}
+
+case $CASE in
+    good)
+        write_cfg
+        check
+        expect_rc 0
+        expect_out "configuration and machine ready"
+        expect_no "error"
+        # also with PCI ports: an 82599 bound to vfio-pci, hugepages reserved and mounted
+        fake_pci "$S" 0000:03:00.0 8086 10fb vfio-pci 0 "" 12
+        fake_node_hugepages "$S" 0 512 512
+        fake_proc "$T/proc" 512 512 1
+        write_cfg true 0-1 '  - {name: wan0, device: "0000:03:00.0", rx_queues: 1, rx_descriptors: 1024}'
+        check
+        expect_rc 0
+        expect_no "error"
+        # (the disk-speed probe may warn, depending on this machine's disk)
+        for w in "NUMA node" "not an Intel" "hugetlbfs" "isolated" "eal.hugepages"; do expect_no "$w"; done
+        ;;
+    hugepages-missing)
+        # none reserved, no hugetlbfs mounted
+        write_cfg true
+        check
+        expect_error "eal.hugepages: no hugepages are reserved (HugePages_Total: 0 in $T/proc/meminfo)"
+        expect_out "linecap-hugepages --config $T/cfg.yaml"
+        expect_out "no hugetlbfs is mounted (none in $T/proc/mounts)"
+        # reserved but too few free
+        fake_proc "$T/proc" 100 10 1
+        check
+        expect_error "eal.hugepages: only 20 MiB of hugepages free (10 of 100 2 MiB pages), the configuration needs about"
+        expect_no "no hugetlbfs is mounted"
+        # enough: no finding at all
+        fake_proc "$T/proc" 1000 1000 1
+        check
+        expect_rc 0
+        expect_no "eal.hugepages"
+        expect_no "hugetlbfs"
+        # eal.hugepages: false: not checked
+        fake_proc "$T/proc" 0 0 0
+        write_cfg false
+        check
+        expect_rc 0
+        expect_no "eal.hugepages"
+        expect_no "hugetlbfs"
+        ;;
+    hugepages-node)
+        # enough in total, but not on the NIC's node 1
+        fake_cpu "$S" 2 1
+        fake_pci "$S" 0000:81:00.0 8086 1583 vfio-pci 1 "" 30
+        fake_node_hugepages "$S" 0 1000 1000
+        fake_node_hugepages "$S" 1 2 2
+        fake_proc "$T/proc" 1002 1002 1
+        write_cfg true 0-2 '  - {name: wan0, device: "0000:81:00.0", rx_queues: 2, rx_descriptors: 1024}'
+        check
+        expect_error "eal.hugepages: NUMA node 1 (ports wan0) has 4 MiB of hugepages free, its mbuf pool and write blocks need about 12 MiB"
+        expect_out "hugepages-2048kB/nr_hugepages"
+        ;;
+    numa)
+        # the port is on node 1, its worker lcore 1 on node 0: a warning with the fix
+        mkdir -p "$S/devices/system/node/node1"
+        echo "2-3" >"$S/devices/system/node/node1/cpulist"
+        fake_pci "$S" 0000:81:00.0 8086 10fb vfio-pci 1 "" 30
+        write_cfg false 0-1 '  - {name: wan0, device: "0000:81:00.0", rx_queues: 1, rx_descriptors: 1024}'
+        check
+        expect_rc 0
+        expect_out "ports[wan0] (0000:81:00.0) is on NUMA node 1 but worker lcore 1 that polls it is on node 0"
+        expect_out "use lcores of node 1 (2-3)"
+        ;;
+    pci-unbound)
+        # the device is still bound to the kernel's ixgbe
+        fake_pci "$S" 0000:03:00.0 8086 10fb ixgbe 0 eth3 12
+        write_cfg false 0-1 '  - {name: wan0, device: "0000:03:00.0"}'
+        check
+        expect_error "ports[wan0].device 0000:03:00.0: bound to the kernel driver 'ixgbe', not to vfio-pci; bind it: linecap-bind bind 0000:03:00.0"
+        # and bound to nothing at all
+        rm "$S/bus/pci/devices/0000:03:00.0/driver"
+        check
+        expect_error "ports[wan0].device 0000:03:00.0: not bound to any driver"
+        ;;
+    pci-missing)
+        write_cfg false 0-1 '  - {name: wan0, device: "0000:3b:00.0"}'
+        check
+        expect_error "ports[wan0].device 0000:3b:00.0: no such PCI device"
+        ;;
+    lcore-missing)
+        # lcore 2 does not exist on this (fake) two-CPU machine
+        write_cfg false 0-2 '  - {name: p0, device: net_null0, rx_queues: 2, rx_descriptors: 512}'
+        check
+        expect_error "eal.lcores: lcore 2 does not exist on this machine (0,1 present)"
+        # an offline one
+        echo 0 >"$S/devices/system/cpu/cpu1/online"
+        write_cfg
+        check
+        expect_error "eal.lcores: lcore 1 is offline"
+        ;;
+    filter-invalid)
+        write_cfg false 0-1 '  - {name: p0, device: net_null0, filter: "tcp and and port 80"}'
+        check
+        expect_error "ports[0].filter: "
+        expect_out "tcp and and port 80"
+        ;;
+    output-readonly)
+        # root writes through chmod; only a read-only mount stops it. A private mount
+        # namespace: the mount disappears with the process, whatever happens to the test.
+        need_root
+        need_cmd unshare
+        unshare -m --propagation private true 2>/dev/null || skip "cannot create a mount namespace (unshare -m)"
+        write_cfg
+        RC=0
+        # shellcheck disable=SC2016 # $1.. are the inner shell's
+        OUT=$(unshare -m --propagation private sh -c \
+            'mount -t tmpfs -o ro,size=1m linecap-ro "$1" && exec "$2" --config "$3" --check' \
+            sh "$OUTDIR" "$LINECAPD" "$T/cfg.yaml" 2>&1) || RC=$?
+        printf '%s\n' "$OUT" | sed 's/^/    | /' >&2
+        expect_error "output.directory $OUTDIR: cannot create files there: Read-only file system"
+        # a missing directory
+        rmdir "$OUTDIR"
+        check
+        expect_error "output.directory $OUTDIR: No such file or directory; create it (mkdir -p $OUTDIR)"
+        ;;
+    disk-probe)
+        # Eight XL710 ports (40 Gbit/s each, 40 GB/s together): any disk is slower, so the
+        # probe warns; it leaves no file behind, and warnings keep the exit status 0.
+        ports=
+        for i in 0 1 2 3 4 5 6 7; do
+            fake_pci "$S" "0000:8$i:00.0" 8086 1583 vfio-pci 0 "" "4$i"
+            ports+="  - {name: x$i, device: \"0000:8$i:00.0\", rx_queues: 1, rx_descriptors: 512}"$'\n'
+        done
+        write_cfg false 0-1 "${ports%$'\n'}"
+        check
+        expect_rc 0
+        expect_out "less than the ports deliver at line rate (x0 40 Gbit/s + x1 40 Gbit/s"
+        expect_out "= 40000 MB/s"
+        [[ -z $(find "$OUTDIR" -mindepth 1) ]] || fail "the probe left files: $(ls -A "$OUTDIR")"
+        ;;
+    overrides)
+        # LINECAP_SYSFS is what --check looks at: the same configuration passes against the
+        # fake tree and fails against an empty one.
+        write_cfg
+        check
+        expect_rc 0
+        mkdir -p "$T/empty-sys"
+        LINECAP_SYSFS=$T/empty-sys check
+        expect_error "eal.lcores: lcore 0 does not exist on this machine"
+        ;;
+    *) fail "unknown case $CASE" ;;
+esac
+log "$CASE: ok"

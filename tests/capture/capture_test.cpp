@@ -1,0 +1,163 @@
+// Worker-side pieces that need no running port: queue assignment, the TSC clock,
+// rotation boundaries and record copying from (multi-segment) mbufs.
+#include <gtest/gtest.h>
+#include <rte_mbuf.h>
+
+#include <cstring>
+#include <vector>
+
+#include "capture/assignment.hpp"
+#include "capture/record_copy.hpp"
+#include "capture/tsc_clock.hpp"
+#include "capture/worker.hpp"
+
+namespace linecap {
+namespace {
+
+Config two_port_config(std::vector<unsigned> lcores, unsigned q0, unsigned q1) {
+    Config c;
+    c.eal.lcore_ids = std::move(lcores);
+    PortConfig a;
+    a.name = "a";
+    a.rx_queues = q0;
+    PortConfig b;
+    b.name = "b";
+    b.rx_queues = q1;
+    c.ports = {a, b};
+    return c;
+}
+
+TEST(Assignment, RoundRobinOverWorkers) {
+    auto r = assign_queues(two_port_config({0, 1, 2}, 2, 1));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_EQ(r->size(), 2u);
+    EXPECT_EQ(r.value()[0].lcore, 1u);
+    EXPECT_EQ(r.value()[0].queues, (std::vector<QueueRef>{{0, 0}, {1, 0}}));
+    EXPECT_EQ(r.value()[1].queues, (std::vector<QueueRef>{{0, 1}}));
+}
+
+TEST(Assignment, IdleWorkerIsAnError) {
+    auto r = assign_queues(two_port_config({0, 1, 2, 3}, 1, 1));
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("no queue"), std::string::npos);
+    EXPECT_TRUE(r.error().config);
+}
+
+TEST(Assignment, ExplicitMappingMustCoverEveryQueueOnce) {
+    Config c = two_port_config({0, 1, 2}, 2, 1);
+    c.capture.workers = {{1, {{"a", 0}, {"b", 0}}}, {2, {{"a", 1}}}};
+    auto ok = assign_queues(c);
+    ASSERT_TRUE(ok.ok()) << ok.error().message;
+    EXPECT_EQ(ok.value()[1].queues, (std::vector<QueueRef>{{0, 1}}));
+
+    c.capture.workers = {{1, {{"a", 0}, {"b", 0}}}};
+    auto missing = assign_queues(c);
+    ASSERT_FALSE(missing.ok());
+    EXPECT_NE(missing.error().message.find("a:1 is not mapped"), std::string::npos);
+
+    c.capture.workers = {{1, {{"a", 0}, {"a", 1}, {"b", 0}}}, {2, {{"a", 1}}}};
+    auto twice = assign_queues(c);
+    ASSERT_FALSE(twice.ok());
+    EXPECT_NE(twice.error().message.find("a:1 is mapped to lcores 1 and 2"), std::string::npos);
+}
+
+TEST(TscClock, ConvertsAndNeverStepsBack) {
+    const uint64_t hz = 2'000'000'000;
+    TscClock clock(hz, 1000, 5'000'000'000);
+    EXPECT_EQ(clock.to_ns(1000), 5'000'000'000u);
+    EXPECT_EQ(clock.to_ns(1000 + hz), 6'000'000'000u);
+    EXPECT_EQ(clock.to_ns(1000 + hz / 2), 5'500'000'000u);
+    // Re-anchoring to a realtime clock that is behind keeps the predicted (later) value.
+    clock.anchor(hz, 1000 + hz, 5'999'000'000);
+    EXPECT_EQ(clock.to_ns(1000 + hz), 6'000'000'000u);
+    // Ahead: the clock follows realtime.
+    clock.anchor(hz, 1000 + 2 * hz, 7'000'100'000);
+    EXPECT_EQ(clock.to_ns(1000 + 2 * hz), 7'000'100'000u);
+}
+
+TEST(Rotation, BoundariesAreAlignedToTheClock) {
+    const uint64_t five_min = 300'000'000'000ull;
+    EXPECT_EQ(next_rotation_boundary(1'000'000'000'000ull, five_min), 1'200'000'000'000ull);
+    EXPECT_EQ(next_rotation_boundary(1'200'000'000'000ull, five_min), 1'500'000'000'000ull);
+}
+
+// An mbuf chain over plain memory: enough for rte_pktmbuf_mtod and the copy path.
+struct FakeChain {
+    std::vector<std::vector<uint8_t>> buffers;
+    std::vector<rte_mbuf> mbufs;
+    FakeChain(const std::vector<uint8_t>& packet, std::vector<uint32_t> segment_sizes) {
+        buffers.resize(segment_sizes.size());
+        mbufs.resize(segment_sizes.size());
+        size_t off = 0;
+        for (size_t i = 0; i < segment_sizes.size(); ++i) {
+            buffers[i].assign(packet.begin() + off, packet.begin() + off + segment_sizes[i]);
+            off += segment_sizes[i];
+            std::memset(&mbufs[i], 0, sizeof(rte_mbuf));
+            mbufs[i].buf_addr = buffers[i].data();
+            mbufs[i].data_off = 0;
+            mbufs[i].data_len = uint16_t(segment_sizes[i]);
+            mbufs[i].next = i + 1 < segment_sizes.size() ? &mbufs[i + 1] : nullptr;
+        }
+        mbufs[0].pkt_len = uint32_t(packet.size());
+        mbufs[0].nb_segs = uint16_t(segment_sizes.size());
+    }
+};
+
+std::vector<uint8_t> pattern(size_t n) {
+    std::vector<uint8_t> p(n);
+    for (size_t i = 0; i < n; ++i) p[i] = uint8_t(i * 31 + 7);
+    return p;
+}
+
+TEST(RecordCopy, SingleSegmentWholePacket) {
+    auto packet = pattern(1514);
+    FakeChain chain(packet, {1514});
+    std::vector<uint8_t> mem(4096);
+    WriteBlock block;
+    block.data = mem.data();
+    block.capacity = uint32_t(mem.size());
+    append_record(block, &chain.mbufs[0], record_caplen(&chain.mbufs[0], 262144), 1'700'000'000'123'456'789ull);
+    ASSERT_EQ(block.used, 16u + 1514u);
+    pcap::RecordHeader h;
+    std::memcpy(&h, mem.data(), sizeof h);
+    EXPECT_EQ(h.ts_sec, 1'700'000'000u);
+    EXPECT_EQ(h.ts_frac, 123'456'789u);
+    EXPECT_EQ(h.caplen, 1514u);
+    EXPECT_EQ(h.len, 1514u);
+    EXPECT_EQ(0, std::memcmp(mem.data() + 16, packet.data(), packet.size()));
+    EXPECT_EQ(block.packets, 1u);
+    EXPECT_EQ(block.wire_bytes, 1514u);
+}
+
+TEST(RecordCopy, JumboAcrossSegmentsIsCopiedInOrder) {
+    auto packet = pattern(9014);
+    FakeChain chain(packet, {2048, 2048, 2048, 2048, 822});
+    std::vector<uint8_t> mem(16384);
+    WriteBlock block;
+    block.data = mem.data();
+    block.capacity = uint32_t(mem.size());
+    append_record(block, &chain.mbufs[0], record_caplen(&chain.mbufs[0], 262144), 1);
+    EXPECT_EQ(block.used, 16u + 9014u);
+    EXPECT_EQ(0, std::memcmp(mem.data() + 16, packet.data(), packet.size()));
+}
+
+TEST(RecordCopy, SnaplenTruncatesAcrossSegmentsAndKeepsTheWireLength) {
+    auto packet = pattern(5000);
+    FakeChain chain(packet, {2048, 2048, 904});
+    std::vector<uint8_t> mem(8192);
+    WriteBlock block;
+    block.data = mem.data();
+    block.capacity = uint32_t(mem.size());
+    const uint32_t caplen = record_caplen(&chain.mbufs[0], 3000);
+    ASSERT_EQ(caplen, 3000u);
+    append_record(block, &chain.mbufs[0], caplen, 1);
+    pcap::RecordHeader h;
+    std::memcpy(&h, mem.data(), sizeof h);
+    EXPECT_EQ(h.caplen, 3000u);
+    EXPECT_EQ(h.len, 5000u);
+    EXPECT_EQ(block.used, 16u + 3000u);
+    EXPECT_EQ(0, std::memcmp(mem.data() + 16, packet.data(), 3000));
+}
+
+}  // namespace
+}  // namespace linecap

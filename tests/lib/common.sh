@@ -1,0 +1,448 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034,SC2120  # variables and optional arguments used by the tests
+# tests/lib/common.sh: helpers for linecap's integration test scripts (bash).
+#
+#   source "${LINECAP_SRC:-$(dirname "$0")/../..}/tests/lib/common.sh"
+#
+# Sourcing turns on `set -euo pipefail` and installs one EXIT/INT/TERM/HUP trap that runs the
+# commands registered with on_exit in reverse order, so everything a test creates (netns,
+# veths, processes, temp dirs) is removed however it ends. Exit 77 = skipped (meson's
+# convention), always with a printed reason. See tests/README.md for the list of helpers.
+#
+# Helpers that register cleanup (on_exit, make_tmpdir, veth_pair, start_linecapd) must run in
+# the test's main shell, not inside $(...) or a pipeline: a subshell's registrations are lost.
+
+if [[ -n ${_LC_COMMON_SOURCED:-} ]]; then
+    return 0
+fi
+_LC_COMMON_SOURCED=1
+set -euo pipefail
+
+LINECAP_SRC=${LINECAP_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+LINECAP_BUILD=${LINECAP_BUILD:-$LINECAP_SRC/build}
+LINECAPD=${LINECAPD:-$LINECAP_BUILD/src/linecapd}
+GEN_PCAP="$LINECAP_SRC/tests/tools/gen_pcap.py"
+PCAP_COMPARE="$LINECAP_SRC/tests/tools/pcap_compare.py"
+TEST_NAME=${TEST_NAME:-$(basename "$0" .sh)}
+export LINECAP_SRC LINECAP_BUILD LINECAPD GEN_PCAP PCAP_COMPARE
+
+TEST_TMPDIR=${TEST_TMPDIR:-}
+LINECAPD_PID=
+LINECAPD_RC=
+LINECAPD_LOG=
+CAP_IF=
+PEER_IF=
+NS=
+
+_LC_CLEANUP=()
+_LC_SHOW_ON_FAILURE=()
+_LC_VETH_N=0
+_LC_REAPER_FILE=
+
+# --- messages and verdicts -----------------------------------------------------------------
+
+# log MSG...: a time-stamped line on stderr (stdout stays free for values helpers echo).
+log() { printf '[%s %s] %s\n' "$(date +%T.%3N)" "$TEST_NAME" "$*" >&2; }
+
+# skip REASON: prints "SKIP: REASON" and exits 77 (meson counts the test as skipped).
+skip() {
+    printf 'SKIP: %s\n' "$*" >&2
+    exit 77
+}
+
+# fail MSG: prints "FAIL: MSG" and exits 1.
+fail() {
+    printf 'FAIL: %s\n' "$*" >&2
+    exit 1
+}
+
+# --- requirements (each skips with a reason) -----------------------------------------------
+
+need_root() {
+    [[ $(id -u) -eq 0 ]] || skip "needs root (network namespaces, veths, hugepages)"
+}
+
+# need_cmd CMD...: skip unless every command is on PATH.
+need_cmd() {
+    local c
+    for c in "$@"; do
+        command -v "$c" >/dev/null 2>&1 \
+            || skip "needs '$c' (scripts/install-deps.sh installs the test dependencies)"
+    done
+}
+
+need_linecapd() {
+    [[ -n ${LINECAPD:-} && -x $LINECAPD ]] \
+        || skip "linecapd binary not found at '${LINECAPD:-}' (build first, or set LINECAPD)"
+}
+
+# need_hugepages [N]: skip unless N (default 256) free 2 MiB pages and a hugetlbfs mount.
+need_hugepages() {
+    local want=${1:-256} free
+    free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages 2>/dev/null || echo 0)
+    ((free >= want)) \
+        || skip "needs $want free 2 MiB hugepages, $free free (scripts/hugepages.sh reserve 1024)"
+    awk '$3 == "hugetlbfs" { found = 1 } END { exit !found }' /proc/mounts \
+        || skip "no hugetlbfs mounted (scripts/hugepages.sh reserve 1024 mounts /dev/hugepages)"
+}
+
+# need_bpffs: skip unless bpffs is mounted at /sys/fs/bpf (net_af_xdp needs it).
+need_bpffs() {
+    awk '$2 == "/sys/fs/bpf" && $3 == "bpf" { found = 1 } END { exit !found }' /proc/mounts \
+        || skip "bpffs not mounted at /sys/fs/bpf (scripts/hugepages.sh reserve mounts it)"
+}
+
+# --- cleanup registry ----------------------------------------------------------------------
+
+# on_exit 'CMD': run CMD (eval'd) when the test exits, however it exits; last registered
+# runs first. A failing cleanup command is logged and the rest still run.
+on_exit() { _LC_CLEANUP+=("$*"); }
+
+# show_on_failure FILE...: print the tail of these files if the test fails (not on skip).
+show_on_failure() { _LC_SHOW_ON_FAILURE+=("$@"); }
+
+_lc_cleanup() {
+    local rc=$? i f
+    # One cleanup, not cut short by a second Ctrl-C (each step is bounded in time).
+    trap - EXIT
+    trap '' INT TERM HUP
+    set +e
+    if ((rc != 0 && rc != 77)); then
+        for f in "${_LC_SHOW_ON_FAILURE[@]}"; do
+            [[ -s $f ]] || continue
+            printf -- '----- last 60 lines of %s -----\n' "$f" >&2
+            tail -n 60 -- "$f" >&2
+            printf -- '----- end of %s -----\n' "$f" >&2
+        done
+    fi
+    for ((i = ${#_LC_CLEANUP[@]} - 1; i >= 0; i--)); do
+        eval "${_LC_CLEANUP[i]}" || log "cleanup step failed: ${_LC_CLEANUP[i]}"
+    done
+    exit "$rc"
+}
+
+_lc_on_signal() {
+    log "caught SIG$1, cleaning up"
+    exit "$2"
+}
+
+trap _lc_cleanup EXIT
+trap '_lc_on_signal INT 130' INT
+trap '_lc_on_signal TERM 143' TERM
+trap '_lc_on_signal HUP 129' HUP
+
+# Backstop for a SIGKILL (meson sends SIGKILL 0.5 s after SIGTERM on a timeout, which can
+# cut the trap short): a detached process in its own session waits for this test to die and
+# then runs the commands given here. They must be idempotent (the trap normally ran them
+# already) and name only this test's own resources.
+_lc_reaper_add() {
+    if [[ -z $_LC_REAPER_FILE ]]; then
+        _LC_REAPER_FILE=$(mktemp "${TMPDIR:-/tmp}/.lc-reaper.$$.XXXXXX")
+        # shellcheck disable=SC2016  # expanded by the reaper, not here
+        setsid -f bash -c '
+            tail --pid="$1" -s 0.2 -f /dev/null 2>/dev/null
+            while IFS= read -r line; do eval "$line"; done < "$2"
+            rm -f -- "$2"' lc-reaper "$$" "$_LC_REAPER_FILE" </dev/null >/dev/null 2>&1
+    fi
+    printf '%s >/dev/null 2>&1\n' "$1" >>"$_LC_REAPER_FILE"
+}
+
+# --- temp dirs -----------------------------------------------------------------------------
+
+# make_tmpdir [VAR]: create a temp dir, store its path in VAR (default TEST_TMPDIR) and
+# register its removal (kept, and its path logged, when LINECAP_KEEP_TMP=1).
+make_tmpdir() {
+    local var=${1:-TEST_TMPDIR} dir
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/lc-${TEST_NAME//[^A-Za-z0-9_-]/_}.XXXXXX")
+    printf -v "$var" '%s' "$dir"
+    if [[ ${LINECAP_KEEP_TMP:-0} == 1 ]]; then
+        on_exit "log 'kept temp dir $dir'"
+    else
+        on_exit "rm -rf -- '$dir'"
+        _lc_reaper_add "rm -rf -- '$dir'"
+    fi
+}
+
+# --- polling -------------------------------------------------------------------------------
+
+_lc_now_us() { echo "${EPOCHREALTIME/[.,]/}"; }
+
+# _lc_secs_to_us SECONDS: "2", "0.5", "1.25" -> microseconds (no fork).
+_lc_secs_to_us() {
+    local t=$1 int frac=
+    [[ $t =~ ^[0-9]*(\.[0-9]*)?$ && $t != . && -n $t ]] || t=10
+    int=${t%%.*}
+    [[ $t != *.* ]] || frac=${t#*.}
+    frac=${frac}000000
+    _LC_US=$((10#${int:-0} * 1000000 + 10#${frac:0:6}))
+}
+
+# wait_for 'CMD' TIMEOUT_S: poll CMD (eval'd in a subshell, output discarded) until it
+# succeeds; 0 when it did, 1 (and a log line) when TIMEOUT_S (may be fractional) passed.
+# Polls every 20 ms at first, backing off to 250 ms.
+wait_for() {
+    local cond=$1 timeout=${2:-10} deadline interval=0.02
+    _lc_secs_to_us "$timeout"
+    deadline=$((${EPOCHREALTIME/[.,]/} + _LC_US))
+    while true; do
+        if (eval "$cond") >/dev/null 2>&1; then
+            return 0
+        fi
+        if ((${EPOCHREALTIME/[.,]/} >= deadline)); then
+            log "wait_for: '$cond' still false after ${timeout}s"
+            return 1
+        fi
+        sleep "$interval"
+        case $interval in
+            0.02) interval=0.05 ;;
+            0.05) interval=0.1 ;;
+            *) interval=0.25 ;;
+        esac
+    done
+}
+
+# _lc_alive PID: the process exists and is not a zombie.
+_lc_alive() {
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    stat=${stat##*) }
+    [[ -n $stat && ${stat:0:1} != Z && ${stat:0:1} != X ]]
+}
+
+# --- veth pair in a namespace --------------------------------------------------------------
+
+# veth_pair NAME [MTU] [QUEUES]: network namespace lc-NAME-$$ and a veth pair: the capture
+# side $CAP_IF in the root namespace (up, no address, IPv6 disabled so the kernel sends
+# nothing) and its peer $PEER_IF inside $NS (up, no address, IPv6 disabled). MTU defaults to
+# 1500, QUEUES (rx and tx queues on both sides) to the kernel's default. Exports CAP_IF,
+# PEER_IF and NS; waits until both links are operationally up (before that the kernel drops
+# what is sent); registers removal of both.
+veth_pair() {
+    local name=${1:?veth_pair NAME [MTU] [QUEUES]} mtu=${2:-1500} queues=${3:-} err
+    need_root
+    need_cmd ip
+    name=${name//[^A-Za-z0-9_-]/_}
+    name=${name:0:24}
+    _LC_VETH_N=$((_LC_VETH_N + 1))
+    local ns="lc-$name-$$" a="lc$$x${_LC_VETH_N}a" b="lc$$x${_LC_VETH_N}b"
+    local qopt=()
+    [[ -z $queues ]] || qopt=(numtxqueues "$queues" numrxqueues "$queues")
+
+    if ! err=$(ip netns add "$ns" 2>&1); then
+        skip "cannot create a network namespace: $err"
+    fi
+    on_exit "ip netns del '$ns' 2>/dev/null || true"
+    _lc_reaper_add "ip netns del '$ns'"
+    if ! err=$(ip link add "$a" mtu "$mtu" "${qopt[@]}" type veth \
+        peer name "$b" mtu "$mtu" "${qopt[@]}" netns "$ns" 2>&1); then
+        case $err in
+            *"not supported"* | *"Unknown device type"*) skip "veth not available: $err" ;;
+        esac
+        fail "veth_pair: ip link add $a/$b: $err"
+    fi
+    # Deleting one end deletes both; the netns removal above would too.
+    on_exit "ip link del '$a' 2>/dev/null || true"
+    _lc_reaper_add "ip link del '$a'"
+
+    if [[ -d /proc/sys/net/ipv6 ]]; then
+        sysctl -qw "net.ipv6.conf.$a.disable_ipv6=1"
+        ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$b.disable_ipv6=1"
+    fi
+    ip link set dev "$a" up
+    ip -n "$ns" link set dev "$b" up
+    wait_for "[[ \$(cat /sys/class/net/$a/operstate) == up && \$(ip -n '$ns' link show dev '$b') == *'state UP'* ]]" 5 \
+        || fail "veth_pair: $a/$b did not come up"
+
+    CAP_IF=$a PEER_IF=$b NS=$ns
+    export CAP_IF PEER_IF NS
+    log "veth_pair: $CAP_IF (root ns, capture side) <-> $PEER_IF (netns $NS), mtu $mtu"
+}
+
+# ns_exec CMD...: run CMD inside $NS.
+ns_exec() { ip netns exec "$NS" "$@"; }
+
+# --- traffic -------------------------------------------------------------------------------
+
+# replay_into_ns PCAP PPS [LOOPS]: tcpreplay PCAP LOOPS times (default 1) from $PEER_IF
+# inside $NS, at PPS packets/s ("top" = --topspeed). Echoes the number of packets tcpreplay
+# reports sent (0 when it sent none); warns on stderr when some failed (e.g. frames larger
+# than the MTU). Returns 1 when tcpreplay itself fails. Its full output goes to stderr when
+# LINECAP_VERBOSE=1, and to $TEST_TMPDIR/tcpreplay.log when there is a TEST_TMPDIR.
+replay_into_ns() {
+    local pcap=${1:?replay_into_ns PCAP PPS [LOOPS]} pps=${2:?replay_into_ns PCAP PPS [LOOPS]}
+    local loops=${3:-1} out rc=0 sent failed
+    need_cmd tcpreplay
+    [[ -n $NS && -n $PEER_IF ]] || fail "replay_into_ns: no veth pair (call veth_pair first)"
+    [[ -r $pcap ]] || fail "replay_into_ns: cannot read $pcap"
+    [[ $loops =~ ^[1-9][0-9]*$ ]] || fail "replay_into_ns: LOOPS must be >= 1 (got '$loops')"
+    local args=(-i "$PEER_IF" --loop="$loops")
+    case $pps in
+        top | topspeed | max) args+=(--topspeed) ;;
+        *) args+=(--pps="$pps") ;;
+    esac
+    ((loops == 1)) || args+=(--preload-pcap)
+    out=$(ip netns exec "$NS" tcpreplay "${args[@]}" "$pcap" 2>&1) || rc=$?
+    if [[ -n $TEST_TMPDIR && -d $TEST_TMPDIR ]]; then
+        printf '$ tcpreplay %s %s\n%s\n' "${args[*]}" "$pcap" "$out" >>"$TEST_TMPDIR/tcpreplay.log"
+    fi
+    [[ ${LINECAP_VERBOSE:-0} != 1 ]] || printf '%s\n' "$out" >&2
+    if ((rc != 0)); then
+        printf '%s\n' "$out" | tail -n 20 >&2
+        log "replay_into_ns: tcpreplay exited $rc"
+        return 1
+    fi
+    # tcpreplay 4.4 prints "Actual: N packets (...) sent in ..." and "Successful packets: N",
+    # but nothing at all (and exit 0) when every packet failed.
+    sent=$(printf '%s\n' "$out" | sed -n 's/^[[:space:]]*Successful packets:[[:space:]]*\([0-9]*\).*/\1/p' | tail -n 1)
+    [[ -n $sent ]] || sent=$(printf '%s\n' "$out" | sed -n 's/^Actual: \([0-9]*\) packets.*/\1/p' | tail -n 1)
+    [[ -n $sent ]] || sent=0
+    failed=$(printf '%s\n' "$out" | sed -n 's/^[[:space:]]*Failed packets:[[:space:]]*\([0-9]*\).*/\1/p' | tail -n 1)
+    if [[ $sent == 0 || ${failed:-0} != 0 ]]; then
+        log "replay_into_ns: tcpreplay sent $sent, failed ${failed:-all}: $(printf '%s\n' "$out" \
+            | grep -m1 -i 'unable\|error' || true)"
+    fi
+    echo "$sent"
+}
+
+# --- the daemon ----------------------------------------------------------------------------
+
+# start_linecapd CONFIG [ARGS...]: start "$LINECAPD --config CONFIG ARGS..." in the
+# background, output to $TEST_TMPDIR/linecapd.log ($LINECAPD_LOG, shown if the test fails);
+# sets LINECAPD_PID and registers a kill on exit.
+start_linecapd() {
+    local cfg=${1:?start_linecapd CONFIG [ARGS...]}
+    shift
+    need_linecapd
+    [[ -z $LINECAPD_PID ]] || fail "start_linecapd: already running (pid $LINECAPD_PID)"
+    [[ -n $TEST_TMPDIR ]] || make_tmpdir
+    if [[ -z $LINECAPD_LOG ]]; then
+        LINECAPD_LOG="$TEST_TMPDIR/linecapd.log"
+        show_on_failure "$LINECAPD_LOG"
+        on_exit "_lc_kill_linecapd"
+    fi
+    log "starting $LINECAPD --config $cfg $*"
+    "$LINECAPD" --config "$cfg" "$@" >>"$LINECAPD_LOG" 2>&1 &
+    LINECAPD_PID=$!
+}
+
+# linecapd_running: true while the daemon started by start_linecapd is alive.
+linecapd_running() { [[ -n $LINECAPD_PID ]] && _lc_alive "$LINECAPD_PID"; }
+
+# wait_for_linecapd 'CMD' TIMEOUT_S: like wait_for, but fails at once (with the log) if the
+# daemon exits first. For readiness: wait_for_linecapd "http_get http://$LISTEN/metrics" 30
+wait_for_linecapd() {
+    local cond=$1 timeout=${2:-30}
+    wait_for "($cond) || ! linecapd_running" "$timeout" \
+        || fail "linecapd: '$cond' still false after ${timeout}s"
+    if ! (eval "$cond") >/dev/null 2>&1 && ! linecapd_running; then
+        local rc=0
+        wait "$LINECAPD_PID" 2>/dev/null || rc=$?
+        LINECAPD_PID=
+        fail "linecapd exited (status $rc) before '$cond' became true"
+    fi
+}
+
+# stop_linecapd [TIMEOUT_S] [SIGNAL]: send SIGNAL (default TERM), wait up to TIMEOUT_S
+# (default 15) for the daemon to exit (then SIGKILL), and return its exit status (also in
+# LINECAPD_RC; 128+n = killed by signal n). With set -e call it as: stop_linecapd || rc=$?
+stop_linecapd() {
+    local timeout=${1:-15} sig=${2:-TERM} pid=$LINECAPD_PID rc=0
+    [[ -n $pid ]] || fail "stop_linecapd: linecapd is not running"
+    kill -s "$sig" "$pid" 2>/dev/null || true
+    if ! wait_for "! _lc_alive $pid" "$timeout"; then
+        log "linecapd (pid $pid) still running ${timeout}s after SIG$sig: sending SIGKILL"
+        kill -s KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || rc=$?
+    LINECAPD_PID=
+    LINECAPD_RC=$rc
+    log "linecapd exited with status $rc"
+    return "$rc"
+}
+
+_lc_kill_linecapd() {
+    [[ -n $LINECAPD_PID ]] || return 0
+    local pid=$LINECAPD_PID
+    kill -s TERM "$pid" 2>/dev/null || true
+    if ! wait_for "! _lc_alive $pid" 10; then
+        kill -s KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+    LINECAPD_PID=
+}
+
+# --- metrics and small utilities -----------------------------------------------------------
+
+# http_get URL [TIMEOUT_S]: print the body; non-zero unless the answer is 2xx.
+http_get() {
+    python3 - "$1" "${2:-2}" <<'PY'
+import sys, urllib.request
+try:
+    with urllib.request.urlopen(sys.argv[1], timeout=float(sys.argv[2])) as r:
+        sys.stdout.buffer.write(r.read())
+except Exception as e:
+    print(f"http_get {sys.argv[1]}: {e}", file=sys.stderr)
+    sys.exit(1)
+PY
+}
+
+# metric_sum URL NAME [LABEL=VALUE...]: the sum of NAME's samples whose labels include the
+# given ones (0 when there are none), from a Prometheus text endpoint.
+metric_sum() {
+    local url=$1
+    shift
+    http_get "$url" | python3 -c '
+import re, sys
+name, want = sys.argv[1], dict(a.split("=", 1) for a in sys.argv[2:])
+total = 0.0
+pat = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{(.*)\})?\s+(\S+)")
+lab = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=\"((?:[^\"\\\\]|\\\\.)*)\"")
+for line in sys.stdin:
+    m = pat.match(line)
+    if not m or m.group(1) != name:
+        continue
+    labels = dict(lab.findall(m.group(3) or ""))
+    if all(labels.get(k) == v for k, v in want.items()):
+        total += float(m.group(4))
+print(int(total) if total == int(total) else total)
+' "$@"
+}
+
+# free_tcp_port: print a TCP port on 127.0.0.1 that was free a moment ago.
+free_tcp_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# gen_pcap ARGS...: tests/tools/gen_pcap.py, quiet (e.g. gen_pcap --count 1000 --mix --out f).
+gen_pcap() { python3 "$GEN_PCAP" -q "$@"; }
+
+# pcap_compare MODE ARGS...: tests/tools/pcap_compare.py (exit 0 = match, 1 = mismatch).
+pcap_compare() { python3 "$PCAP_COMPARE" "$@"; }
+
+# write_config FILE DEVICE OUTDIR [EXTRA_YAML]: a minimal daemon config: one port "p0" on
+# DEVICE (a vdev string), output in OUTDIR, EAL in memory (no hugepage files left behind),
+# metrics on $METRICS_LISTEN (default 127.0.0.1:<free port>; exported). EXTRA_YAML is
+# appended verbatim (more top-level sections). Key names follow the fields of
+# src/config/config.hpp; tests that need more control write their own YAML.
+write_config() {
+    local file=${1:?write_config FILE DEVICE OUTDIR [EXTRA_YAML]} device=${2:?} outdir=${3:?}
+    local extra=${4:-}
+    METRICS_LISTEN=${METRICS_LISTEN:-127.0.0.1:$(free_tcp_port)}
+    export METRICS_LISTEN
+    cat >"$file" <<EOF
+# written by tests/lib/common.sh write_config for $TEST_NAME
+eal:
+  lcores: "0-1"
+ports:
+  - name: p0
+    device: "$device"
+output:
+  directory: "$outdir"
+metrics:
+  enabled: true
+  listen: "$METRICS_LISTEN"
+log:
+  level: info
+$extra
+EOF
+}

@@ -1,0 +1,30 @@
+// Prints the /metrics text of a collector over fake views with every counter non-zero:
+// the names and label sets the exporter produces, for the checks that run outside C++
+// (promtool check metrics, and the dashboard/rules name check).
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "fake_capture.hpp"
+#include "metrics/exporter.hpp"
+
+int main() {
+    using namespace linecap;
+    spdlog::set_level(spdlog::level::warn);   // stdout carries the exposition only
+    test::FakeCapture capture;
+    auto exporter = MetricsExporter::start(MetricsConfig{.enabled = false, .listen = ""}, capture.make_collector());
+    if (!exporter) {
+        std::cerr << exporter.error().message << "\n";
+        return 1;
+    }
+    capture.fill_distinct_values();
+    capture.all_polling(true);
+    for (size_t i = 0; i < WriteLatency::kBuckets; ++i) capture.latency.bucket[i].store(i + 1);
+    capture.latency.sum_ns.store(123'456'789);
+    capture.lcore[0].total_cycles.set(1000);
+    capture.lcore[0].busy_cycles.set(500);
+    capture.lcore[0].packets.set(50);
+    exporter.value()->collect();
+    std::cout << exporter.value()->scrape();
+    return 0;
+}

@@ -1,0 +1,285 @@
+// MetricsCollector over fake views and fake port stats: every metric, its labels and its
+// value; interval ratios from deltas; the histogram; counters that never go backwards.
+#include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
+
+#include <cmath>
+
+#include "fake_capture.hpp"
+#include "scrape_text.hpp"
+
+namespace linecap::test {
+namespace {
+
+Scrape scrape(const MetricsCollector& collector) {
+    return parse_scrape(prometheus::TextSerializer().Serialize(collector.Collect()));
+}
+
+class CollectorTest : public ::testing::Test {
+protected:
+    CollectorTest() : collector(capture.make_collector()) {}
+
+    FakeCapture capture;
+    std::unique_ptr<MetricsCollector> collector;
+};
+
+LabelSet q(const std::string& port, const std::string& queue) { return {{"port", port}, {"queue", queue}}; }
+LabelSet drop(const std::string& port, const std::string& queue, const std::string& reason) {
+    return {{"port", port}, {"queue", queue}, {"reason", reason}};
+}
+
+TEST_F(CollectorTest, PerQueueCountersCarryPortAndQueue) {
+    capture.fill_distinct_values();
+    collector->collect();
+    const Scrape s = scrape(*collector);
+
+    const struct {
+        std::string port, queue;
+        double base;
+    } streams[] = {{"wan", "0", 1000}, {"wan", "1", 2000}, {"tap", "0", 3000}};
+    for (const auto& st : streams) {
+        SCOPED_TRACE(st.port + "/" + st.queue);
+        EXPECT_EQ(s.value("linecap_rx_packets_total", q(st.port, st.queue)), st.base + 100);
+        EXPECT_EQ(s.value("linecap_rx_bytes_total", q(st.port, st.queue)), st.base + 101);
+        EXPECT_EQ(s.value("linecap_filtered_packets_total", q(st.port, st.queue)), st.base + 2);
+        EXPECT_EQ(s.value("linecap_written_packets_total", q(st.port, st.queue)), st.base + 90);
+        EXPECT_EQ(s.value("linecap_written_bytes_total", q(st.port, st.queue)), st.base + 91);
+        EXPECT_EQ(s.value("linecap_output_file_bytes_total", q(st.port, st.queue)), st.base + 92);
+        EXPECT_EQ(s.value("linecap_files_finalised_total", q(st.port, st.queue)), st.base + 5);
+    }
+    for (const char* name : {"linecap_rx_packets_total", "linecap_rx_bytes_total", "linecap_filtered_packets_total",
+                             "linecap_written_packets_total", "linecap_written_bytes_total",
+                             "linecap_output_file_bytes_total", "linecap_files_finalised_total"}) {
+        EXPECT_EQ(s.series(name).size(), 3u) << name;
+        EXPECT_EQ(s.types.at(name), "counter") << name;
+    }
+}
+
+TEST_F(CollectorTest, DropsHaveAReasonAndQueueAllForPortLevelReasons) {
+    capture.fill_distinct_values();
+    collector->collect();
+    const Scrape s = scrape(*collector);
+
+    EXPECT_EQ(s.value("linecap_dropped_packets_total", drop("wan", "1", "writer_full")), 2003);
+    EXPECT_EQ(s.value("linecap_dropped_packets_total", drop("wan", "1", "write_error")), 2004);
+    EXPECT_EQ(s.value("linecap_dropped_packets_total", drop("wan", "1", "disk_full")), 2001);
+    EXPECT_EQ(s.value("linecap_dropped_packets_total", drop("wan", "all", "nic_missed")), 7);
+    EXPECT_EQ(s.value("linecap_dropped_packets_total", drop("wan", "all", "nic_error")), 8);
+    EXPECT_EQ(s.value("linecap_dropped_packets_total", drop("wan", "all", "no_mbuf")), 9);
+    EXPECT_EQ(s.value("linecap_dropped_packets_total", drop("tap", "all", "no_mbuf")), 3);
+    // 3 per-queue reasons × 3 streams + 3 port reasons × 2 ports; every series has all three labels.
+    const auto drops = s.series("linecap_dropped_packets_total");
+    EXPECT_EQ(drops.size(), 15u);
+    for (const Sample& d : drops) {
+        EXPECT_EQ(d.labels.size(), 3u);
+        EXPECT_TRUE(d.labels.count("reason"));
+    }
+    EXPECT_EQ(s.types.at("linecap_dropped_packets_total"), "counter");
+}
+
+TEST_F(CollectorTest, PortReceivedIsEverythingThatReachedThePort) {
+    capture.fill_distinct_values();
+    collector->collect();
+    const Scrape s = scrape(*collector);
+    EXPECT_EQ(s.value("linecap_port_received_packets_total", {{"port", "wan"}}), 5000 + 7 + 8 + 9);
+    EXPECT_EQ(s.value("linecap_port_received_packets_total", {{"port", "tap"}}), 3000 + 1 + 2 + 3);
+}
+
+// The accounting contract: once the queues are drained, what reached the port is exactly
+// written + filtered + dropped(all reasons). Feed numbers that obey it and check the
+// exposition adds up the same way a PromQL query would.
+TEST_F(CollectorTest, ReachedEqualsWrittenPlusFilteredPlusDropped) {
+    capture.queue[0].rx_packets.set(100);
+    capture.queue[0].filtered_packets.set(10);
+    capture.queue[0].writer_full_packets.set(5);
+    capture.output[0].written_packets.store(80);
+    capture.output[0].disk_full_packets.store(3);
+    capture.output[0].write_error_packets.store(2);
+    capture.queue[1].rx_packets.set(50);
+    capture.output[1].written_packets.store(50);
+    capture.port_stats->ports[0].counters = {.ipackets = 150, .ibytes = 0, .imissed = 4, .ierrors = 1, .rx_nombuf = 2};
+    collector->collect();
+    const Scrape s = scrape(*collector);
+
+    const LabelSet wan = {{"port", "wan"}};
+    const double reached = *s.value("linecap_port_received_packets_total", wan);
+    const double accounted = s.sum("linecap_written_packets_total", wan) + s.sum("linecap_filtered_packets_total", wan) +
+                             s.sum("linecap_dropped_packets_total", wan);
+    EXPECT_EQ(reached, 157);
+    EXPECT_EQ(accounted, reached);
+}
+
+TEST_F(CollectorTest, PortLinkSpeedAndInfo) {
+    collector->collect();
+    const Scrape s = scrape(*collector);
+    EXPECT_EQ(s.value("linecap_port_link_up", {{"port", "wan"}}), 1);
+    EXPECT_EQ(s.value("linecap_port_link_up", {{"port", "tap"}}), 0);
+    EXPECT_EQ(s.value("linecap_port_link_speed_bps", {{"port", "wan"}}), 10e9);
+    EXPECT_EQ(s.value("linecap_port_link_speed_bps", {{"port", "tap"}}), 0);
+    EXPECT_EQ(s.value("linecap_port_info", {{"port", "wan"}, {"device", "0000:03:00.0"}, {"driver", "net_ixgbe"}}), 1);
+    EXPECT_EQ(s.value("linecap_port_info", {{"port", "tap"}, {"device", "net_pcap0,rx_pcap=a.pcap"}, {"driver", "net_pcap"}}),
+              1);
+    EXPECT_EQ(s.types.at("linecap_port_link_up"), "gauge");
+}
+
+TEST_F(CollectorTest, PortIdentityIsAskedOncePerPort) {
+    collector->collect();
+    collector->collect();
+    collector->collect();
+    EXPECT_EQ(capture.port_stats->identity_calls, 2);
+}
+
+TEST_F(CollectorTest, PortCountersNeverGoBackwards) {
+    auto& wan = capture.port_stats->ports[0];
+    wan.counters.imissed = 100;
+    collector->collect();
+
+    wan.read_fails = true;  // a failed read keeps the last totals
+    collector->collect();
+    EXPECT_EQ(scrape(*collector).value("linecap_dropped_packets_total", drop("wan", "all", "nic_missed")), 100);
+
+    wan.read_fails = false;
+    wan.counters.imissed = 30;  // the driver cleared its stats (port restart): 30 new drops
+    collector->collect();
+    EXPECT_EQ(scrape(*collector).value("linecap_dropped_packets_total", drop("wan", "all", "nic_missed")), 130);
+
+    wan.counters.imissed = 35;
+    collector->collect();
+    EXPECT_EQ(scrape(*collector).value("linecap_dropped_packets_total", drop("wan", "all", "nic_missed")), 135);
+}
+
+TEST_F(CollectorTest, WorkerBusyRatioAndCyclesPerPacketComeFromTheLastInterval) {
+    LcoreCounters& w = capture.lcore[0];
+    // First interval (since start): 1000 cycles, 900 busy, 90 packets.
+    w.total_cycles.set(1000);
+    w.busy_cycles.set(900);
+    w.packets.set(90);
+    w.loops.set(10);
+    collector->collect();
+    Scrape s = scrape(*collector);
+    EXPECT_DOUBLE_EQ(*s.value("linecap_worker_busy_ratio", {{"lcore", "1"}}), 0.9);
+    EXPECT_DOUBLE_EQ(*s.value("linecap_worker_cycles_per_packet", {{"lcore", "1"}}), 10.0);
+    EXPECT_EQ(s.value("linecap_worker_heartbeat_total", {{"lcore", "1"}}), 10);
+
+    // Second interval: +3000 cycles, +300 busy, +100 packets → 0.1 and 3, not the
+    // lifetime averages (1200/4000 = 0.3 and 1200/190).
+    w.total_cycles.set(4000);
+    w.busy_cycles.set(1200);
+    w.packets.set(190);
+    w.loops.set(25);
+    collector->collect();
+    s = scrape(*collector);
+    EXPECT_DOUBLE_EQ(*s.value("linecap_worker_busy_ratio", {{"lcore", "1"}}), 0.1);
+    EXPECT_DOUBLE_EQ(*s.value("linecap_worker_cycles_per_packet", {{"lcore", "1"}}), 3.0);
+    EXPECT_EQ(s.value("linecap_worker_heartbeat_total", {{"lcore", "1"}}), 25);
+    EXPECT_EQ(s.types.at("linecap_worker_heartbeat_total"), "counter");
+    EXPECT_EQ(s.types.at("linecap_worker_busy_ratio"), "gauge");
+}
+
+TEST_F(CollectorTest, IdleWorkerHasZeroBusyRatioAndNoCyclesPerPacket) {
+    capture.lcore[1].total_cycles.set(5000);
+    collector->collect();
+    const Scrape s = scrape(*collector);
+    EXPECT_EQ(s.value("linecap_worker_busy_ratio", {{"lcore", "2"}}), 0);
+    EXPECT_TRUE(std::isnan(*s.value("linecap_worker_cycles_per_packet", {{"lcore", "2"}})));
+}
+
+TEST_F(CollectorTest, BusyRatioIsClampedWhenReadsStraddleAPublication) {
+    capture.lcore[0].total_cycles.set(1000);
+    capture.lcore[0].busy_cycles.set(1010);   // busy already from the next publication
+    collector->collect();
+    EXPECT_EQ(scrape(*collector).value("linecap_worker_busy_ratio", {{"lcore", "1"}}), 1.0);
+}
+
+TEST_F(CollectorTest, WorkerPollingFlag) {
+    capture.control[0].polling.store(true);
+    collector->collect();
+    const Scrape s = scrape(*collector);
+    EXPECT_EQ(s.value("linecap_worker_polling", {{"lcore", "1"}}), 1);
+    EXPECT_EQ(s.value("linecap_worker_polling", {{"lcore", "2"}}), 0);
+}
+
+TEST_F(CollectorTest, WriteLatencyIsARealHistogramWithCumulativeBuckets) {
+    // 3 writes ≤ 10 µs, 2 in (50, 100] µs, 1 over 1 s.
+    capture.latency.bucket[0].store(3);
+    capture.latency.bucket[2].store(2);
+    capture.latency.bucket[WriteLatency::kBuckets - 1].store(1);
+    capture.latency.sum_ns.store(2'500'000'000);
+    capture.latency.count.store(6);
+    collector->collect();
+    const Scrape s = scrape(*collector);
+
+    EXPECT_EQ(s.types.at("linecap_write_latency_seconds"), "histogram");
+    const auto buckets = s.series("linecap_write_latency_seconds_bucket");
+    ASSERT_EQ(buckets.size(), WriteLatency::kBuckets);   // 10 bounds + +Inf
+    const double expected_cumulative[] = {3, 3, 5, 5, 5, 5, 5, 5, 5, 5, 6};
+    double previous_le = 0;
+    for (size_t i = 0; i < buckets.size(); ++i) {
+        const double le = std::strtod(buckets[i].labels.at("le").c_str(), nullptr);
+        if (i + 1 < buckets.size()) {
+            EXPECT_DOUBLE_EQ(le, static_cast<double>(WriteLatency::kBoundsUs[i]) / 1e6) << i;
+        } else {
+            EXPECT_EQ(buckets[i].labels.at("le"), "+Inf");
+        }
+        EXPECT_GT(le, previous_le);
+        previous_le = le;
+        EXPECT_EQ(buckets[i].value, expected_cumulative[i]) << "le=" << buckets[i].labels.at("le");
+    }
+    EXPECT_EQ(s.value("linecap_write_latency_seconds_count"), 6);
+    EXPECT_DOUBLE_EQ(*s.value("linecap_write_latency_seconds_sum"), 2.5);
+}
+
+TEST_F(CollectorTest, OutputFilesystemAndBacklog) {
+    capture.fill_distinct_values();
+    collector->collect();
+    const Scrape s = scrape(*collector);
+    EXPECT_EQ(capture.probed_directory, "/captures");
+    EXPECT_EQ(s.value("linecap_output_filesystem_free_bytes"), 600);
+    EXPECT_EQ(s.value("linecap_output_filesystem_size_bytes"), 1000);
+    EXPECT_EQ(s.value("linecap_writer_backlog_blocks"), 4);
+    EXPECT_EQ(s.types.at("linecap_writer_backlog_blocks"), "gauge");
+}
+
+TEST_F(CollectorTest, FilesystemSeriesAreAbsentWhenStatvfsFails) {
+    capture.filesystem.reset();
+    collector->collect();
+    const Scrape s = scrape(*collector);
+    EXPECT_TRUE(s.series("linecap_output_filesystem_free_bytes").empty());
+    EXPECT_TRUE(s.series("linecap_output_filesystem_size_bytes").empty());
+}
+
+TEST_F(CollectorTest, BuildInfo) {
+    const Scrape s = scrape(*collector);
+    EXPECT_EQ(s.value("linecap_build_info", {{"version", "9.9.9-test"}, {"dpdk_version", "22.11.99"}}), 1);
+}
+
+TEST(BuildInfoTest, ComesFromTheBuildAndTheLinkedDpdk) {
+    const BuildInfo build = current_build_info();
+    EXPECT_FALSE(build.version.empty());
+    EXPECT_EQ(build.dpdk_version.rfind("22.", 0), 0u) << build.dpdk_version;   // "DPDK " stripped
+}
+
+TEST_F(CollectorTest, ScrapesSeeOnlyTheLastCollection) {
+    capture.queue[0].rx_packets.set(10);
+    collector->collect();
+    capture.queue[0].rx_packets.set(20);   // not collected yet
+    EXPECT_EQ(scrape(*collector).value("linecap_rx_packets_total", q("wan", "0")), 10);
+    collector->collect();
+    EXPECT_EQ(scrape(*collector).value("linecap_rx_packets_total", q("wan", "0")), 20);
+}
+
+TEST_F(CollectorTest, EngineVerdictOnPollingWinsWhenGiven) {
+    capture.all_polling(true);
+    CaptureViews views = capture.views();
+    bool engine_says = false;
+    views.all_workers_polling = [&] { return engine_says; };
+    MetricsCollector c(views, capture.make_port_stats(), {}, BuildInfo{"v", "d"});
+    c.collect();
+    EXPECT_FALSE(c.snapshot().all_workers_polling);
+    engine_says = true;
+    c.collect();
+    EXPECT_TRUE(c.snapshot().all_workers_polling);
+}
+
+}  // namespace
+}  // namespace linecap::test

@@ -1,0 +1,576 @@
+#!/usr/bin/env python3
+"""Compare and check capture files (python3 standard library only).
+
+Reads pcap (microsecond and nanosecond, either byte order) and pcapng (SHB, IDB with
+if_tsresol/if_tsoffset, EPB, SPB, OPB; several sections and interfaces). A FILE argument
+that is a directory stands for its finished capture files: *.pcap and *.pcapng, sorted,
+hidden files excluded (in-progress files have another name, so they are never read).
+
+Modes (exit 0 = as expected, 1 = mismatch or invalid, 2 = usage or unreadable file):
+  count FILE...                 packets and bytes per file and in total; --expect N checks
+                                the total
+  multiset A B...               the multiset of packets of A (x --loops) equals the union of
+                                the B files; --min: every packet of A is in B at least
+                                --loops times (extra copies and foreign packets are
+                                reported, not failures); --snaplen N: A's packets are cut to
+                                N bytes before comparing (B captured with a snaplen)
+  same-order A B                the same packets in the same order
+  headers A B                   record by record: caplen, len and data equal (--ts: the
+                                timestamps too, within --ts-tolerance ns)
+  validate FILE...              every file parses completely (no partial record), caplen <=
+                                len, caplen <= snaplen, timestamp fraction in range;
+                                --monotonic: timestamps never go back within a file;
+                                --unique: no packet occurs twice
+  list FILE                     one line per record (debugging); --limit N
+
+A packet is identified by its original length and its captured bytes.
+
+Examples:
+  pcap_compare.py multiset sent.pcap out/              # everything captured, nothing extra
+  pcap_compare.py multiset --loops 3 --min sent.pcap out/*.pcap
+  pcap_compare.py count --expect 1000 out/
+"""
+
+import argparse
+import collections
+import hashlib
+import mmap
+import os
+import struct
+import sys
+
+PCAP_MAGICS = {
+    # magic as read little-endian -> (byte order, nanosecond?)
+    0xA1B2C3D4: ("<", False),
+    0xD4C3B2A1: (">", False),
+    0xA1B23C4D: ("<", True),
+    0x4D3CB2A1: (">", True),
+}
+PCAPNG_SHB = 0x0A0D0D0A
+PCAPNG_BOM = 0x1A2B3C4D
+PCAPNG_IDB, PCAPNG_OPB, PCAPNG_SPB, PCAPNG_EPB = 1, 2, 3, 6
+
+
+class CaptureError(Exception):
+    pass
+
+
+class Record:
+    __slots__ = ("index", "ts_ns", "caplen", "length", "data", "linktype")
+
+    def __init__(self, index, ts_ns, caplen, length, data, linktype):
+        self.index = index
+        self.ts_ns = ts_ns
+        self.caplen = caplen
+        self.length = length
+        self.data = data  # memoryview or bytes
+        self.linktype = linktype
+
+
+class Capture:
+    """One capture file. Iterating yields Records; problems found on the way that do not
+    stop parsing are collected in .problems (validate reports them; other modes ignore)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.format = None
+        self.problems = []
+        self.snaplen = None
+
+    def _open(self):
+        try:
+            f = open(self.path, "rb")
+        except OSError as e:
+            raise CaptureError(f"{self.path}: {e.strerror}") from None
+        with f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                raise CaptureError(f"{self.path}: empty file (no file header)")
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+    def __iter__(self):
+        buf = self._open()
+        try:
+            if len(buf) < 4:
+                raise CaptureError(f"{self.path}: {len(buf)} bytes, too short for a header")
+            magic = struct.unpack_from("<I", buf, 0)[0]
+            if magic in PCAP_MAGICS:
+                yield from self._pcap(buf, *PCAP_MAGICS[magic])
+            elif magic == PCAPNG_SHB:
+                yield from self._pcapng(buf)
+            else:
+                raise CaptureError(f"{self.path}: not a pcap or pcapng file (magic 0x{magic:08x})")
+        finally:
+            # Views handed out must be released before the map can close; callers copy or
+            # hash what they keep, so a failure here only means a view is still alive.
+            try:
+                buf.close()
+            except BufferError:
+                pass
+
+    def _pcap(self, buf, bo, nano):
+        self.format = "pcap-ns" if nano else "pcap-us"
+        if bo == ">":
+            self.format += "-be"
+        if len(buf) < 24:
+            raise CaptureError(f"{self.path}: truncated pcap file header ({len(buf)} of 24 bytes)")
+        _, vmaj, vmin, _, _, snaplen, linktype = struct.unpack_from(bo + "IHHiIII", buf, 0)
+        linktype &= 0x0FFFFFFF
+        self.snaplen = snaplen
+        if (vmaj, vmin) != (2, 4):
+            self.problems.append(f"file header: version {vmaj}.{vmin}, expected 2.4")
+        frac_max = 1_000_000_000 if nano else 1_000_000
+        mult = 1 if nano else 1000
+        hdr = struct.Struct(bo + "IIII")
+        off, n, end = 24, 0, len(buf)
+        mv = memoryview(buf)
+        try:
+            while off < end:
+                if end - off < 16:
+                    raise CaptureError(f"{self.path}: record {n} (offset {off}): truncated record "
+                                       f"header ({end - off} of 16 bytes)")
+                sec, frac, caplen, length = hdr.unpack_from(buf, off)
+                off += 16
+                if caplen > end - off:
+                    raise CaptureError(f"{self.path}: record {n} (offset {off - 16}): caplen "
+                                       f"{caplen} but only {end - off} bytes left (truncated "
+                                       f"record)")
+                if caplen > length:
+                    self.problems.append(f"record {n}: caplen {caplen} > len {length}")
+                if snaplen and caplen > snaplen:
+                    self.problems.append(f"record {n}: caplen {caplen} > snaplen {snaplen}")
+                if frac >= frac_max:
+                    self.problems.append(f"record {n}: timestamp fraction {frac} out of range")
+                yield Record(n, sec * 1_000_000_000 + frac * mult, caplen, length,
+                             mv[off:off + caplen], linktype)
+                off += caplen
+                n += 1
+        finally:
+            mv.release()
+
+    def _pcapng(self, buf):
+        self.format = "pcapng"
+        end = len(buf)
+        off = 0
+        n = 0
+        bo = "<"
+        ifaces = []  # per section: (linktype, snaplen, ts_num, ts_den, ts_offset_s)
+        mv = memoryview(buf)
+        try:
+            while off < end:
+                if end - off < 12:
+                    raise CaptureError(f"{self.path}: offset {off}: truncated block header")
+                btype = struct.unpack_from(bo + "I", buf, off)[0]
+                if btype == PCAPNG_SHB:
+                    bom = struct.unpack_from("<I", buf, off + 8)[0]
+                    if bom == PCAPNG_BOM:
+                        bo = "<"
+                    elif bom == 0x4D3C2B1A:
+                        bo = ">"
+                    else:
+                        raise CaptureError(f"{self.path}: offset {off}: bad section byte-order "
+                                           f"magic 0x{bom:08x}")
+                    if off == 0 and bo == ">":
+                        self.format += "-be"
+                    ifaces = []
+                blen = struct.unpack_from(bo + "I", buf, off + 4)[0]
+                if blen < 12 or blen % 4 or blen > end - off:
+                    raise CaptureError(f"{self.path}: offset {off}: block type 0x{btype:x} length "
+                                       f"{blen} invalid or past end of file ({end - off} bytes "
+                                       f"left)")
+                trailer = struct.unpack_from(bo + "I", buf, off + blen - 4)[0]
+                if trailer != blen:
+                    raise CaptureError(f"{self.path}: offset {off}: block length {blen} != "
+                                       f"trailing length {trailer}")
+                body = off + 8
+                body_end = off + blen - 4
+                if btype == PCAPNG_IDB:
+                    linktype, _, snaplen = struct.unpack_from(bo + "HHI", buf, body)
+                    num, den, tsoff = 1, 1_000_000, 0  # default resolution: microseconds
+                    for code, val in self._options(buf, bo, body + 8, body_end):
+                        if code == 9 and len(val) >= 1:
+                            r = val[0]
+                            den = (2 ** (r & 0x7F)) if r & 0x80 else 10 ** r
+                        elif code == 14 and len(val) >= 8:
+                            tsoff = struct.unpack(bo + "q", bytes(val[:8]))[0]
+                    ifaces.append((linktype, snaplen, num, den, tsoff))
+                    if self.snaplen is None:
+                        self.snaplen = snaplen
+                elif btype in (PCAPNG_EPB, PCAPNG_OPB):
+                    if btype == PCAPNG_EPB:
+                        ifid, tsh, tsl, caplen, length = struct.unpack_from(bo + "IIIII", buf, body)
+                    else:
+                        ifid, _, tsh, tsl, caplen, length = struct.unpack_from(bo + "HHIIII", buf,
+                                                                               body)
+                    data = body + 20
+                    if ifid >= len(ifaces):
+                        raise CaptureError(f"{self.path}: offset {off}: packet for interface "
+                                           f"{ifid}, but only {len(ifaces)} described")
+                    if data + caplen > body_end:
+                        raise CaptureError(f"{self.path}: offset {off}: caplen {caplen} exceeds "
+                                           f"its block")
+                    linktype, snaplen, _, den, tsoff = ifaces[ifid]
+                    ts = (tsh << 32) | tsl
+                    ts_ns = ts * 1_000_000_000 // den + tsoff * 1_000_000_000
+                    if caplen > length:
+                        self.problems.append(f"packet {n}: caplen {caplen} > len {length}")
+                    if snaplen and caplen > snaplen:
+                        self.problems.append(f"packet {n}: caplen {caplen} > snaplen {snaplen}")
+                    yield Record(n, ts_ns, caplen, length, mv[data:data + caplen], linktype)
+                    n += 1
+                elif btype == PCAPNG_SPB:
+                    if not ifaces:
+                        raise CaptureError(f"{self.path}: offset {off}: simple packet block "
+                                           f"before any interface description")
+                    length = struct.unpack_from(bo + "I", buf, body)[0]
+                    linktype, snaplen = ifaces[0][0], ifaces[0][1]
+                    caplen = min(length, snaplen) if snaplen else length
+                    caplen = min(caplen, body_end - body - 4)
+                    data = body + 4
+                    yield Record(n, None, caplen, length, mv[data:data + caplen], linktype)
+                    n += 1
+                off += blen
+        finally:
+            mv.release()
+
+    @staticmethod
+    def _options(buf, bo, off, end):
+        while off + 4 <= end:
+            code, length = struct.unpack_from(bo + "HH", buf, off)
+            off += 4
+            if code == 0:
+                return
+            yield code, buf[off:off + length]
+            off += (length + 3) & ~3
+
+
+def expand(paths):
+    """Directories stand for their finished capture files."""
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            names = sorted(n for n in os.listdir(p)
+                           if not n.startswith(".") and n.endswith((".pcap", ".pcapng")))
+            if not names:
+                print(f"note: directory {p} holds no *.pcap/*.pcapng file", file=sys.stderr)
+            out.extend(os.path.join(p, n) for n in names)
+        else:
+            out.append(p)
+    return out
+
+
+def key_of(rec, snaplen=None):
+    """Packet identity: original length and captured bytes (cut to snaplen when given)."""
+    data = rec.data if snaplen is None else rec.data[:snaplen]
+    h = hashlib.blake2b(data, digest_size=16)
+    h.update(struct.pack("<I", rec.length))
+    return h.digest()
+
+
+def describe(rec, path=None):
+    head = bytes(rec.data[:48]).hex()
+    where = f"{path} " if path else ""
+    ts = "" if rec.ts_ns is None else f" ts={rec.ts_ns // 10**9}.{rec.ts_ns % 10**9:09d}"
+    return (f"{where}#{rec.index}{ts} caplen={rec.caplen} len={rec.length} "
+            f"{summarize(rec)} data={head}{'...' if rec.caplen > 48 else ''}")
+
+
+def summarize(rec):
+    """A short protocol summary of an Ethernet frame, for difference reports."""
+    d = bytes(rec.data[:64])
+    if rec.linktype != 1 or len(d) < 14:
+        return f"linktype={rec.linktype}"
+    et = struct.unpack_from("!H", d, 12)[0]
+    off = 14
+    parts = []
+    if et == 0x8100 and len(d) >= 18:
+        parts.append(f"vlan {struct.unpack_from('!H', d, 14)[0] & 0xFFF}")
+        et = struct.unpack_from("!H", d, 16)[0]
+        off = 18
+    if et == 0x0800 and len(d) >= off + 20:
+        src, dst = d[off + 12:off + 16], d[off + 16:off + 20]
+        parts.append(f"IPv4 {'.'.join(map(str, src))} > {'.'.join(map(str, dst))} "
+                     f"proto {d[off + 9]}")
+    elif et == 0x86DD and len(d) >= off + 40:
+        parts.append(f"IPv6 next {d[off + 6]}")
+    elif et == 0x0806:
+        parts.append("ARP")
+    else:
+        parts.append(f"ethertype 0x{et:04x}")
+    return "[" + ", ".join(parts) + "]"
+
+
+def first_diff(ra, rb, snaplen=None):
+    a = bytes(ra.data if snaplen is None else ra.data[:snaplen])
+    b = bytes(rb.data)
+    i = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), None)
+    if i is None:
+        if len(a) == len(b):
+            return f"same bytes, len {ra.length} != {rb.length}"
+        return f"one is a prefix of the other ({len(a)} vs {len(b)} bytes)"
+    return f"first differing byte {i}: A {a[i]:02x}, B {b[i]:02x}"
+
+
+def load_counter(paths, snaplen=None):
+    c = collections.Counter()
+    n = 0
+    for p in paths:
+        for rec in Capture(p):
+            c[key_of(rec, snaplen)] += 1
+            n += 1
+    return c, n
+
+
+def find_examples(paths, wanted, limit, snaplen=None):
+    """Second pass: locate up to `limit` records whose key is in `wanted`."""
+    found = []
+    if not wanted or limit <= 0:
+        return found
+    for p in paths:
+        for rec in Capture(p):
+            if key_of(rec, snaplen) in wanted:
+                found.append(describe(rec, p))
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+def cmd_count(args):
+    files = expand(args.files)
+    if not files:
+        print("count: no files", file=sys.stderr)
+        return 2
+    total_n = total_b = 0
+    for p in files:
+        n = b = 0
+        for rec in Capture(p):
+            n += 1
+            b += rec.length
+        total_n += n
+        total_b += b
+        if not args.quiet:
+            print(f"{p}: {n} packets, {b} bytes")
+    if args.quiet:
+        print(total_n)
+    elif len(files) > 1:
+        print(f"total: {total_n} packets, {total_b} bytes in {len(files)} files")
+    if args.expect is not None and total_n != args.expect:
+        if not args.quiet:
+            print(f"count: expected {args.expect} packets, found {total_n}")
+        return 1
+    return 0
+
+
+def cmd_multiset(args):
+    bfiles = expand(args.b)
+    if not bfiles:
+        print("multiset: no B files to compare with", file=sys.stderr)
+        return 2
+    ca, na = load_counter([args.a], args.snaplen)
+    cb, nb = load_counter(bfiles)
+    k = args.loops
+    missing = collections.Counter()
+    extra = collections.Counter()
+    foreign = 0
+    for key, cnt in ca.items():
+        got = cb.get(key, 0)
+        if got < cnt * k:
+            missing[key] = cnt * k - got
+    for key, got in cb.items():
+        exp = ca.get(key, 0) * k
+        if got > exp:
+            extra[key] = got - exp
+            if exp == 0:
+                foreign += got - exp
+    n_missing = sum(missing.values())
+    n_extra = sum(extra.values())
+    ok = n_missing == 0 and (args.min or n_extra == 0)
+    want = f"{na} x {k} = {na * k}" if k != 1 else f"{na}"
+    mode = "at least" if args.min else "exactly"
+    print(f"multiset: A {args.a}: {want} packets expected {mode}; B: {nb} packets in "
+          f"{len(bfiles)} file(s); missing {n_missing}, extra {n_extra} "
+          f"(of which {foreign} not in A) -> {'OK' if ok else 'MISMATCH'}")
+    if n_missing:
+        print(f"  missing from B ({len(missing)} distinct), first ones:")
+        for line in find_examples([args.a], set(missing), args.show, args.snaplen):
+            print("    " + line)
+    if n_extra:
+        label = "extra in B (reported, not a failure with --min)" if args.min else "extra in B"
+        print(f"  {label} ({len(extra)} distinct), first ones:")
+        for line in find_examples(bfiles, set(extra), args.show):
+            print("    " + line)
+    return 0 if ok else 1
+
+
+def _paired(args):
+    ia, ib = iter(Capture(args.a)), iter(Capture(args.b))
+    while True:
+        ra = next(ia, None)
+        rb = next(ib, None)
+        if ra is None and rb is None:
+            return
+        yield ra, rb
+
+
+def cmd_same_order(args):
+    n = 0
+    for ra, rb in _paired(args):
+        if ra is None or rb is None:
+            short = args.a if ra is None else args.b
+            print(f"same-order: {short} ends after {n} packets; the other goes on: "
+                  f"{describe(rb if ra is None else ra)} -> MISMATCH")
+            return 1
+        if key_of(ra, args.snaplen) != key_of(rb):
+            print(f"same-order: packet {n} differs ({first_diff(ra, rb, args.snaplen)}) "
+                  f"-> MISMATCH")
+            print(f"    A: {describe(ra)}")
+            print(f"    B: {describe(rb)}")
+            return 1
+        n += 1
+    print(f"same-order: {n} packets, same order -> OK")
+    return 0
+
+
+def cmd_headers(args):
+    n = 0
+    for ra, rb in _paired(args):
+        if ra is None or rb is None:
+            short = args.a if ra is None else args.b
+            print(f"headers: {short} ends after {n} records -> MISMATCH")
+            return 1
+        diffs = []
+        if ra.caplen != rb.caplen:
+            diffs.append(f"caplen {ra.caplen} != {rb.caplen}")
+        if ra.length != rb.length:
+            diffs.append(f"len {ra.length} != {rb.length}")
+        if args.ts and ra.ts_ns is not None and rb.ts_ns is not None \
+                and abs(ra.ts_ns - rb.ts_ns) > args.ts_tolerance:
+            diffs.append(f"ts {ra.ts_ns} != {rb.ts_ns}")
+        if bytes(ra.data) != bytes(rb.data):
+            diffs.append("data: " + first_diff(ra, rb))
+        if diffs:
+            print(f"headers: record {n}: {'; '.join(diffs)} -> MISMATCH")
+            print(f"    A: {describe(ra)}")
+            print(f"    B: {describe(rb)}")
+            return 1
+        n += 1
+    print(f"headers: {n} records equal{' (timestamps too)' if args.ts else ''} -> OK")
+    return 0
+
+
+def cmd_validate(args):
+    files = expand(args.files)
+    if not files:
+        print("validate: no files", file=sys.stderr)
+        return 2
+    bad = 0
+    seen = {} if args.unique else None
+    for p in files:
+        cap = Capture(p)
+        n = 0
+        last_ts = None
+        back = 0
+        dups = []
+        try:
+            for rec in cap:
+                n += 1
+                if args.monotonic and rec.ts_ns is not None:
+                    if last_ts is not None and rec.ts_ns < last_ts:
+                        back += 1
+                        if back <= 3:
+                            cap.problems.append(f"record {rec.index}: timestamp {rec.ts_ns} < "
+                                                f"previous {last_ts}")
+                    last_ts = rec.ts_ns
+                if seen is not None:
+                    k = key_of(rec)
+                    if k in seen:
+                        dups.append(f"record {rec.index} duplicates {seen[k]}")
+                    else:
+                        seen[k] = f"{p}#{rec.index}"
+        except CaptureError as e:
+            cap.problems.append(str(e))
+        if back > 3:
+            cap.problems.append(f"... {back} records with decreasing timestamps in all")
+        if dups:
+            cap.problems.extend(dups[:5])
+            if len(dups) > 5:
+                cap.problems.append(f"... {len(dups)} duplicates in all")
+        status = "OK" if not cap.problems else "INVALID"
+        print(f"{p}: {cap.format or '?'}, {n} records, snaplen {cap.snaplen}: {status}")
+        for prob in cap.problems[:10]:
+            print(f"    {prob}")
+        if len(cap.problems) > 10:
+            print(f"    ... {len(cap.problems)} problems in all")
+        bad += bool(cap.problems)
+    return 1 if bad else 0
+
+
+def cmd_list(args):
+    for rec in Capture(args.file):
+        if args.limit is not None and rec.index >= args.limit:
+            break
+        print(describe(rec))
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Compare and check pcap/pcapng capture files.",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__)
+    sub = ap.add_subparsers(dest="mode", required=True)
+
+    p = sub.add_parser("count", help="count packets")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--expect", type=int, help="exit 1 unless the total is N")
+    p.add_argument("--quiet", "-q", action="store_true", help="print the total number only")
+    p.set_defaults(func=cmd_count)
+
+    p = sub.add_parser("multiset", help="A's packets == union of B's packets (any order)")
+    p.add_argument("a")
+    p.add_argument("b", nargs="+")
+    p.add_argument("--loops", type=int, default=1, help="A was sent this many times")
+    p.add_argument("--min", action="store_true",
+                   help="only require every packet of A (x loops) to be present")
+    p.add_argument("--snaplen", type=int, help="cut A's packets to N bytes before comparing")
+    p.add_argument("--show", type=int, default=10, help="differences to print (default 10)")
+    p.set_defaults(func=cmd_multiset)
+
+    p = sub.add_parser("same-order", help="same packets in the same order")
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--snaplen", type=int, help="cut A's packets to N bytes before comparing")
+    p.set_defaults(func=cmd_same_order)
+
+    p = sub.add_parser("headers", help="record headers (caplen, len) and data equal")
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--ts", action="store_true", help="compare timestamps too")
+    p.add_argument("--ts-tolerance", type=int, default=0, metavar="NS")
+    p.set_defaults(func=cmd_headers)
+
+    p = sub.add_parser("validate", help="strict structural check")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--monotonic", action="store_true", help="timestamps never decrease")
+    p.add_argument("--unique", action="store_true", help="no packet occurs twice")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("list", help="print records")
+    p.add_argument("file")
+    p.add_argument("--limit", type=int)
+    p.set_defaults(func=cmd_list)
+
+    args = ap.parse_args(argv)
+    if getattr(args, "loops", 1) < 1:
+        ap.error("--loops must be >= 1")
+    try:
+        return args.func(args)
+    except CaptureError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BrokenPipeError:
+        sys.exit(0)
