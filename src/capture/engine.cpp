@@ -131,6 +131,7 @@ Status CaptureEngine::init() {
         ctx->rotate_interval_ns = uint64_t(config_.output.rotate_interval_s) * 1000000000ull;
         ctx->flush_interval_tsc = tsc_hz_ * config_.output.flush_interval_ms / 1000;
         ctx->burst = static_cast<uint16_t>(config_.capture.burst_size);
+        ctx->format = config_.output.format;
         const int lcore_socket = static_cast<int>(rte_lcore_to_socket_id(a.lcore));
         for (const QueueRef& ref : a.queues) {
             const size_t s = first_stream[ref.port_index] + ref.queue;

@@ -47,6 +47,7 @@ inline WriteBlock* block_with_room(WorkerQueue& q, uint32_t need) {
     return q.block;
 }
 
+template <FileFormat F>
 inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc, uint64_t ts_ns) {
     const CapturePolicy* policy = q.policy->load(std::memory_order_acquire);
 
@@ -67,7 +68,7 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
             continue;
         }
         const uint32_t caplen = record_caplen(m, policy->snaplen);
-        WriteBlock* block = block_with_room(q, static_cast<uint32_t>(pcap::record_size(caplen)));
+        WriteBlock* block = block_with_room(q, record_bytes<F>(caplen));
         if (unlikely(block == nullptr)) {
             ++dropped;
             continue;
@@ -77,7 +78,7 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
             block->first_tsc = now_tsc;
         }
         block->last_ts_ns = ts_ns;
-        append_record(*block, m, caplen, ts_ns);
+        append_record<F>(*block, m, caplen, ts_ns);
     }
     rte_pktmbuf_free_bulk(pkts, n);
 
@@ -87,10 +88,9 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
     if (dropped) q.counters->writer_full_packets.add(dropped);
 }
 
-}  // namespace
-
-int worker_main(void* arg) {
-    WorkerContext& w = *static_cast<WorkerContext*>(arg);
+// The poll loop, compiled once per file format so the record encoding is inlined.
+template <FileFormat F>
+int worker_loop(WorkerContext& w) {
     WorkerControl& control = *w.control;
     const uint16_t burst = std::min<uint16_t>(w.burst, kMaxBurst);
     const uint64_t housekeeping_tsc = w.tsc_hz / kHousekeepingPerSecond;
@@ -120,7 +120,7 @@ int worker_main(void* arg) {
             if (!prev_busy) ts_ns = w.clock->to_ns(now);  // one clock read per iteration
             prev_busy = true;
             packets += n;
-            capture_burst(q, pkts, n, now, ts_ns);
+            capture_burst<F>(q, pkts, n, now, ts_ns);
         }
         ++loops;
         busy_loops += prev_busy;
@@ -168,6 +168,13 @@ int worker_main(void* arg) {
     w.counters->packets.set(packets);
     control.polling.store(false, std::memory_order_release);
     return 0;
+}
+
+}  // namespace
+
+int worker_main(void* arg) {
+    WorkerContext& w = *static_cast<WorkerContext*>(arg);
+    return w.format == FileFormat::pcapng ? worker_loop<FileFormat::pcapng>(w) : worker_loop<FileFormat::pcap>(w);
 }
 
 }  // namespace linecap

@@ -15,6 +15,7 @@
 #include "capture/counters.hpp"
 #include "capture/policy.hpp"
 #include "capture/tsc_clock.hpp"
+#include "config/config.hpp"
 #include "output/stream.hpp"
 
 namespace linecap {
@@ -48,6 +49,7 @@ struct alignas(RTE_CACHE_LINE_SIZE) WorkerContext {
     uint64_t rotate_interval_ns = 0;    // 0: no wall-clock rotation
     uint64_t flush_interval_tsc = 0;    // partial blocks older than this are handed over
     uint16_t burst = 64;
+    FileFormat format = FileFormat::pcap;  // record encoding the writer expects
 };
 
 // rte_eal_remote_launch entry point; arg is a WorkerContext*.

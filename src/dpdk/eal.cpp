@@ -16,9 +16,9 @@ std::vector<std::string> eal_arguments(const Config& config) {
     args.push_back("--main-lcore");
     args.push_back(std::to_string(config.eal.lcore_ids.front()));
     // --in-memory: no hugepage or runtime files on disk, so a killed daemon leaves
-    // nothing behind and two instances never collide on a file prefix.
-    args.push_back("--in-memory");
-    if (!config.eal.hugepages) args.push_back("--no-huge");
+    // nothing behind and two instances never collide on a file prefix. --no-huge memory
+    // is anonymous already (and EAL refuses the two together).
+    args.push_back(config.eal.hugepages ? "--in-memory" : "--no-huge");
     if (config.eal.memory_mb > 0) {
         args.push_back("-m");
         args.push_back(std::to_string(config.eal.memory_mb));

@@ -159,5 +159,33 @@ TEST(RecordCopy, SnaplenTruncatesAcrossSegmentsAndKeepsTheWireLength) {
     EXPECT_EQ(0, std::memcmp(mem.data() + 16, packet.data(), 3000));
 }
 
+TEST(RecordCopy, PcapngEnhancedPacketBlockIsPaddedAndClosed) {
+    auto packet = pattern(61);  // 61 bytes: 3 bytes of padding
+    FakeChain chain(packet, {61});
+    std::vector<uint8_t> mem(4096, 0xee);
+    WriteBlock block;
+    block.data = mem.data();
+    block.capacity = uint32_t(mem.size());
+    const uint64_t ts = 0x0001'0002'0003'0004ull;
+    append_record<FileFormat::pcapng>(block, &chain.mbufs[0], 61, ts);
+    ASSERT_EQ(block.used, 28u + 64u + 4u);
+    uint32_t w[7];
+    std::memcpy(w, mem.data(), sizeof w);
+    EXPECT_EQ(w[0], 6u);             // EPB
+    EXPECT_EQ(w[1], 96u);            // total length
+    EXPECT_EQ(w[2], 0u);             // interface 0
+    EXPECT_EQ(w[3], 0x00010002u);    // ts high
+    EXPECT_EQ(w[4], 0x00030004u);    // ts low
+    EXPECT_EQ(w[5], 61u);
+    EXPECT_EQ(w[6], 61u);
+    EXPECT_EQ(0, std::memcmp(mem.data() + 28, packet.data(), 61));
+    EXPECT_EQ(mem[28 + 61], 0);
+    EXPECT_EQ(mem[28 + 63], 0);
+    uint32_t trailer;
+    std::memcpy(&trailer, mem.data() + 92, 4);
+    EXPECT_EQ(trailer, 96u);
+    EXPECT_EQ(mem[96], 0xee);  // nothing written past the block
+}
+
 }  // namespace
 }  // namespace linecap

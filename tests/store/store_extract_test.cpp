@@ -1,0 +1,335 @@
+// Extraction end to end through the library and the CLI entry point: merge order and
+// its stability, time bounds at nanosecond precision, index vs scan equivalence, and the
+// regression corpus of damaged files (each an error naming the file; the query over the
+// other files still returns exactly the right packets).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "store/cli.hpp"
+#include "store/crc32c.hpp"
+#include "store/extract.hpp"
+#include "store/filter_plan.hpp"
+#include "store/index_format.hpp"
+#include "store/pcap_file.hpp"
+#include "store_test_support.hpp"
+
+using namespace linecap::store;
+using namespace store_test;
+
+namespace {
+
+constexpr uint64_t kT0 = 1796004600000000000ull;  // 2026-11-30T02:10:00Z
+
+struct Run {
+    ExtractReport report;
+    std::vector<Packet> packets;
+    Bytes image;
+};
+
+Run run_extract(const std::string& dir, uint64_t from, uint64_t to, const std::string& filter, bool use_index = true) {
+    TempDir out;
+    const std::string path = out / "out.pcap";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ExtractOptions o;
+    o.directory = dir;
+    o.from_ns = from;
+    o.to_ns = to;
+    o.filter = filter;
+    o.use_index = use_index;
+    auto r = extract(o, fd);
+    ::close(fd);
+    Run run;
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    if (r.ok()) run.report = r.value();
+    run.image = read_file(path);
+    run.packets = parse_image(run.image);
+    return run;
+}
+
+struct StoreFile {
+    std::string name;
+    std::vector<Packet> packets;
+};
+
+// Reference: every packet of the given files with from <= ts < to that the filter
+// accepts, ordered by (ts, file name, position).
+std::vector<Packet> reference(std::vector<StoreFile> files, uint64_t from, uint64_t to, const std::string& filter) {
+    auto f = CompiledFilter::compile(filter);
+    std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    struct Item {
+        uint64_t ts;
+        size_t file, pos;
+        const Packet* p;
+    };
+    std::vector<Item> items;
+    for (size_t fi = 0; fi < files.size(); ++fi)
+        for (size_t i = 0; i < files[fi].packets.size(); ++i) {
+            const Packet& p = files[fi].packets[i];
+            RawRecord r;
+            r.ts_ns = p.ts_ns;
+            r.caplen = r.len = p.caplen();
+            r.data = p.data.data();
+            if (p.ts_ns >= from && p.ts_ns < to && f->matches(r)) items.push_back({p.ts_ns, fi, i, &p});
+        }
+    std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+        return std::tie(a.ts, a.file, a.pos) < std::tie(b.ts, b.file, b.pos);
+    });
+    std::vector<Packet> out;
+    for (const auto& it : items) out.push_back(*it.p);
+    return out;
+}
+
+void expect_same(const std::vector<Packet>& got, const std::vector<Packet>& want, const std::string& what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].ts_ns, want[i].ts_ns) << what << " packet " << i;
+        ASSERT_EQ(got[i].data, want[i].data) << what << " packet " << i;
+    }
+}
+
+// Two streams, three files each; stream 1 shares some timestamps with stream 0.
+std::vector<StoreFile> make_streams(const std::string& dir, bool with_index) {
+    std::vector<StoreFile> files;
+    uint32_t tag = 0;
+    for (int q = 0; q < 2; ++q) {
+        for (int part = 0; part < 3; ++part) {
+            StoreFile f;
+            for (int i = 0; i < 200; ++i) {
+                FrameSpec s;
+                s.tag = tag++;
+                s.v6 = i % 4 == 1;
+                s.proto = i % 3 == 0 ? 17 : 6;
+                s.dport = uint16_t(i % 5 == 0 ? 53 : 80);
+                s.src4 = ip4(198, 18, q, i % 10);
+                if (i % 7 == 0) s.vlan_tpids = {0x8100};
+                s.payload = 20 + uint32_t(i * 7 % 300);
+                // q0: every 1000 ns; q1: every 1000 ns but offset 0 for even i (ties).
+                const uint64_t ts = kT0 + uint64_t(part * 200 + i) * 1000 + (q == 1 && i % 2 ? 500 : 0);
+                f.packets.push_back({ts, frame(s)});
+            }
+            f.name = store_name(f.packets.front().ts_ns, "p0", q);
+            write_file(dir + "/" + f.name, pcap_image(f.packets));
+            if (with_index) {
+                EXPECT_TRUE(build_index(dir + "/" + f.name, IndexBuildOptions{4096}).ok());
+            }
+            files.push_back(std::move(f));
+        }
+    }
+    return files;
+}
+
+}  // namespace
+
+TEST(Extract, MergesAllStreamsStablyForEqualTimestamps) {
+    TempDir dir;
+    const auto files = make_streams(dir.path(), true);
+    const auto run = run_extract(dir.path(), 0, UINT64_MAX, "");
+    EXPECT_TRUE(run.report.errors.empty());
+    expect_same(run.packets, reference(files, 0, UINT64_MAX, ""), "all");
+    EXPECT_EQ(run.packets.size(), 1200u);
+    // Ties: stream q0's file sorts first by name, so its packet comes first.
+    ASSERT_EQ(run.packets[0].ts_ns, run.packets[1].ts_ns);
+    EXPECT_EQ(run.packets[0].data, files[0].packets[0].data);
+    EXPECT_EQ(run.packets[1].data, files[3].packets[0].data);
+}
+
+TEST(Extract, IndexAndScanGiveTheSameAnswerForManyQueries) {
+    TempDir dir;
+    const auto files = make_streams(dir.path(), true);
+    const std::vector<std::tuple<uint64_t, uint64_t, std::string>> queries = {
+        {0, UINT64_MAX, "udp port 53"},
+        {kT0 + 150000, kT0 + 450000, ""},                       // cuts inside files, across boundaries
+        {kT0 + 199000, kT0 + 200001, "tcp"},                     // around a file boundary, ns exact
+        {kT0 + 1000, kT0 + 1000, ""},                            // empty range
+        {kT0 + 1500, kT0 + 1501, ""},                            // one nanosecond
+        {kT0, UINT64_MAX, "host 198.18.1.3"},
+        {kT0, UINT64_MAX, "vlan and udp"},
+        {kT0, UINT64_MAX, "ip6 and tcp port 80"},
+        {kT0 + 300000, kT0 + 310000, "host 198.18.0.2 or ip6"},
+        {kT0, UINT64_MAX, "host 9.9.9.9"},                       // nothing matches
+        {kT0 + 10000000, UINT64_MAX, ""},                        // after the store
+    };
+    for (const auto& [from, to, filter] : queries) {
+        const std::string what = filter + " [" + std::to_string(from) + "," + std::to_string(to) + ")";
+        const auto want = reference(files, from, to, filter);
+        const auto indexed = run_extract(dir.path(), from, to, filter, true);
+        const auto scanned = run_extract(dir.path(), from, to, filter, false);
+        expect_same(indexed.packets, want, "indexed " + what);
+        expect_same(scanned.packets, want, "scanned " + what);
+        EXPECT_TRUE(indexed.report.errors.empty() && indexed.report.warnings.empty()) << what;
+        EXPECT_EQ(indexed.report.files_scanned, 0u);
+        EXPECT_LE(indexed.report.blocks_read, indexed.report.blocks_total);
+    }
+    // Pruning happened: a selective query reads a fraction of the blocks.
+    const auto sel = run_extract(dir.path(), 0, UINT64_MAX, "host 198.18.1.3");
+    EXPECT_LT(sel.report.blocks_read * 2, sel.report.blocks_total);
+}
+
+TEST(Extract, CorruptFilesAreReportedAndTheRestIsStillRight) {
+    TempDir dir;
+    auto files = make_streams(dir.path(), true);
+    std::vector<StoreFile> good = files;
+    FrameSpec s;
+    const Packet p1{kT0 + 100, frame(s)};
+    auto add_bad = [&](const std::string& port, const Bytes& bytes) {
+        const std::string name = store_name(kT0 + 50, port, 0);
+        write_file(dir / name, bytes);
+        return name;
+    };
+    // Damaged capture files (each its own stream, all inside the query range).
+    const Bytes ok_img = pcap_image({p1, {kT0 + 200, frame(s)}}, 1000);
+    const std::string trunc_header = add_bad("th", Bytes(ok_img.begin(), ok_img.begin() + 20));
+    const std::string trunc_record = add_bad("tr", Bytes(ok_img.begin(), ok_img.end() - 3));
+    Bytes caplen = ok_img;
+    const uint32_t big = 4000;
+    std::memcpy(caplen.data() + 24 + 16 + p1.caplen() + 8, &big, 4);
+    const std::string caplen_name = add_bad("cs", caplen);
+    Bytes magic = ok_img;
+    magic[0] = 0;
+    const std::string magic_name = add_bad("bm", magic);
+    const std::string ng_name = add_bad("ng", Bytes{0x0a, 0x0d, 0x0d, 0x0a, 28, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a});
+    // The truncated-record and caplen files keep their first packet(s).
+    good.push_back({trunc_record, {p1}});
+    good.push_back({caplen_name, {p1}});
+    // Damaged indexes of good files: bad checksum, pointing past EOF, stale.
+    const std::string bad_crc = dir / (files[0].name + ".idx");
+    Bytes ix = read_file(bad_crc);
+    ix[ix.size() - 3] ^= 0xff;
+    write_file(bad_crc, ix);
+    const std::string past = dir / (files[1].name + ".idx");
+    {
+        Bytes img = read_file(dir / files[1].name);
+        // Index of a longer file, claimed for this one: every block past the real end.
+        std::vector<Packet> more = files[1].packets;
+        for (int i = 0; i < 50; ++i) more.push_back(more.back());
+        Bytes longer = pcap_image(more);
+        Bytes lix = build_index_bytes(longer, IndexBuildOptions{4096}).value();
+        IndexHeader h;
+        std::memcpy(&h, lix.data(), sizeof h);
+        struct stat st {};
+        ::stat((dir / files[1].name).c_str(), &st);
+        h.pcap_size = img.size();
+        h.pcap_mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+        std::memcpy(lix.data(), &h, sizeof h);
+        // Reseal the header checksum only (the sections are intact).
+        const size_t fixed = sizeof(IndexHeader) + h.section_count * sizeof(SectionEntry);
+        std::memset(lix.data() + offsetof(IndexHeader, header_crc), 0, 4);
+        const uint32_t crc = linecap::store::crc32c(lix.data(), fixed);
+        std::memcpy(lix.data() + offsetof(IndexHeader, header_crc), &crc, 4);
+        write_file(past, lix);
+    }
+    {
+        // Stale: the file grew after indexing (same packets plus nothing: rewrite → new mtime/size).
+        Bytes img = read_file(dir / files[2].name);
+        img.insert(img.end(), {0});  // one stray byte: also a truncated record at the end
+        write_file(dir / files[2].name, img);
+        good[2].packets = files[2].packets;
+    }
+
+    for (bool use_index : {true, false}) {
+        const auto run = run_extract(dir.path(), kT0, UINT64_MAX, "", use_index);
+        expect_same(run.packets, reference(good, kT0, UINT64_MAX, ""), use_index ? "indexed" : "scanned");
+        auto error_for = [&](const std::string& name) {
+            std::string found;
+            for (const auto& e : run.report.errors)
+                if (e.find(name) != std::string::npos) found = e;
+            return found;
+        };
+        EXPECT_NE(error_for(trunc_header).find("truncated file header (20 of 24 bytes)"), std::string::npos);
+        EXPECT_NE(error_for(trunc_record).find("truncated record at offset"), std::string::npos);
+        EXPECT_NE(error_for(caplen_name).find("caplen 4000 > snaplen 1000"), std::string::npos);
+        EXPECT_NE(error_for(magic_name).find("not a pcap file"), std::string::npos);
+        EXPECT_NE(error_for(ng_name).find("pcapng files are not supported yet"), std::string::npos);
+        EXPECT_NE(error_for(files[2].name).find("truncated record"), std::string::npos);
+        EXPECT_EQ(run.report.errors.size(), 6u);
+        for (const auto& e : run.report.errors) EXPECT_EQ(e.find('\n'), std::string::npos);
+        if (use_index) {
+            auto warning_for = [&](const std::string& name) {
+                for (const auto& w : run.report.warnings)
+                    if (w.find(name) != std::string::npos) return w;
+                return std::string();
+            };
+            EXPECT_NE(warning_for(files[0].name).find("checksum mismatch"), std::string::npos);
+            EXPECT_NE(warning_for(files[1].name).find("extends past the end of the capture file"), std::string::npos)
+                << warning_for(files[1].name);
+            EXPECT_NE(warning_for(files[2].name).find("index stale"), std::string::npos);
+            EXPECT_NE(warning_for(trunc_record).find("no index; scanning the file"), std::string::npos);
+        }
+    }
+}
+
+TEST(Extract, OutputHeaderTakesTheLargestSnaplen) {
+    TempDir dir;
+    FrameSpec s;
+    write_file(dir / store_name(kT0, "p0", 0), pcap_image({{kT0, frame(s)}}, 1500));
+    write_file(dir / store_name(kT0 + 1, "p0", 1), pcap_image({{kT0 + 1, frame(s)}}, 9000));
+    const auto run = run_extract(dir.path(), 0, UINT64_MAX, "");
+    ASSERT_GE(run.image.size(), 24u);
+    const auto h = parse_pcap_header(run.image);
+    ASSERT_TRUE(h.ok());
+    EXPECT_TRUE(h->nanosecond);
+    EXPECT_EQ(h->snaplen, 9000u);
+    EXPECT_EQ(run.packets.size(), 2u);
+}
+
+// --- the CLI ---
+
+namespace {
+int cli(std::vector<std::string> args, std::string* err = nullptr) {
+    args.insert(args.begin(), "linecap");
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    testing::internal::CaptureStderr();
+    const int rc = linecap_tool_main(int(argv.size()), argv.data());
+    const std::string e = testing::internal::GetCapturedStderr();
+    if (err) *err = e;
+    return rc;
+}
+}  // namespace
+
+TEST(Cli, ExitCodesAndMessages) {
+    TempDir dir;
+    auto files = make_streams(dir.path(), false);
+    TempDir out;
+    std::string err;
+    EXPECT_EQ(cli({"index", "--dir", dir.path()}, &err), 0) << err;
+    EXPECT_NE(err.find("6 indexed, 0 up to date, 0 failed"), std::string::npos) << err;
+    EXPECT_EQ(cli({"index", "--dir", dir.path()}, &err), 0);
+    EXPECT_NE(err.find("0 indexed, 6 up to date"), std::string::npos) << err;
+    EXPECT_EQ(cli({"extract", "--dir", dir.path(), "--from", "2026-11-30T02:10:00.0001Z", "--to", "1796004600.0003",
+                   "--filter", "udp", "-o", out / "a.pcap"}, &err), 0) << err;
+    EXPECT_EQ(err, "");
+    expect_same(parse_image(read_file(out / "a.pcap")), reference(files, kT0 + 100000, kT0 + 300000, "udp"), "cli");
+    // Usage errors: 64.
+    EXPECT_EQ(cli({"extract", "--dir", dir.path(), "-o", out / "b.pcap", "--from", "2026-11-30T02:10:00"}, &err), 64);
+    EXPECT_NE(err.find("--from: '2026-11-30T02:10:00': no time zone"), std::string::npos) << err;
+    EXPECT_EQ(cli({"extract", "--dir", dir.path(), "-o", out / "b.pcap", "--filter", "host or"}, &err), 64);
+    EXPECT_NE(err.find("filter 'host or'"), std::string::npos) << err;
+    EXPECT_EQ(cli({"extract", "--dir", dir.path()}, &err), 64);
+    EXPECT_EQ(cli({"extract", "--bogus"}, &err), 64);
+    EXPECT_EQ(cli({"frobnicate"}, &err), 64);
+    EXPECT_EQ(cli({"extract", "--dir", dir.path(), "-o", dir / files[0].name}, &err), 64);
+    EXPECT_NE(err.find("is a file of the store"), std::string::npos);
+    EXPECT_FALSE(std::filesystem::exists(out / "b.pcap"));
+    // A damaged file: exit 1, one line naming it, output still valid.
+    write_file(dir / store_name(kT0 + 5, "zz", 0), Bytes{1, 2, 3});
+    EXPECT_EQ(cli({"extract", "--dir", dir.path(), "-o", out / "c.pcap"}, &err), 1);
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 2) << err;  // the error and the missing-index warning
+    EXPECT_NE(err.find("linecap: error: " + dir.path() + "/" + store_name(kT0 + 5, "zz", 0) +
+                       ": truncated file header (3 of 24 bytes)"),
+              std::string::npos)
+        << err;
+    EXPECT_EQ(parse_image(read_file(out / "c.pcap")).size(), 1200u);
+    // stats
+    testing::internal::CaptureStdout();
+    EXPECT_EQ(cli({"stats", "--dir", dir.path(), "--json"}, &err), 1);
+    const std::string json = testing::internal::GetCapturedStdout();
+    EXPECT_NE(json.find("\"packets\":1200"), std::string::npos) << json;
+    EXPECT_NE(json.find("\"stream\":\"p0/q1\",\"files\":3"), std::string::npos) << json;
+    // No stray temporaries anywhere.
+    for (const auto& e : std::filesystem::directory_iterator(out.path()))
+        EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos);
+}

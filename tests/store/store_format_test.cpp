@@ -1,0 +1,507 @@
+// Capture file reading, packet keys, the index format (round trip, corruption), times
+// and file names.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "store/catalog.hpp"
+#include "store/crc32c.hpp"
+#include "store/index_format.hpp"
+#include "store/packet_keys.hpp"
+#include "store/pcap_file.hpp"
+#include "store/time_spec.hpp"
+#include "store_test_support.hpp"
+
+using namespace linecap::store;
+using namespace store_test;
+
+namespace {
+
+std::vector<RawRecord> read_all(const Bytes& img, std::string* error, size_t buffer = 1 << 20) {
+    auto h = parse_pcap_header(img);
+    EXPECT_TRUE(h.ok());
+    MemorySource src(img);
+    RecordReader rd(src, h.value(), 24, img.size(), buffer);
+    std::vector<RawRecord> out;
+    RawRecord r;
+    while (rd.next(r)) out.push_back(r);
+    *error = rd.error();
+    return out;
+}
+
+Packet pkt(uint64_t ts, FrameSpec s) { return Packet{ts, frame(s)}; }
+
+}  // namespace
+
+TEST(Crc32c, KnownVector) {
+    EXPECT_EQ(crc32c("123456789", 9), 0xe3069283u);
+    EXPECT_EQ(crc32c("", 0), 0u);
+    // Split computation equals one pass.
+    const std::string s(1000, 'x');
+    EXPECT_EQ(crc32c_extend(crc32c(s.data(), 333), s.data() + 333, 667), crc32c(s.data(), 1000));
+}
+
+TEST(PcapHeader, AcceptsNanoMicroAndBothByteOrders) {
+    Bytes img = pcap_image({});
+    auto h = parse_pcap_header(img);
+    ASSERT_TRUE(h.ok());
+    EXPECT_TRUE(h->nanosecond);
+    EXPECT_FALSE(h->swapped);
+    EXPECT_EQ(h->snaplen, 262144u);
+    uint32_t us = linecap::pcap::kMagicMicrosecond;
+    std::memcpy(img.data(), &us, 4);
+    EXPECT_FALSE(parse_pcap_header(img)->nanosecond);
+    Bytes be = {0xa1, 0xb2, 0x3c, 0x4d, 0, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 1};
+    auto hb = parse_pcap_header(be);
+    ASSERT_TRUE(hb.ok()) << hb.error().message;
+    EXPECT_TRUE(hb->swapped);
+    EXPECT_EQ(hb->snaplen, 4096u);
+}
+
+TEST(PcapHeader, ClearErrors) {
+    Bytes img = pcap_image({});
+    EXPECT_EQ(parse_pcap_header(Bytes(img.begin(), img.begin() + 10)).error().message,
+              "truncated file header (10 of 24 bytes)");
+    Bytes bad = img;
+    bad[0] = 0x11;
+    EXPECT_NE(parse_pcap_header(bad).error().message.find("not a pcap file (magic 0x"), std::string::npos);
+    Bytes ng = {0x0a, 0x0d, 0x0d, 0x0a, 0, 0, 0, 0};
+    EXPECT_EQ(parse_pcap_header(ng).error().message, "pcapng files are not supported yet");
+    Bytes lt = img;
+    lt[20] = 105;
+    EXPECT_NE(parse_pcap_header(lt).error().message.find("link type 105"), std::string::npos);
+}
+
+TEST(RecordReader, ReadsAcrossBufferBoundaries) {
+    std::vector<Packet> ps;
+    for (uint32_t i = 0; i < 500; ++i) {
+        FrameSpec s;
+        s.payload = 20 + (i * 37) % 900;
+        s.tag = i;
+        ps.push_back(pkt(1000 + i, s));
+    }
+    const Bytes img = pcap_image(ps, 1024);
+    std::string err;
+    auto recs = read_all(img, &err, 1);  // the smallest buffer: one maximal record
+    EXPECT_EQ(err, "");
+    ASSERT_EQ(recs.size(), ps.size());
+    // (data pointers are only valid until the next record; compare lengths and times)
+    for (size_t i = 0; i < ps.size(); ++i) {
+        EXPECT_EQ(recs[i].ts_ns, ps[i].ts_ns);
+        EXPECT_EQ(recs[i].caplen, ps[i].caplen());
+    }
+}
+
+TEST(RecordReader, TruncatedAndCorruptRecords) {
+    FrameSpec s;
+    const Bytes img = pcap_image({pkt(1, s), pkt(2, s), pkt(3, s)}, 2000);
+    const size_t rec = 16 + frame(s).size();
+    std::string err;
+    // Truncated inside the last record's data, and inside its header.
+    EXPECT_EQ(read_all(Bytes(img.begin(), img.end() - 5), &err).size(), 2u);
+    EXPECT_EQ(err, "truncated record at offset " + std::to_string(24 + 2 * rec) + " (" + std::to_string(rec - 5) +
+                       " bytes left at the end of the file)");
+    EXPECT_EQ(read_all(Bytes(img.begin(), img.begin() + long(24 + 2 * rec + 7)), &err).size(), 2u);
+    EXPECT_NE(err.find("truncated record"), std::string::npos);
+    // caplen > snaplen
+    Bytes big = img;
+    const uint32_t huge = 5000;
+    std::memcpy(big.data() + 24 + rec + 8, &huge, 4);
+    EXPECT_EQ(read_all(big, &err).size(), 1u);
+    EXPECT_EQ(err, "corrupt record at offset " + std::to_string(24 + rec) + ": caplen 5000 > snaplen 2000");
+    // caplen > len, len == 0, fraction out of range
+    Bytes c = img;
+    const uint32_t one = 1, zero = 0, frac = 1000000000;
+    std::memcpy(c.data() + 24 + 12, &one, 4);
+    read_all(c, &err);
+    EXPECT_NE(err.find("> original length 1"), std::string::npos);
+    c = img;
+    std::memcpy(c.data() + 24 + 12, &zero, 4);
+    read_all(c, &err);
+    EXPECT_NE(err.find("original length 0"), std::string::npos);
+    c = img;
+    std::memcpy(c.data() + 24 + 4, &frac, 4);
+    read_all(c, &err);
+    EXPECT_NE(err.find("timestamp fraction 1000000000 out of range"), std::string::npos);
+}
+
+// --- packet keys ---
+
+namespace {
+std::set<std::string> keys_of(const Bytes& f, uint32_t caplen = 0) {
+    PacketKeys k;
+    extract_keys(f.data(), caplen ? caplen : uint32_t(f.size()), k);
+    std::set<std::string> out;
+    IndexKey key;
+    for (unsigned i = 0; i < k.n_protos; ++i) out.insert("proto " + std::to_string(k.protos[i]));
+    for (unsigned i = 0; i < k.n_ports; ++i) out.insert("port " + std::to_string(k.ports[i]));
+    for (unsigned i = 0; i < k.n_addr4; ++i) {
+        key.kind = IndexKey::Kind::addr4;
+        key.value = k.addr4[i];
+        out.insert(key.to_string());
+    }
+    for (unsigned i = 0; i < k.n_addr6; ++i) {
+        key.kind = IndexKey::Kind::addr6;
+        key.addr6 = k.addr6[i];
+        out.insert(key.to_string());
+    }
+    return out;
+}
+const std::string kSrc6 = "host6 20010db8000000000000000000000001", kDst6 = "host6 20010db8000000000000000000000002";
+}  // namespace
+
+TEST(PacketKeys, Ipv4TcpPlainAndTagged) {
+    const std::set<std::string> want = {"proto 6", "port 40000", "port 80", "host 198.18.0.1", "host 198.19.0.1"};
+    FrameSpec s;
+    EXPECT_EQ(keys_of(frame(s)), want);
+    s.vlan_tpids = {0x8100};
+    EXPECT_EQ(keys_of(frame(s)), want);
+    s.vlan_tpids = {0x88a8, 0x8100};  // QinQ
+    EXPECT_EQ(keys_of(frame(s)), want);
+    s.ip_options_words = 3;  // IPv4 options move the ports
+    EXPECT_EQ(keys_of(frame(s)), want);
+}
+
+TEST(PacketKeys, Ipv4FragmentsHavePortsOnlyInTheFirst) {
+    FrameSpec s;
+    s.proto = 17;
+    s.more_fragments = true;
+    EXPECT_EQ(keys_of(frame(s)).count("port 80"), 1u);
+    s.frag_offset = 185;
+    const auto k = keys_of(frame(s));
+    EXPECT_EQ(k.count("port 80"), 0u);
+    EXPECT_EQ(k.count("proto 17"), 1u);
+    EXPECT_EQ(k.count("host 198.18.0.1"), 1u);
+}
+
+TEST(PacketKeys, Ipv6WithExtensionHeaders) {
+    FrameSpec s;
+    s.v6 = true;
+    s.proto = 17;
+    s.dport = 53;
+    EXPECT_EQ(keys_of(frame(s)), (std::set<std::string>{"proto 17", "port 40000", "port 53", kSrc6, kDst6}));
+    s.v6_hop_by_hop = true;
+    s.v6_fragment_header = true;
+    s.more_fragments = true;
+    auto k = keys_of(frame(s));
+    EXPECT_EQ(k.count("port 53"), 1u);
+    EXPECT_EQ(k.count("proto 17"), 1u);
+    EXPECT_EQ(k.count("proto 0"), 1u);  // what libpcap sees in ip6[6]
+    s.frag_offset = 100;                // not the first fragment: no ports
+    k = keys_of(frame(s));
+    EXPECT_EQ(k.count("port 53"), 0u);
+    EXPECT_EQ(k.count("proto 17"), 1u);
+}
+
+TEST(PacketKeys, ArpAddressesAndShortCaptures) {
+    FrameSpec s;
+    s.arp = true;
+    EXPECT_EQ(keys_of(frame(s)), (std::set<std::string>{"host 198.18.0.1", "host 198.19.0.1"}));
+    FrameSpec t;
+    const Bytes f = frame(t);
+    EXPECT_EQ(keys_of(f, 30), (std::set<std::string>{"proto 6", "host 198.18.0.1"}));  // dst cut off
+    EXPECT_TRUE(keys_of(f, 13).empty());
+}
+
+// --- index ---
+
+namespace {
+
+std::vector<Packet> mixed_packets(size_t n) {
+    std::vector<Packet> ps;
+    for (uint32_t i = 0; i < n; ++i) {
+        FrameSpec s;
+        s.tag = i;
+        s.v6 = i % 5 == 0;
+        s.proto = i % 3 == 0 ? 17 : 6;
+        s.src4 = ip4(198, 18, 0, int(i % 23));
+        s.dst4 = ip4(198, 19, 1, int(i % 7));
+        s.src6[15] = uint8_t(i % 11);
+        s.sport = uint16_t(1024 + i % 97);
+        s.dport = uint16_t(i % 4 == 0 ? 443 : 80);
+        if (i % 9 == 0) s.vlan_tpids = {0x8100};
+        s.payload = 20 + (i * 131) % 1200;
+        ps.push_back(pkt(1700000000000000000ull + i * 1000, s));
+    }
+    return ps;
+}
+
+// Recomputes section and header checksums after a deliberate edit (crafted indexes).
+void reseal(Bytes& ix) {
+    IndexHeader h;
+    std::memcpy(&h, ix.data(), sizeof h);
+    for (uint32_t i = 0; i < h.section_count; ++i) {
+        SectionEntry e;
+        uint8_t* p = ix.data() + sizeof(IndexHeader) + i * sizeof e;
+        std::memcpy(&e, p, sizeof e);
+        e.crc = crc32c(ix.data() + e.offset, e.size);
+        std::memcpy(p, &e, sizeof e);
+    }
+    const size_t fixed = sizeof(IndexHeader) + h.section_count * sizeof(SectionEntry);
+    std::memset(ix.data() + offsetof(IndexHeader, header_crc), 0, 4);
+    const uint32_t crc = crc32c(ix.data(), fixed);
+    std::memcpy(ix.data() + offsetof(IndexHeader, header_crc), &crc, 4);
+}
+
+}  // namespace
+
+TEST(Index, RoundTripLookupsAreExact) {
+    const auto ps = mixed_packets(3000);
+    const Bytes img = pcap_image(ps);
+    IndexBuildOptions o;
+    o.block_bytes = 8192;
+    IndexStats st;
+    auto bytes = build_index_bytes(img, o, &st);
+    ASSERT_TRUE(bytes.ok());
+    auto ix = Index::parse(bytes.value());
+    ASSERT_TRUE(ix.ok()) << ix.error().message;
+    const IndexHeader& h = ix->header();
+    EXPECT_EQ(h.packets, ps.size());
+    EXPECT_EQ(h.pcap_size, img.size());
+    EXPECT_EQ(h.data_end, img.size());
+    EXPECT_EQ(h.min_ts_ns, ps.front().ts_ns);
+    EXPECT_EQ(h.max_ts_ns, ps.back().ts_ns);
+    EXPECT_TRUE(h.flags & kIndexMonotonic);
+    EXPECT_GT(h.block_count, 100u);
+    EXPECT_EQ(st.index_bytes, bytes->size());
+    EXPECT_LT(double(bytes->size()) / double(img.size()), 0.05);
+
+    // Brute force: which blocks hold each key.
+    std::map<std::string, std::set<uint32_t>> truth;
+    size_t p = 0;
+    const auto blocks = ix->blocks();
+    for (uint32_t b = 0; b < blocks.size(); ++b)
+        for (uint32_t k = 0; k < blocks[b].packets; ++k, ++p)
+            for (const auto& key : keys_of(ps[p].data)) truth[key].insert(b);
+    ASSERT_EQ(p, ps.size());
+    auto check = [&](const IndexKey& key) {
+        const BlockSet got = ix->lookup(key);
+        std::set<uint32_t> g;
+        for (uint32_t b = 0; b < got.size(); ++b)
+            if (got.test(b)) g.insert(b);
+        EXPECT_EQ(g, truth[key.to_string()]) << key.to_string();
+    };
+    for (int a = 0; a < 25; ++a) {
+        IndexKey k;
+        k.kind = IndexKey::Kind::addr4;
+        k.value = ip4(198, 18, 0, a);
+        check(k);
+    }
+    for (uint32_t port : {80u, 443u, 1024u, 1100u, 9999u}) {
+        IndexKey k;
+        k.kind = IndexKey::Kind::port;
+        k.value = port;
+        check(k);
+    }
+    for (uint32_t proto : {6u, 17u, 1u}) {
+        IndexKey k;
+        k.kind = IndexKey::Kind::proto;
+        k.value = proto;
+        check(k);
+    }
+    IndexKey k6;
+    k6.kind = IndexKey::Kind::addr6;
+    FrameSpec s;
+    k6.addr6 = s.src6;
+    k6.addr6[15] = 5;
+    check(k6);
+}
+
+TEST(Index, EverySingleByteCorruptionIsDetected) {
+    const Bytes img = pcap_image(mixed_packets(400));
+    IndexBuildOptions o;
+    o.block_bytes = 4096;
+    const Bytes good = build_index_bytes(img, o).value();
+    ASSERT_TRUE(Index::parse(good).ok());
+    for (size_t i = 0; i < good.size(); i += 1 + i / 64) {
+        Bytes bad = good;
+        bad[i] ^= 0x5a;
+        auto r = Index::parse(bad);
+        ASSERT_FALSE(r.ok()) << "byte " << i;
+    }
+    for (size_t n : {size_t(0), size_t(7), size_t(100), size_t(300), good.size() / 2, good.size() - 1}) {
+        auto r = Index::parse(Bytes(good.begin(), good.begin() + long(n)));
+        EXPECT_FALSE(r.ok()) << n;
+    }
+    Bytes v = good;
+    v[8] = 9;
+    EXPECT_EQ(Index::parse(v).error().message, "unsupported index version 9 (this linecap reads 1)");
+    Bytes crc = good;
+    crc[crc.size() - 1] ^= 1;
+    EXPECT_NE(Index::parse(crc).error().message.find("checksum mismatch"), std::string::npos);
+}
+
+TEST(Index, CraftedIndexWithValidChecksumsIsStillChecked) {
+    const Bytes img = pcap_image(mixed_packets(400));
+    IndexBuildOptions o;
+    o.block_bytes = 4096;
+    const Bytes good = build_index_bytes(img, o).value();
+    IndexHeader h;
+    std::memcpy(&h, good.data(), sizeof h);
+    SectionEntry blocks;
+    std::memcpy(&blocks, good.data() + sizeof h, sizeof blocks);
+    ASSERT_EQ(blocks.type, 1u);
+    // The last block points past the end of the capture file.
+    Bytes past = good;
+    BlockEntry last;
+    uint8_t* lp = past.data() + blocks.offset + (h.block_count - 1) * sizeof(BlockEntry);
+    std::memcpy(&last, lp, sizeof last);
+    last.length += 100000;
+    std::memcpy(lp, &last, sizeof last);
+    reseal(past);
+    auto r = Index::parse(past);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("extends past the end of the capture file"), std::string::npos) << r.error().message;
+    // A gap between blocks.
+    Bytes gap = good;
+    BlockEntry b1;
+    uint8_t* bp = gap.data() + blocks.offset + sizeof(BlockEntry);
+    std::memcpy(&b1, bp, sizeof b1);
+    b1.offset += 16;
+    std::memcpy(bp, &b1, sizeof b1);
+    reseal(gap);
+    EXPECT_NE(Index::parse(gap).error().message.find("does not start where the previous one ends"), std::string::npos);
+}
+
+TEST(Index, TruncatedTailIsIndexedUpToIt) {
+    const auto ps = mixed_packets(100);
+    Bytes img = pcap_image(ps);
+    img.resize(img.size() - 10);
+    IndexStats st;
+    auto bytes = build_index_bytes(img, {}, &st);
+    ASSERT_TRUE(bytes.ok());
+    EXPECT_NE(st.warning.find("truncated record at offset"), std::string::npos);
+    auto ix = Index::parse(bytes.value());
+    ASSERT_TRUE(ix.ok());
+    EXPECT_EQ(ix->header().packets, 99u);
+    EXPECT_TRUE(ix->header().flags & kIndexTruncatedTail);
+}
+
+TEST(Index, BuildIndexWritesAtomicallyAndDetectsStaleness) {
+    TempDir dir;
+    const std::string pcap = dir / "a.pcap";
+    write_file(pcap, pcap_image(mixed_packets(50)));
+    auto st = build_index(pcap);
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    EXPECT_EQ(st->packets, 50u);
+    int entries = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+        ++entries;
+        EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos);
+    }
+    EXPECT_EQ(entries, 2);
+    struct stat s {};
+    ASSERT_EQ(::stat(pcap.c_str(), &s), 0);
+    const int64_t mtime = int64_t(s.st_mtim.tv_sec) * 1000000000 + s.st_mtim.tv_nsec;
+    EXPECT_EQ(load_index(pcap, uint64_t(s.st_size), mtime).state, IndexState::valid);
+    EXPECT_EQ(load_index(pcap, uint64_t(s.st_size) + 1, mtime).state, IndexState::stale);
+    EXPECT_EQ(load_index(pcap, uint64_t(s.st_size), mtime + 1).state, IndexState::stale);
+    EXPECT_EQ(load_index(dir / "none.pcap", 0, 0).state, IndexState::missing);
+    write_file(index_path_for(pcap), Bytes{1, 2, 3});
+    const auto bad = load_index(pcap, uint64_t(s.st_size), mtime);
+    EXPECT_EQ(bad.state, IndexState::corrupt);
+    EXPECT_EQ(bad.problem, "bad magic (not a linecap index)");
+    // pcapng and missing files: clear errors naming the file.
+    write_file(dir / "b.pcap", Bytes{0x0a, 0x0d, 0x0d, 0x0a, 28, 0, 0, 0});
+    EXPECT_EQ(build_index(dir / "b.pcap").error().message, dir / "b.pcap: pcapng files are not supported yet");
+    EXPECT_NE(build_index(dir / "c.pcap").error().message.find("c.pcap: open: No such file"), std::string::npos);
+}
+
+// --- times ---
+
+TEST(TimeSpec, Iso8601AndUnixSeconds) {
+    const uint64_t base = 1796004600ull * 1000000000ull;  // 2026-11-30T02:10:00Z
+    EXPECT_EQ(parse_time("2026-11-30T02:10:00Z").value(), base);
+    EXPECT_EQ(parse_time("2026-11-30T02:10:00.5Z").value(), base + 500000000);
+    EXPECT_EQ(parse_time("2026-11-30t02:10:00.000000001z").value(), base + 1);
+    EXPECT_EQ(parse_time("2026-11-30 03:10:00+01:00").value(), base);
+    EXPECT_EQ(parse_time("2026-11-30T01:40:00-0030").value(), base);
+    EXPECT_EQ(parse_time("2026-11-30T04:10:00+02").value(), base);
+    EXPECT_EQ(parse_time("20261130T021000Z").value(), base);
+    EXPECT_EQ(parse_time("20261130T021000.25Z").value(), base + 250000000);
+    EXPECT_EQ(parse_time("2026-11-30T02:10Z").value(), base);
+    EXPECT_EQ(parse_time("2026-11-30").value(), base - (2 * 3600 + 600) * 1000000000ull);
+    EXPECT_EQ(parse_time("1700000000").value(), 1700000000000000000ull);
+    EXPECT_EQ(parse_time("1700000000.123456789").value(), 1700000000123456789ull);
+    EXPECT_EQ(parse_time("1700000000.5").value(), 1700000000500000000ull);
+    EXPECT_EQ(parse_time("2024-02-29T00:00:00Z").value(), 1709164800ull * 1000000000ull);
+    EXPECT_EQ(format_time(base + 500000000), "2026-11-30T02:10:00.500000000Z");
+}
+
+TEST(TimeSpec, RefusesAmbiguousOrInvalid) {
+    for (const char* bad : {"", "2026-11-30T02:10:00", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z",
+                            "2026-11-30T24:00:00Z", "2026-11-30T02:10:60Z", "1700000000.1234567891", "17000x",
+                            "1969-12-31T23:59:59Z", "2026-11-30T02:10:00+25:00", "2026-11-30T02:10:00Zjunk",
+                            "yesterday", "1700000000."}) {
+        EXPECT_FALSE(parse_time(bad).ok()) << bad;
+    }
+    EXPECT_NE(parse_time("2026-11-30T02:10:00").error().message.find("add 'Z'"), std::string::npos);
+}
+
+// --- file names ---
+
+TEST(NameTemplate, DefaultTemplateAndSuffixes) {
+    auto t = NameTemplate::compile(kDefaultFileTemplate);
+    ASSERT_TRUE(t.ok());
+    auto p = t->parse("20261130T021000.000000123Z-p0-q3");
+    ASSERT_TRUE(p);
+    EXPECT_TRUE(p->has_time);
+    EXPECT_EQ(p->time_ns, 1796004600000000123ull);
+    EXPECT_EQ(p->precision_ns, 1u);
+    EXPECT_EQ(p->port, "p0");
+    EXPECT_EQ(p->queue, 3);
+    auto dash = t->parse("20261130T021000.000000123Z-uplink-a-q12-1-recovered");
+    ASSERT_TRUE(dash);
+    EXPECT_EQ(dash->port, "uplink-a");
+    EXPECT_EQ(dash->queue, 12);
+    EXPECT_FALSE(t->parse("capture"));
+    EXPECT_FALSE(t->parse("20261130T021000Z-p0-q3"));
+}
+
+TEST(NameTemplate, OtherTemplates) {
+    auto t = NameTemplate::compile("%F_%T-{port}.{queue}-{seq}");
+    ASSERT_TRUE(t.ok());
+    auto p = t->parse("2026-11-30_02:10:00-p1.0-17");
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->time_ns, 1796004600000000000ull);
+    EXPECT_EQ(p->precision_ns, 1000000000u);
+    EXPECT_EQ(p->port, "p1");
+    EXPECT_EQ(p->queue, 0);
+    auto minutes = NameTemplate::compile("cap-%Y%m%d%H%M");
+    auto m = minutes->parse("cap-202611300210");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->precision_ns, 60000000000u);
+    EXPECT_FALSE(m->has_stream);
+    auto epoch = NameTemplate::compile("%s.{nsec}-{port}-q{queue}");
+    auto e = epoch->parse("1796004600.000000001-p0-q1");
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->time_ns, 1796004600000000001ull);
+    EXPECT_FALSE(NameTemplate::compile("%b-%d").ok());
+}
+
+TEST(Catalog, SpansFromConsecutiveNamesAndIgnoredFiles) {
+    TempDir dir;
+    const Bytes empty = pcap_image({});
+    const uint64_t t0 = 1796004600000000000ull;
+    write_file(dir / store_name(t0, "p0", 0), empty);
+    write_file(dir / store_name(t0 + 5000, "p0", 0), empty);
+    write_file(dir / store_name(t0 + 100, "p0", 1), empty);
+    write_file(dir / ("." + store_name(t0 + 9000, "p0", 0) + ".part"), empty);
+    write_file(dir / (store_name(t0, "p0", 0) + ".idx"), empty);
+    write_file(dir / (store_name(t0, "p0", 0) + ".sha256"), empty);
+    write_file(dir / "notes.txt", empty);
+    write_file(dir / "foreign.pcap", empty);
+    auto cat = scan_catalog(dir.path(), NameTemplate::compile(kDefaultFileTemplate).value());
+    ASSERT_TRUE(cat.ok());
+    ASSERT_EQ(cat->files.size(), 4u);
+    EXPECT_EQ(cat->in_progress, 1u);
+    const auto& a = cat->files[0];  // 20261130T021000.000000000Z-p0-q0.pcap
+    EXPECT_EQ(a.stream, "p0/q0");
+    EXPECT_EQ(a.lower_ns, t0);
+    EXPECT_EQ(a.upper_ns, t0 + 5001);
+    EXPECT_EQ(cat->files[1].upper_ns, UINT64_MAX);  // p0/q1: last of its stream
+    EXPECT_EQ(cat->files[2].lower_ns, t0 + 5000);
+    EXPECT_EQ(cat->files[3].name, "foreign.pcap");
+    EXPECT_FALSE(cat->files[3].parsed);
+    EXPECT_EQ(cat->files[3].lower_ns, 0u);
+}
