@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstring>
+#include <vector>
 
 namespace linecap {
 
@@ -18,6 +19,20 @@ std::string errtext(int rc) { return std::string(rte_strerror(rc < 0 ? -rc : rc)
 
 Error call_error(const char* call, int rc) {
     return runtime_error(std::string(call) + ": " + errtext(rc) + " (" + std::to_string(rc) + ")");
+}
+
+// Reads back the key the device actually uses: a PMD that ignores or rewrites it would
+// silently split conversations over two queues (and two files).
+void verify_symmetric_key(const std::string& name, uint16_t id, size_t key_size) {
+    std::vector<uint8_t> key(key_size ? key_size : 40);
+    rte_eth_rss_conf conf{};
+    conf.rss_key = key.data();
+    conf.rss_key_len = static_cast<uint8_t>(key.size());
+    if (rte_eth_dev_rss_hash_conf_get(id, &conf) != 0) return;  // the PMD cannot say
+    if (!rss_key_is_symmetric(key)) {
+        spdlog::warn("port {}: the device reports an RSS key that is not symmetric: the two directions of a "
+                     "flow may land on different queues", name);
+    }
 }
 
 }  // namespace
@@ -155,6 +170,8 @@ Result<std::unique_ptr<Port>> Port::open(const PortConfig& config, const PortInf
     port->started_ = true;
     port->rx_queues_ = queues;
     port->rx_descriptors_ = nb_rxd;
+
+    if (rss.enabled && config.rss == RssMode::symmetric) verify_symmetric_key(config.name, id, rss.key.size());
 
     rte_eth_link link{};
     char link_text[RTE_ETH_LINK_MAX_STR_LEN] = "";
