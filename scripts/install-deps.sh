@@ -10,7 +10,7 @@ PACKAGES=(
     libdpdk-dev dpdk-dev dpdk libpcap-dev libspdlog-dev libyaml-cpp-dev prometheus-cpp-dev libcivetweb-dev
     libssl-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
     # integration tests and tools
-    tcpreplay tshark tcpdump prometheus iproute2 systemd python3 util-linux kmod procps curl coreutils
+    tcpreplay tshark tcpdump prometheus iproute2 systemd python3 python3-yaml util-linux kmod procps curl coreutils
 )
 
 # missing_packages PKG...: prints the ones dpkg does not have installed (one query for all).

@@ -19,6 +19,7 @@
 #include "control/signals.hpp"
 #include "metrics/engine_views.hpp"
 #include "metrics/exporter.hpp"
+#include "output/verify.hpp"
 #include "linecap_build.h"
 
 namespace {
@@ -36,6 +37,7 @@ struct Options {
 void print_usage(FILE* out) {
     std::fprintf(out,
                  "Usage: linecapd --config FILE [--check]\n"
+                 "       linecapd verify [OPTIONS] DIR   (manifests; linecapd verify --help)\n"
                  "       linecapd --version | --help\n"
                  "\n"
                  "Captures every packet from DPDK ports into rotated pcap files and exports exact\n"
@@ -167,6 +169,9 @@ int main(int argc, char** argv) {
     auto logger = spdlog::stderr_color_mt("linecapd");
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
     spdlog::set_default_logger(logger);
+
+    // A subcommand, before option parsing: checks a capture directory against its manifests.
+    if (argc >= 2 && std::string(argv[1]) == "verify") return linecap::verify_command(argc - 1, argv + 1);
 
     Options options;
     if (int rc = parse_options(argc, argv, options); rc >= 0) return rc;

@@ -73,7 +73,7 @@ Status CaptureEngine::init() {
     for (size_t p = 0; p < config_.ports.size(); ++p) {
         const PortConfig& pc = config_.ports[p];
         MempoolSizing& s = sizing[infos[p].socket];
-        s.descriptors += pc.rx_queues * pc.rx_descriptors;
+        s.descriptors += pc.rx_queues * effective_rx_descriptors(infos[p], pc.rx_descriptors);
         s.burst = config_.capture.burst_size;
         s.cache = config_.capture.mbuf_cache;
         unsigned room = RTE_MBUF_DEFAULT_BUF_SIZE;
@@ -101,6 +101,10 @@ Status CaptureEngine::init() {
         pools_.push_back(std::move(pool.value()));
     }
 
+    // Filters first: they need only EAL, and a program that fails to load must stop the
+    // start before any port receives a packet.
+    if (Status s = build_policies(); !s) return s;
+
     for (size_t p = 0; p < config_.ports.size(); ++p) {
         const PortConfig& pc = config_.ports[p];
         auto port = Port::open(pc, infos[p], pool_by_socket[infos[p].socket]->get(),
@@ -110,7 +114,6 @@ Status CaptureEngine::init() {
         ports_.push_back(std::move(port.value()));
     }
 
-    if (Status s = build_policies(); !s) return s;
     if (Status s = build_writer(); !s) return s;
 
     // Streams are numbered port-major: stream index of (p, q) = first[p] + q.
@@ -173,10 +176,18 @@ Status CaptureEngine::build_policies() {
 }
 
 Status CaptureEngine::build_writer() {
-    // A crash leaves hidden in-progress files; they become normal, valid files before
-    // new ones are written next to them.
-    auto recovered = recover_in_progress(config_.output.directory);
+    // A crash leaves hidden in-progress files; they become normal, valid files (with a
+    // manifest marked "recovered") before new ones are written next to them.
+    RecoveryOptions recovery;
+    recovery.write_manifests = config_.output.manifest;
+    recovery.durable = config_.output.fsync != FsyncPolicy::none;
+    auto recovered = recover_in_progress(config_.output.directory, recovery);
     if (!recovered) return recovered.error();
+
+    size_t streams = 0;
+    for (const PortConfig& pc : config_.ports) streams += pc.rx_queues;
+    // Before the writer: each stream's spec reads its worker counters (file statistics).
+    queue_counters_ = std::make_unique<QueueCounters[]>(streams);
 
     std::vector<StreamSpec> specs;
     for (size_t p = 0; p < config_.ports.size(); ++p) {
@@ -186,6 +197,12 @@ Status CaptureEngine::build_writer() {
             spec.id = StreamId{pc.name, port_views_[p].port_id, static_cast<uint16_t>(q)};
             spec.socket = ports_[p]->socket();
             spec.snaplen = pc.snaplen;
+            spec.device = pc.device;
+            const QueueCounters* counters = &queue_counters_[specs.size()];
+            spec.capture_counts = [counters] {
+                return CaptureCounts{counters->rx_packets.get(), counters->filtered_packets.get(),
+                                     counters->writer_full_packets.get()};
+            };
             specs.push_back(spec);
         }
     }
@@ -193,7 +210,6 @@ Status CaptureEngine::build_writer() {
     if (!writer) return writer.error();
     writer_ = std::move(writer.value());
 
-    queue_counters_ = std::make_unique<QueueCounters[]>(specs.size());
     for (size_t s = 0; s < specs.size(); ++s) {
         stream_views_.push_back(StreamView{specs[s].id.port, specs[s].id.port_id, specs[s].id.queue, 0,
                                            &queue_counters_[s], &writer_->counters(s)});
@@ -265,10 +281,8 @@ Status CaptureEngine::reload_policies(const std::vector<PortConfig>& ports) {
         fresh.push_back(std::move(policy));
     }
 
-    // Publish, then wait until every worker has published a new heartbeat twice: the burst
-    // that might still have used an old policy has then finished, and the old ones can go.
-    std::vector<uint64_t> seen;
-    for (const auto& w : worker_views_) seen.push_back(w.counters->loops.get());
+    // Publish, then wait until every worker has published a new heartbeat: the burst that
+    // might still have used an old policy has then finished, and the old ones can go.
     std::vector<std::unique_ptr<CapturePolicy>> retired;
     for (size_t p = 0; p < fresh.size(); ++p) {
         // The writer learns a larger snap length before any record cut to it can reach a
@@ -284,12 +298,19 @@ Status CaptureEngine::reload_policies(const std::vector<PortConfig>& ports) {
     for (auto& policy : policies_) retired.push_back(std::move(policy));
     policies_ = std::move(fresh);
 
+    // Heartbeats read only now, after every store: a worker publishes `loops` at the end of
+    // an iteration, so a value different from this one proves it finished the iteration
+    // that may have loaded an old pointer, and every later iteration loads a new one.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    std::vector<uint64_t> seen;
+    for (const auto& w : worker_views_) seen.push_back(w.counters->loops.get());
+
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     bool quiescent = false;
     while (!quiescent && std::chrono::steady_clock::now() < deadline) {
         quiescent = true;
         for (size_t w = 0; w < worker_views_.size(); ++w) {
-            if (worker_views_[w].counters->loops.get() <= seen[w] + 1) quiescent = false;
+            if (worker_views_[w].counters->loops.get() == seen[w]) quiescent = false;
         }
         if (!quiescent) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }

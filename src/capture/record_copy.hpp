@@ -4,6 +4,7 @@
 
 #include <rte_mbuf.h>
 #include <rte_memcpy.h>
+#include <rte_prefetch.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -62,6 +63,68 @@ static inline void append_record(WriteBlock& block, const rte_mbuf* m, uint32_t 
 // pcap unless told otherwise: what the tests of the record layout exercise.
 static inline void append_record(WriteBlock& block, const rte_mbuf* m, uint32_t caplen, uint64_t ts_ns) {
     append_record<FileFormat::pcap>(block, m, caplen, ts_ns);
+}
+
+// --- whole bursts (the worker's fast path) ---------------------------------------------------
+//
+// A burst is measured first (record bytes of the kept packets, and wire bytes of all of
+// them: one pass over the mbuf headers that rx just wrote), and when the queue's block has
+// room for all of it the records go in with no per-packet room check, one timestamp split
+// and the block's bookkeeping updated once. Only the burst that fills a block takes the
+// per-packet path.
+
+// How far ahead append_burst prefetches packet data (l3fwd uses 3 to 8).
+constexpr unsigned kAppendPrefetch = 4;
+
+struct BurstSize {
+    uint32_t record_bytes = 0;  // of the kept packets
+    uint32_t kept = 0;
+    uint64_t wire_bytes = 0;    // pkt_len of every packet, kept or not (rx_bytes)
+    uint64_t kept_wire_bytes = 0;
+};
+
+// keep == nullptr: every packet is kept.
+template <FileFormat F>
+static inline BurstSize measure_burst(rte_mbuf* const* pkts, uint16_t n, const uint64_t* keep, uint32_t snaplen) {
+    BurstSize s;
+    for (uint16_t i = 0; i < n; ++i) {
+        const uint32_t len = pkts[i]->pkt_len;
+        s.wire_bytes += len;
+        if (keep != nullptr && keep[i] == 0) continue;
+        s.record_bytes += record_bytes<F>(std::min(len, snaplen));
+        s.kept += 1;
+        s.kept_wire_bytes += len;
+    }
+    return s;
+}
+
+// Appends the kept packets of a burst, all stamped ts_ns. The caller has checked that the
+// block has room for measure_burst(...).record_bytes and set first_ts_ns on an empty block.
+template <FileFormat F>
+static inline void append_burst(WriteBlock& block, rte_mbuf* const* pkts, uint16_t n, const uint64_t* keep,
+                                uint32_t snaplen, uint64_t ts_ns, const BurstSize& size) {
+    uint8_t* dst = block.tail();
+    [[maybe_unused]] const pcap::RecordTime t = pcap::record_time(ts_ns);
+    for (uint16_t i = 0; i < n; ++i) {
+        if (i + kAppendPrefetch < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kAppendPrefetch], void*));
+        if (keep != nullptr && keep[i] == 0) continue;
+        const rte_mbuf* m = pkts[i];
+        const uint32_t caplen = record_caplen(m, snaplen);
+        if constexpr (F == FileFormat::pcap) {
+            dst += pcap::encode_record_header(dst, t, caplen, m->pkt_len);
+            copy_packet_data(dst, m, caplen);
+            dst += caplen;
+        } else {
+            uint8_t* data = dst + pcapng::encode_epb_header(dst, ts_ns, caplen, m->pkt_len);
+            copy_packet_data(data, m, caplen);
+            pcapng::encode_epb_trailer(data + caplen, caplen);
+            dst += record_bytes<F>(caplen);
+        }
+    }
+    block.used += size.record_bytes;
+    block.packets += size.kept;
+    block.last_ts_ns = ts_ns;
+    block.wire_bytes += size.kept_wire_bytes;
 }
 
 }  // namespace linecap

@@ -57,6 +57,25 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
         policy->filter->run(pkts, n, keep);
     }
 
+    // Fast path: the whole burst fits the current block (every burst but the one that
+    // fills a block).
+    const BurstSize size = measure_burst<F>(pkts, n, policy->filter ? keep : nullptr, policy->snaplen);
+    WriteBlock* const current = q.block;
+    if (likely(current != nullptr && current->room() >= size.record_bytes)) {
+        if (size.kept != 0) {
+            if (current->packets == 0) {
+                current->first_ts_ns = ts_ns;
+                current->first_tsc = now_tsc;
+            }
+            append_burst<F>(*current, pkts, n, policy->filter ? keep : nullptr, policy->snaplen, ts_ns, size);
+        }
+        rte_pktmbuf_free_bulk(pkts, n);
+        q.counters->rx_packets.add(n);
+        q.counters->rx_bytes.add(size.wire_bytes);
+        if (size.kept != n) q.counters->filtered_packets.add(n - size.kept);
+        return;
+    }
+
     uint64_t rx_bytes = 0;
     uint32_t dropped = 0;
     for (uint16_t i = 0; i < n; ++i) {

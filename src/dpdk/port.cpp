@@ -45,6 +45,12 @@ uint32_t max_frame_len(unsigned mtu) {
     return mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + 2 * RTE_VLAN_HLEN;
 }
 
+unsigned effective_rx_descriptors(const PortInfo& info, unsigned requested) {
+    constexpr unsigned kAfXdpMinDescriptors = 4096;
+    if (info.driver == "net_af_xdp" && requested < kAfXdpMinDescriptors) return kAfXdpMinDescriptors;
+    return requested;
+}
+
 Result<PortInfo> find_port(const PortConfig& config) {
     const std::string name = ethdev_name(config);
     uint16_t port_id = 0;
@@ -137,12 +143,18 @@ Result<std::unique_ptr<Port>> Port::open(const PortConfig& config, const PortInf
     }
     if (rc != 0) return fail(call_error("rte_eth_dev_configure", rc));
 
-    uint16_t nb_rxd = static_cast<uint16_t>(config.rx_descriptors);
+    const unsigned wanted_rxd = effective_rx_descriptors(info, config.rx_descriptors);
+    if (wanted_rxd != config.rx_descriptors) {
+        spdlog::warn("port {}: rx_descriptors {} raised to {}: below that, {} drops packets on a full socket "
+                     "ring without counting them",
+                     config.name, config.rx_descriptors, wanted_rxd, info.driver);
+    }
+    uint16_t nb_rxd = static_cast<uint16_t>(wanted_rxd);
     uint16_t nb_txd = tx_queues ? kIdleTxDescriptors : 0;
     rc = rte_eth_dev_adjust_nb_rx_tx_desc(id, &nb_rxd, &nb_txd);
     if (rc != 0) return fail(call_error("rte_eth_dev_adjust_nb_rx_tx_desc", rc));
-    if (nb_rxd != config.rx_descriptors) {
-        spdlog::warn("port {}: rx_descriptors {} trimmed to {} by {}", config.name, config.rx_descriptors,
+    if (nb_rxd != wanted_rxd) {
+        spdlog::warn("port {}: rx_descriptors {} trimmed to {} by {}", config.name, wanted_rxd,
                      nb_rxd, info.driver);
     }
 

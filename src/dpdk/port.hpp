@@ -27,6 +27,12 @@ struct PortInfo {
     bool scatter_capable = false;
 };
 
+// The rx descriptor count a port really gets. net_af_xdp (DPDK 22.11) counts a full
+// XDP socket rx ring nowhere (the kernel's rx_ring_full is not read by the PMD), which
+// only stays impossible while the ring holds at least 4096 descriptors; so af_xdp ports
+// get at least that many — every drop must be counted.
+unsigned effective_rx_descriptors(const PortInfo& info, unsigned requested);
+
 // Looks the device up after EAL probed it.
 Result<PortInfo> find_port(const PortConfig& config);
 

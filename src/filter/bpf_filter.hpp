@@ -18,9 +18,12 @@ namespace linecap {
 class BpfFilter {
 public:
     // Errors are configuration errors quoting the expression and libpcap's own message.
-    // Needs EAL (rte_bpf_convert allocates with rte_malloc).
+    // Needs EAL (rte_bpf_convert allocates with rte_malloc). The converted program is
+    // patched around two DPDK 22.11 bugs before loading (see bpf_filter.cpp).
     static Result<std::unique_ptr<BpfFilter>> compile(const std::string& expression, uint32_t snaplen);
-    // libpcap only, no EAL: for configuration checks before anything is started.
+    // No EAL: for configuration checks before anything is started. Rejects what libpcap
+    // rejects and what rte_bpf_convert cannot translate (`protochain`: backward jumps), with
+    // the same message compile() would give.
     static Status validate(const std::string& expression, uint32_t snaplen);
     ~BpfFilter();
     BpfFilter(const BpfFilter&) = delete;

@@ -27,6 +27,7 @@ struct CaptureViews {
     // worker's WorkerControl::polling flag is checked instead (unit tests).
     std::function<bool()> all_workers_polling;
     std::string output_directory;                 // statvfs target
+    const RetentionCounters* retention = nullptr; // the writer's retention; null: zeros
 };
 
 }  // namespace linecap

@@ -1,12 +1,34 @@
 #include "metrics/collector.hpp"
 
 #include <algorithm>
+#include <ctime>
 #include <limits>
 
 namespace linecap {
 namespace {
 
 uint64_t load(const std::atomic<uint64_t>& value) { return value.load(std::memory_order_relaxed); }
+
+uint64_t realtime_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+RetentionSample sample_retention(const RetentionCounters* r) {
+    RetentionSample s;
+    if (r == nullptr) return s;
+    const uint64_t oldest = load(r->oldest_packet_ns);
+    const uint64_t now = realtime_ns();
+    if (oldest != 0 && now > oldest) s.horizon_seconds = static_cast<double>(now - oldest) / 1e9;
+    s.files = load(r->files);
+    s.bytes = load(r->bytes);
+    s.held_files = load(r->held_files);
+    s.deleted_files = load(r->deleted_files);
+    s.deleted_bytes = load(r->deleted_bytes);
+    s.budget_unmet = load(r->budget_unmet) != 0;
+    return s;
+}
 
 }  // namespace
 
@@ -116,6 +138,7 @@ void MetricsCollector::collect() {
     }
     if (filesystem_ && !views_.output_directory.empty()) next.filesystem = filesystem_(views_.output_directory);
     if (views_.backlog_blocks) next.backlog_blocks = views_.backlog_blocks();
+    next.retention = sample_retention(views_.retention);
 
     const std::lock_guard lock(mutex_);
     published_ = std::move(next);

@@ -15,6 +15,7 @@ CaptureViews capture_views(const CaptureEngine& engine) {
         .backlog_blocks = [&writer] { return writer.backlog_blocks(); },
         .all_workers_polling = [&engine] { return engine.all_workers_polling(); },
         .output_directory = engine.config().output.directory,
+        .retention = &writer.retention(),
     };
 }
 

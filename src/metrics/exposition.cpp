@@ -145,6 +145,38 @@ MetricFamily write_latency(const LatencySample& sample) {
     return f;
 }
 
+// Always exported (zeros without a writer): the horizon is meaningful with or without
+// retention limits — it is how far back the kept files reach.
+void add_retention_families(std::vector<MetricFamily>& out, const RetentionSample& r) {
+    const auto gauge = [&](const char* name, const char* help, double value) {
+        MetricFamily f = family(name, help, MetricType::Gauge);
+        add_gauge(f, {}, value);
+        out.push_back(std::move(f));
+    };
+    const auto counter = [&](const char* name, const char* help, uint64_t value) {
+        MetricFamily f = family(name, help, MetricType::Counter);
+        add_counter(f, {}, value);
+        out.push_back(std::move(f));
+    };
+    gauge("linecap_retention_horizon_seconds",
+          "Age of the oldest packet still kept in a finished capture file (how far back a question can be "
+          "answered); 0 when no file is kept.",
+          r.horizon_seconds);
+    gauge("linecap_retention_files", "Finished capture files kept in the output directory.",
+          static_cast<double>(r.files));
+    gauge("linecap_retention_bytes", "Bytes of the finished capture files kept, manifests and indexes included.",
+          static_cast<double>(r.bytes));
+    gauge("linecap_retention_held_files", "Kept capture files that are on the legal hold list.",
+          static_cast<double>(r.held_files));
+    gauge("linecap_retention_budget_unmet",
+          "1 while a retention limit cannot be met (the remaining files are on hold, the hold list is unreadable, "
+          "or deleting failed).",
+          r.budget_unmet ? 1 : 0);
+    counter("linecap_retention_deleted_files_total", "Capture files deleted by retention.", r.deleted_files);
+    counter("linecap_retention_deleted_bytes_total", "Bytes deleted by retention (capture files and their sidecars).",
+            r.deleted_bytes);
+}
+
 void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& snapshot) {
     out.push_back(per_stream_counter(snapshot, "linecap_files_finalised_total",
                                      "Capture files completed (synced and renamed to their final name).",
@@ -168,6 +200,7 @@ void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& 
     add_gauge(backlog, {}, static_cast<double>(snapshot.backlog_blocks));
     out.push_back(std::move(backlog));
     if (snapshot.write_latency) out.push_back(write_latency(*snapshot.write_latency));
+    add_retention_families(out, snapshot.retention);
 }
 
 }  // namespace

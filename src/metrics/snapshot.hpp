@@ -54,6 +54,18 @@ struct LatencySample {
     uint64_t sum_ns = 0;
 };
 
+// Retention (output/retention.hpp). The horizon is computed at collection time from the
+// oldest kept packet, so it grows by itself between deletions.
+struct RetentionSample {
+    double horizon_seconds = 0;       // age of the oldest packet kept; 0 when nothing is kept
+    uint64_t files = 0;
+    uint64_t bytes = 0;
+    uint64_t held_files = 0;
+    uint64_t deleted_files = 0;
+    uint64_t deleted_bytes = 0;
+    bool budget_unmet = false;
+};
+
 struct MetricsSnapshot {
     bool collected = false;           // false until the first collect()
     std::vector<StreamSample> streams;
@@ -63,6 +75,7 @@ struct MetricsSnapshot {
     std::optional<LatencySample> write_latency;
     std::optional<FilesystemUsage> filesystem;
     uint64_t backlog_blocks = 0;
+    RetentionSample retention;
 };
 
 }  // namespace linecap

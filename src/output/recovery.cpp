@@ -10,85 +10,17 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
+#include "linecap_build.h"
 #include "output/file_naming.hpp"
-#include "output/pcap_format.hpp"
+#include "output/manifest.hpp"
 #include "output/unique_fd.hpp"
 
 namespace linecap {
 namespace {
-
-constexpr size_t kReadWindow = 1 << 20;
-constexpr uint32_t kNanosecondsPerSecond = 1000000000u;
-constexpr uint32_t kMicrosecondsPerSecond = 1000000u;
-
-uint32_t load_u32(const uint8_t* p, bool swapped) {
-    uint32_t v;
-    std::memcpy(&v, p, sizeof v);
-    return swapped ? __builtin_bswap32(v) : v;
-}
-
-// Reads the file in large windows so a scan over millions of records costs a few preads,
-// not one per record.
-class WindowedReader {
-public:
-    WindowedReader(int fd, uint64_t file_size) : fd_(fd), file_size_(file_size), buffer_(kReadWindow) {}
-
-    // `n` bytes at `offset` (n <= kReadWindow, offset + n <= file size), or null with
-    // error() set.
-    const uint8_t* at(uint64_t offset, size_t n) {
-        if (offset < start_ || offset + n > start_ + length_) {
-            if (!fill(offset)) return nullptr;
-            if (offset + n > start_ + length_) {
-                error_ = IoStatus::failure("read", EIO);  // file shrank under us
-                return nullptr;
-            }
-        }
-        return buffer_.data() + (offset - start_);
-    }
-    const IoStatus& error() const { return error_; }
-
-private:
-    bool fill(uint64_t offset) {
-        const size_t want = static_cast<size_t>(std::min<uint64_t>(kReadWindow, file_size_ - offset));
-        size_t got = 0;
-        while (got < want) {
-            const ssize_t n = ::pread(fd_, buffer_.data() + got, want - got, static_cast<off_t>(offset + got));
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) {
-                error_ = IoStatus::failure("read", errno);
-                return false;
-            }
-            if (n == 0) break;
-            got += static_cast<size_t>(n);
-        }
-        start_ = offset;
-        length_ = got;
-        return true;
-    }
-
-    int fd_;
-    uint64_t file_size_;
-    std::vector<uint8_t> buffer_;
-    uint64_t start_ = 0;
-    size_t length_ = 0;
-    IoStatus error_;
-};
-
-struct Format {
-    bool swapped = false;
-    uint32_t fraction_limit = 0;  // ts_frac must be below this
-};
-
-std::optional<Format> format_of(uint32_t magic) {
-    if (magic == pcap::kMagicNanosecond) return Format{false, kNanosecondsPerSecond};
-    if (magic == pcap::kMagicMicrosecond) return Format{false, kMicrosecondsPerSecond};
-    if (magic == __builtin_bswap32(pcap::kMagicNanosecond)) return Format{true, kNanosecondsPerSecond};
-    if (magic == __builtin_bswap32(pcap::kMagicMicrosecond)) return Format{true, kMicrosecondsPerSecond};
-    return std::nullopt;
-}
 
 bool name_exists(int dir_fd, const std::string& name) {
     struct stat st {};
@@ -105,22 +37,31 @@ std::string free_name(int dir_fd, const std::string& preferred, const std::strin
     }
 }
 
-Result<std::vector<std::string>> in_progress_names(const std::string& directory) {
+struct HiddenNames {
+    std::vector<std::string> in_progress;
+    std::vector<std::string> manifest_temps;
+};
+
+Result<HiddenNames> hidden_names(const std::string& directory) {
     DIR* dir = ::opendir(directory.c_str());
     if (dir == nullptr) return runtime_error("recovery: " + directory + ": " + errno_text(errno));
-    std::vector<std::string> names;
+    HiddenNames names;
     // Collected first and handled afterwards: renaming while readdir runs may show an
     // entry twice or not at all.
-    while (const dirent* entry = ::readdir(dir))
-        if (final_name_of_in_progress(entry->d_name)) names.emplace_back(entry->d_name);
+    while (const dirent* entry = ::readdir(dir)) {
+        if (final_name_of_in_progress(entry->d_name)) names.in_progress.emplace_back(entry->d_name);
+        else if (is_manifest_temp_name(entry->d_name)) names.manifest_temps.emplace_back(entry->d_name);
+    }
     ::closedir(dir);
-    std::sort(names.begin(), names.end());
+    std::sort(names.in_progress.begin(), names.in_progress.end());
+    std::sort(names.manifest_temps.begin(), names.manifest_temps.end());
     return names;
 }
 
 class Recoverer {
 public:
-    Recoverer(std::string directory, int dir_fd) : directory_(std::move(directory)), dir_fd_(dir_fd) {}
+    Recoverer(std::string directory, int dir_fd, RecoveryOptions options)
+        : directory_(std::move(directory)), dir_fd_(dir_fd), options_(options) {}
 
     RecoveredFile recover(const std::string& part_name) {
         RecoveredFile file;
@@ -137,7 +78,7 @@ public:
         UniqueFd fd(::openat(dir_fd_, part_name.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
         if (!fd) return failed(std::move(file), IoStatus::failure("open", errno));
 
-        const PcapScan scan = scan_pcap(fd.get());
+        const CaptureScan scan = scan_capture(fd.get());
         if (!scan.io.ok()) return failed(std::move(file), scan.io);
         if (!scan.header_valid) {
             file.reason = scan.header_problem;
@@ -158,10 +99,46 @@ public:
         file.truncated_bytes = scan.file_bytes - scan.valid_bytes;
         spdlog::info("recovered {}: {} packets, {} bytes truncated (was {})", path_of(target), file.packets,
                      file.truncated_bytes, part_name);
+        if (scan.format == CaptureFormat::pcapng && !scan.statistics)
+            spdlog::warn("recovered {} has no interface statistics block (the daemon stopped before finishing it): "
+                         "its received and dropped counts are unknown",
+                         path_of(target));
+        if (options_.write_manifests) file.manifest_written = write_recovered_manifest(fd.get(), target);
         return file;
     }
 
 private:
+    bool write_recovered_manifest(int fd, const std::string& name) {
+        const CaptureScan scan = scan_capture(fd, ScanOptions{.hash = true});
+        if (!scan.io.ok() || !scan.complete()) {
+            spdlog::error("recovery: no manifest for {}: {}", path_of(name),
+                          scan.io.ok() ? "the file does not read back completely" : scan.io.message());
+            return false;
+        }
+        Manifest m;
+        m.file = name;
+        m.format = to_string(scan.format);
+        m.size = scan.file_bytes;
+        m.sha256 = scan.sha256;
+        m.packets = scan.packets;
+        m.first_ns = scan.first_ns;
+        m.last_ns = scan.last_ns;
+        m.recovered = true;
+        m.linecap_version = LINECAP_VERSION;
+        // pcapng names its interface "<port>:<queue>"; pcap files carry no stream identity.
+        if (const size_t colon = scan.interface_name.rfind(':'); colon != std::string::npos) {
+            char* end = nullptr;
+            const unsigned long queue = std::strtoul(scan.interface_name.c_str() + colon + 1, &end, 10);
+            if (end != nullptr && *end == '\0' && colon > 0 && queue <= 0xffff)
+                m.stream = ManifestStream{scan.interface_name.substr(0, colon), 0, static_cast<uint16_t>(queue)};
+        }
+        if (const IoStatus status = write_manifest(dir_fd_, m, options_.durable); !status.ok()) {
+            spdlog::error("recovery: manifest for {}: {}", path_of(name), status.message());
+            return false;
+        }
+        return true;
+    }
+
     RecoveredFile move_aside(RecoveredFile file, const std::string& final_name) {
         const std::string corrupt = final_name + ".corrupt";
         const std::string target = free_name(dir_fd_, corrupt, corrupt);
@@ -191,74 +168,34 @@ private:
 
     std::string directory_;
     int dir_fd_;
+    RecoveryOptions options_;
 };
 
 }  // namespace
-
-PcapScan scan_pcap(int fd) {
-    PcapScan scan;
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        scan.io = IoStatus::failure("stat", errno);
-        return scan;
-    }
-    scan.file_bytes = static_cast<uint64_t>(st.st_size);
-    if (scan.file_bytes < sizeof(pcap::FileHeader)) {
-        scan.header_problem = "shorter than a pcap file header (" + std::to_string(scan.file_bytes) + " bytes)";
-        return scan;
-    }
-
-    WindowedReader reader(fd, scan.file_bytes);
-    const uint8_t* header = reader.at(0, sizeof(pcap::FileHeader));
-    if (header == nullptr) {
-        scan.io = reader.error();
-        return scan;
-    }
-    const std::optional<Format> format = format_of(load_u32(header, false));
-    if (!format) {
-        char hex[16];
-        std::snprintf(hex, sizeof hex, "0x%08x", load_u32(header, false));
-        scan.header_problem = std::string("unknown magic ") + hex;
-        return scan;
-    }
-    scan.header_valid = true;
-    const uint32_t snaplen = load_u32(header + offsetof(pcap::FileHeader, snaplen), format->swapped);
-    const uint32_t max_caplen = snaplen == 0 ? pcap::kMaxSnaplen : std::min(snaplen, pcap::kMaxSnaplen);
-
-    uint64_t offset = sizeof(pcap::FileHeader);
-    while (offset + sizeof(pcap::RecordHeader) <= scan.file_bytes) {
-        const uint8_t* record = reader.at(offset, sizeof(pcap::RecordHeader));
-        if (record == nullptr) {
-            scan.io = reader.error();
-            return scan;
-        }
-        const uint32_t ts_frac = load_u32(record + offsetof(pcap::RecordHeader, ts_frac), format->swapped);
-        const uint32_t caplen = load_u32(record + offsetof(pcap::RecordHeader, caplen), format->swapped);
-        const uint32_t len = load_u32(record + offsetof(pcap::RecordHeader, len), format->swapped);
-        const bool plausible = ts_frac < format->fraction_limit && caplen <= max_caplen && caplen <= len && len > 0;
-        const uint64_t end = offset + pcap::record_size(caplen);
-        if (!plausible || end > scan.file_bytes) break;
-        offset = end;
-        ++scan.packets;
-    }
-    scan.valid_bytes = offset;
-    return scan;
-}
 
 size_t RecoveryReport::count(RecoveredFile::Outcome outcome) const {
     return static_cast<size_t>(
         std::count_if(files.begin(), files.end(), [&](const RecoveredFile& f) { return f.outcome == outcome; }));
 }
 
-Result<RecoveryReport> recover_in_progress(const std::string& directory) {
+Result<RecoveryReport> recover_in_progress(const std::string& directory, RecoveryOptions options) {
     UniqueFd dir_fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dir_fd) return runtime_error("recovery: " + directory + ": " + errno_text(errno));
-    Result<std::vector<std::string>> names = in_progress_names(directory);
+    Result<HiddenNames> names = hidden_names(directory);
     if (!names) return names.error();
 
+    // A manifest temporary is derived data the writer never finished: the file it
+    // describes gets its manifest again (or is reported without one by verify).
+    for (const std::string& temp : names->manifest_temps) {
+        if (::unlinkat(dir_fd.get(), temp.c_str(), 0) == 0)
+            spdlog::info("recovery: removed stale manifest temporary {}/{}", directory, temp);
+        else
+            spdlog::warn("recovery: cannot remove {}/{}: {}", directory, temp, errno_text(errno));
+    }
+
     RecoveryReport report;
-    Recoverer recoverer(directory, dir_fd.get());
-    for (const std::string& name : names.value()) report.files.push_back(recoverer.recover(name));
+    Recoverer recoverer(directory, dir_fd.get(), options);
+    for (const std::string& name : names->in_progress) report.files.push_back(recoverer.recover(name));
     return report;
 }
 

@@ -1,36 +1,32 @@
 // Startup recovery of capture files left under their in-progress name by a crash or kill.
 //
 // Run before the writer starts. Every ".<name>.part" in the output directory is either
-// repaired — cut back to its last complete, plausible record and renamed to <name> (or
-// <name-stem>-recovered.<ext> if <name> exists) — or, if it is not a pcap file at all
-// (shorter than a file header, unknown magic), moved aside to <name>.corrupt. Nothing is
-// ever deleted: these files are evidence.
+// repaired — cut back to its last complete, plausible record (pcap) or block (pcapng) and
+// renamed to <name> (or <name-stem>-recovered.<ext> if <name> exists) — or, if it is not
+// a capture file at all (shorter than a file header, unknown magic), moved aside to
+// <name>.corrupt. Nothing is ever deleted: these files are evidence. A recovered pcapng
+// file has no Interface Statistics Block (the daemon died before writing it), which is
+// logged: its drop counts are unknown. With manifests on, a recovered file gets one,
+// computed from the file and marked "recovered": true (no drops, span or sequence).
+// Stale hidden manifest temporaries (".<name>.manifest.tmp") are removed.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "output/capture_scan.hpp"
 #include "output/io_status.hpp"
 #include "util/result.hpp"
 
 namespace linecap {
 
-// The longest prefix of a pcap file that is a file header followed by complete records.
-// Reads nanosecond and microsecond pcap in either byte order. A record ends the prefix
-// when its header or data runs past the end of the file, or when it is implausible:
-// caplen > snaplen or > pcap::kMaxSnaplen, caplen > len, len == 0, or a fractional
-// timestamp out of range. The last three catch the zero-filled or garbage tail a file
-// system can leave after a crash, which the length checks alone would accept.
-struct PcapScan {
-    IoStatus io;                     // a read failed: the other fields are meaningless
-    bool header_valid = false;
-    std::string header_problem;      // why not, when !header_valid
-    uint64_t packets = 0;            // complete records in the prefix
-    uint64_t valid_bytes = 0;        // header + complete records
-    uint64_t file_bytes = 0;
-};
-PcapScan scan_pcap(int fd);
+// The longest prefix of a capture file that is a file header followed by complete
+// records: see scan_capture for what counts as complete and plausible.
+// (scan_capture in capture_scan.hpp does the work, for pcapng too; this name is kept for
+// the callers that only ever see pcap.)
+using PcapScan = CaptureScan;
+inline PcapScan scan_pcap(int fd) { return scan_capture(fd); }
 
 struct RecoveredFile {
     enum class Outcome {
@@ -44,6 +40,7 @@ struct RecoveredFile {
     uint64_t packets = 0;            // records kept (recovered)
     uint64_t truncated_bytes = 0;    // bytes cut off the end (recovered)
     std::string reason;              // why moved aside or failed
+    bool manifest_written = false;   // (recovered, with manifests on)
 };
 
 struct RecoveryReport {
@@ -51,8 +48,13 @@ struct RecoveryReport {
     size_t count(RecoveredFile::Outcome outcome) const;
 };
 
+struct RecoveryOptions {
+    bool write_manifests = false;    // output.manifest
+    bool durable = true;             // fsync the manifests
+};
+
 // Errors only when the directory cannot be read; a file that cannot be handled is
 // reported as failed and the rest are still processed.
-Result<RecoveryReport> recover_in_progress(const std::string& directory);
+Result<RecoveryReport> recover_in_progress(const std::string& directory, RecoveryOptions options = {});
 
 }  // namespace linecap

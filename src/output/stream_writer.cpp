@@ -8,8 +8,11 @@
 #include <cassert>
 #include <cstring>
 
+#include "linecap_build.h"
 #include "output/file_naming.hpp"
 #include "output/pcap_format.hpp"
+#include "output/pcapng_blocks.hpp"
+#include "output/retention.hpp"
 
 namespace linecap {
 namespace {
@@ -26,15 +29,9 @@ void add(std::atomic<uint64_t>& counter, uint64_t n) {
     counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
-std::vector<uint8_t> encode_file_header(FileFormat format, uint32_t snaplen) {
-    // Writer::create accepts only pcap for now; pcapng adds its section header and
-    // interface description blocks here (and its extension in file_naming).
-    (void)format;
-    const pcap::FileHeader header = pcap::file_header(snaplen);
-    std::vector<uint8_t> bytes(sizeof header);
-    std::memcpy(bytes.data(), &header, sizeof header);
-    return bytes;
-}
+constexpr auto kManifestRetryInterval = std::chrono::seconds(1);
+
+uint64_t since(uint64_t now, uint64_t before) { return now >= before ? now - before : 0; }
 
 bool name_exists(int dir_fd, const std::string& name) {
     struct stat st {};
@@ -59,16 +56,36 @@ uint64_t LossEpisode::end() {
     return lost;
 }
 
-StreamWriter::StreamWriter(const WriterContext& context, const StreamId& id, uint32_t snaplen,
+StreamWriter::StreamWriter(const WriterContext& context, const StreamSpec& spec, uint32_t snaplen,
                            StreamCounters& counters, AlignedBuffer direct_io_staging)
     : context_(context),
-      id_(id),
-      label_("port " + id.port + " queue " + std::to_string(id.queue)),
+      id_(spec.id),
+      device_(spec.device),
+      capture_counts_(spec.capture_counts),
+      label_("port " + spec.id.port + " queue " + std::to_string(spec.id.queue)),
       counters_(counters),
       snaplen_(snaplen),
       header_snaplen_(snaplen),
-      file_header_(encode_file_header(context.config.format, snaplen)),
-      direct_io_staging_(std::move(direct_io_staging)) {}
+      direct_io_staging_(std::move(direct_io_staging)) {
+    file_header_ = encode_file_header(snaplen);
+    span_.start_ns = context.run_start_ns;
+    span_.capture_at_start = capture_counts();
+}
+
+StreamWriter::~StreamWriter() = default;
+
+std::vector<uint8_t> StreamWriter::encode_file_header(uint32_t snaplen) const {
+    if (context_.config.format == FileFormat::pcapng) {
+        const pcapng::InterfaceInfo interface{id_.port + ":" + std::to_string(id_.queue), device_, snaplen};
+        return pcapng::file_header(interface, std::string("linecap ") + LINECAP_VERSION);
+    }
+    const pcap::FileHeader header = pcap::file_header(snaplen);
+    std::vector<uint8_t> bytes(sizeof header);
+    std::memcpy(bytes.data(), &header, sizeof header);
+    return bytes;
+}
+
+CaptureCounts StreamWriter::capture_counts() const { return capture_counts_ ? capture_counts_() : CaptureCounts{}; }
 
 void StreamWriter::process(const WriteBlock& block) {
     assert(block.used <= block.capacity && block.data != nullptr);
@@ -85,7 +102,7 @@ void StreamWriter::follow_snaplen() {
     const uint32_t snaplen = snaplen_.load(std::memory_order_acquire);
     if (snaplen <= header_snaplen_) return;
     header_snaplen_ = snaplen;
-    file_header_ = encode_file_header(context_.config.format, snaplen);
+    file_header_ = encode_file_header(snaplen);
     if (file_.is_open()) finalise_file();
 }
 
@@ -110,6 +127,8 @@ void StreamWriter::write_records(const WriteBlock& block) {
     add(counters_.written_packets, block.packets);
     add(counters_.written_bytes, block.wire_bytes);
     add(counters_.file_bytes, block.used);
+    counters_.open_file_bytes.store(file_.size(), std::memory_order_relaxed);
+    file_last_ns_ = block.last_ts_ns;
     if (const uint64_t lost = loss_.end(); lost > 0)
         spdlog::warn("{}: writing to {} resumed after {} packets lost", label_,
                      path_of(file_.in_progress_name()), lost);
@@ -132,7 +151,7 @@ bool StreamWriter::open_file(const WriteBlock& block) {
         if (name_exists(context_.dir_fd, in_progress_name(name)) ||
             name_exists(context_.dir_fd, name))
             continue;
-        status = file_.open(context_.dir_fd, name, file_header_, direct_io_staging_.span());
+        status = file_.open(context_.dir_fd, name, file_header_, direct_io_staging_.span(), context_.config.manifest);
         if (status.ok() || status.error() != EEXIST) break;
     }
     if (!status.ok()) {
@@ -140,8 +159,11 @@ bool StreamWriter::open_file(const WriteBlock& block) {
         return false;
     }
 
-    ++next_seq_;
+    file_seq_ = next_seq_++;
+    file_first_ns_ = block.first_ts_ns;
+    file_last_ns_ = block.first_ts_ns;
     add(counters_.file_bytes, file_.size());
+    counters_.open_file_bytes.store(file_.size(), std::memory_order_relaxed);
     unsynced_ = true;
     last_sync_ = Clock::now();
     if (file_.direct_io_refused() && !context_.direct_io_warned->exchange(true))
@@ -151,11 +173,44 @@ bool StreamWriter::open_file(const WriteBlock& block) {
 }
 
 void StreamWriter::finalise_file() {
+    const uint64_t now_ns = realtime_now_ns();
+    const CaptureCounts capture = capture_counts();
     const uint64_t packets = file_.packets();
-    const uint64_t bytes = file_.size();
+    ManifestDrops drops;
+    drops.writer_full = since(capture.writer_full_packets, span_.capture_at_start.writer_full_packets);
+    drops.write_error = span_.write_error;
+    drops.disk_full = span_.disk_full;
+    const uint64_t filtered = since(capture.filtered_packets, span_.capture_at_start.filtered_packets);
+    const uint64_t received = packets + drops.total() + filtered;
+
+    if (context_.config.format == FileFormat::pcapng) {
+        pcapng::IsbCounts isb;
+        isb.timestamp_ns = now_ns;
+        isb.start_ns = file_first_ns_;
+        isb.end_ns = file_last_ns_;
+        isb.ifrecv = received;
+        isb.ifdrop = drops.total();
+        isb.filteraccept = received - filtered;
+        isb.comment = "linecap drops in this file's span: writer_full=" + std::to_string(drops.writer_full) +
+                      " write_error=" + std::to_string(drops.write_error) +
+                      " disk_full=" + std::to_string(drops.disk_full) +
+                      "; NIC drops (imissed, ierrors, rx_nombuf) are per port and not included";
+        const std::vector<uint8_t> block = pcapng::statistics_block(isb);
+        if (const IoStatus status = file_.append(block, 0); !status.ok()) {
+            spdlog::warn("{}: {} without its statistics block: {} (the file is complete otherwise)", label_,
+                         path_of(file_.in_progress_name()), status.message());
+            if (status.disk_full() && context_.retention != nullptr) context_.retention->request_room(context_.room_bytes);
+        }
+    }
+
     const bool durable = context_.config.fsync != FsyncPolicy::none;
     const FinaliseResult result = file_.finalise(durable);
     unsynced_ = false;
+    counters_.open_file_bytes.store(0, std::memory_order_relaxed);
+    const uint64_t span_start = span_.start_ns;
+    // The next span starts now, whatever became of this file: an unrenamed one is left for
+    // startup recovery, which marks it as recovered (its counts are not known then).
+    span_ = Span{now_ns, capture, 0, 0};
 
     if (!result.status.ok())
         spdlog::error("{}: finalising {}: {}{}", label_, path_of(file_.in_progress_name()),
@@ -163,20 +218,78 @@ void StreamWriter::finalise_file() {
                       result.renamed ? "" : "; left under its in-progress name for recovery");
     if (!result.renamed) return;
     add(counters_.files_finalised, 1);
-    spdlog::info("finalised {} ({} packets, {} bytes)", path_of(file_.final_name()), packets, bytes);
+    spdlog::info("finalised {} ({} packets, {} bytes)", path_of(file_.final_name()), packets, result.size);
+
+    uint64_t sidecar_bytes = 0;
+    if (context_.config.manifest) {
+        Manifest m;
+        m.file = file_.final_name();
+        m.format = to_string(context_.config.format);
+        m.size = result.size;
+        m.sha256 = result.sha256;
+        m.packets = packets;
+        m.first_ns = file_first_ns_;
+        m.last_ns = file_last_ns_;
+        m.drops = drops;
+        m.received = received;
+        m.filtered = filtered;
+        m.span_start_ns = span_start;
+        m.span_end_ns = now_ns;
+        m.stream = ManifestStream{id_.port, id_.port_id, id_.queue};
+        m.run = context_.run_id;
+        m.seq = file_seq_;
+        m.linecap_version = LINECAP_VERSION;
+        if (m.sha256.empty())
+            spdlog::error("{}: SHA-256 of {} failed; no manifest", label_, path_of(m.file));
+        else
+            write_manifest(m, &sidecar_bytes);
+    }
+    if (context_.retention != nullptr)
+        context_.retention->add(FinishedFile{file_.final_name(), result.size + sidecar_bytes, file_first_ns_, file_last_ns_});
+}
+
+void StreamWriter::write_manifest(const Manifest& manifest, uint64_t* bytes) {
+    const bool durable = context_.config.fsync != FsyncPolicy::none;
+    const IoStatus status = linecap::write_manifest(context_.dir_fd, manifest, durable, bytes);
+    if (status.ok()) return;
+    if (pending_manifests_.empty())
+        spdlog::warn("{}: manifest for {}: {}; retrying every second", label_, path_of(manifest.file),
+                     status.message());
+    if (status.disk_full() && context_.retention != nullptr) context_.retention->request_room(context_.room_bytes);
+    pending_manifests_.push_back(manifest);
+}
+
+void StreamWriter::retry_manifests(Clock::time_point now) {
+    if (pending_manifests_.empty() || now - last_manifest_retry_ < kManifestRetryInterval) return;
+    last_manifest_retry_ = now;
+    const bool durable = context_.config.fsync != FsyncPolicy::none;
+    std::vector<Manifest> still;
+    for (Manifest& m : pending_manifests_) {
+        if (!name_exists(context_.dir_fd, m.file)) continue;  // deleted meanwhile (retention)
+        if (linecap::write_manifest(context_.dir_fd, m, durable).ok())
+            spdlog::info("{}: manifest for {} written", label_, path_of(m.file));
+        else
+            still.push_back(std::move(m));
+    }
+    pending_manifests_ = std::move(still);
 }
 
 void StreamWriter::count_lost(const WriteBlock& block, const IoStatus& status,
                               const std::string& file_name) {
     add(status.disk_full() ? counters_.disk_full_packets : counters_.write_error_packets,
         block.packets);
+    (status.disk_full() ? span_.disk_full : span_.write_error) += block.packets;
+    if (status.disk_full() && context_.retention != nullptr) context_.retention->request_room(context_.room_bytes);
     if (loss_.add(block.packets))
         spdlog::warn("{}: {} {} failed: {}; counting packets as lost ({}) until a write succeeds",
                      label_, status.operation(), path_of(file_name), errno_text(status.error()),
                      status.disk_full() ? "disk_full" : "write_error");
 }
 
-void StreamWriter::tick(Clock::time_point now) { sync_if_due(now); }
+void StreamWriter::tick(Clock::time_point now) {
+    sync_if_due(now);
+    retry_manifests(now);
+}
 
 // FsyncPolicy::interval bounds what a crash can take from an open file; finalise() syncs
 // as well, because a renamed file must be complete on disk too.
@@ -192,6 +305,13 @@ void StreamWriter::sync_if_due(Clock::time_point now) {
 
 void StreamWriter::finish() {
     if (file_.is_open()) finalise_file();
+    if (!pending_manifests_.empty()) {
+        last_manifest_retry_ = {};
+        retry_manifests(Clock::now());
+        for (const Manifest& m : pending_manifests_)
+            spdlog::error("{}: no manifest for {} (could not be written)", label_, path_of(m.file));
+        pending_manifests_.clear();
+    }
 }
 
 std::string StreamWriter::path_of(const std::string& name) const {

@@ -1,7 +1,16 @@
 // StreamWriter: everything the writer does for one stream (one port queue): turns the
 // stream's full blocks into capture files — opening a file named after its first packet,
 // rotating on size, finalising on the worker's rotation mark, periodic fsync — and
-// counts what reached a file or why it did not.
+// counts what reached a file or why it did not. When a file is finished it also writes
+// the pcapng statistics block (pcapng format), the manifest (output.manifest) and tells
+// retention about the file; on a full disk it asks retention for room.
+//
+// The span of a file, for its statistics: from the moment the stream's previous file was
+// finished (or the writer started) to the moment this one is. Packets, drops by the
+// writer (write_error, disk_full) and the file's time range are exact; the worker's
+// writer_full and filtered counts are read when the file is finished, so a drop or a
+// filtered packet within a few milliseconds of a rotation may be told to the next file.
+// Over all files of a stream the spans add up to everything the stream saw.
 //
 // Owned and called by exactly one writer thread; only the counters are read elsewhere.
 #pragma once
@@ -9,16 +18,20 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
 #include "output/block.hpp"
 #include "output/capture_file.hpp"
+#include "output/manifest.hpp"
 #include "output/stream.hpp"
 #include "output/writer.hpp"
 
 namespace linecap {
+
+class RetentionService;
 
 // What all streams of a writer share. Read-only after Writer::create except for the
 // atomics.
@@ -27,6 +40,10 @@ struct WriterContext {
     int dir_fd = -1;                         // the output directory, for *at() calls
     WriteLatency* latency = nullptr;
     std::atomic<bool>* direct_io_warned = nullptr;  // one warning per writer, not per file
+    RetentionService* retention = nullptr;   // null: no retention (unit tests)
+    std::string run_id;                      // this run of the writer, for manifests
+    uint64_t run_start_ns = 0;               // UTC ns: where the first span starts
+    uint64_t room_bytes = 0;                 // free space to ask retention for on ENOSPC
 };
 
 // A run of consecutive failed writes on one stream, logged once at its start and once
@@ -46,8 +63,9 @@ private:
 
 class StreamWriter {
 public:
-    StreamWriter(const WriterContext& context, const StreamId& id, uint32_t snaplen,
+    StreamWriter(const WriterContext& context, const StreamSpec& spec, uint32_t snaplen,
                  StreamCounters& counters, AlignedBuffer direct_io_staging);
+    ~StreamWriter();
     StreamWriter(const StreamWriter&) = delete;
     StreamWriter& operator=(const StreamWriter&) = delete;
 
@@ -56,7 +74,7 @@ public:
 
     // Writes the block's records (if any) and honours its rotation mark. Never throws.
     void process(const WriteBlock& block);
-    // Periodic work when idle: the fsync interval.
+    // Periodic work: the fsync interval, manifests that could not be written yet.
     void tick(std::chrono::steady_clock::time_point now);
     // Finalises the open file, if any (shutdown).
     void finish();
@@ -64,6 +82,18 @@ public:
     bool has_open_file() const { return file_.is_open(); }
 
 private:
+    // Counts of the current span (see the top of this file).
+    struct Span {
+        uint64_t start_ns = 0;
+        CaptureCounts capture_at_start;
+        uint64_t write_error = 0;
+        uint64_t disk_full = 0;
+    };
+
+    std::vector<uint8_t> encode_file_header(uint32_t snaplen) const;
+    CaptureCounts capture_counts() const;
+    void write_manifest(const Manifest& manifest, uint64_t* bytes);
+    void retry_manifests(std::chrono::steady_clock::time_point now);
     void write_records(const WriteBlock& block);
     bool open_file(const WriteBlock& block);
     void finalise_file();
@@ -74,6 +104,8 @@ private:
 
     const WriterContext& context_;
     const StreamId id_;
+    const std::string device_;
+    const std::function<CaptureCounts()> capture_counts_;
     const std::string label_;                  // "port p0 queue 3", for logs
     StreamCounters& counters_;
     std::atomic<uint32_t> snaplen_;            // latest, set by set_snaplen
@@ -83,6 +115,12 @@ private:
 
     CaptureFile file_;
     uint64_t next_seq_ = 0;
+    uint64_t file_seq_ = 0;                    // of the open file
+    uint64_t file_first_ns_ = 0;               // first and last packet in the open file
+    uint64_t file_last_ns_ = 0;
+    Span span_;
+    std::vector<Manifest> pending_manifests_;  // finished files whose manifest failed
+    std::chrono::steady_clock::time_point last_manifest_retry_{};
     LossEpisode loss_;
     bool unsynced_ = false;
     std::chrono::steady_clock::time_point last_sync_{};

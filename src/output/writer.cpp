@@ -15,6 +15,7 @@
 #include "output/capture_file.hpp"
 #include "output/io_status.hpp"
 #include "output/pcap_format.hpp"
+#include "output/retention.hpp"
 #include "output/stream_writer.hpp"
 #include "output/unique_fd.hpp"
 
@@ -32,8 +33,6 @@ constexpr size_t kBlockAlignment = 4096;
 constexpr unsigned kMaxBlockSizeKb = 16 * 1024;
 
 Status validate(const OutputConfig& config) {
-    if (config.format != FileFormat::pcap)
-        return config_error("output.format: pcapng is not supported by the writer yet");
     if (config.block_size_kb == 0 || config.block_size_kb % 4 != 0 ||
         config.block_size_kb > kMaxBlockSizeKb)
         return config_error("output.block_size_kb: expected a multiple of 4 up to " +
@@ -82,6 +81,7 @@ struct StreamSlot {
 
 struct Writer::Impl {
     ~Impl() {
+        if (retention) retention->stop();
         for (auto& slot : slots)
             for (WriteBlock& block : slot->blocks)
                 if (block.data != nullptr) memory.release(block.data);
@@ -140,6 +140,23 @@ struct Writer::Impl {
     std::atomic<bool> running{false};
     bool started = false;
     bool stopped = false;
+    RetentionCounters retention_counters;
+    std::unique_ptr<RetentionService> retention;  // reads `slots`: declared after them
+
+    // The files being written, for the retention budgets (see retention.hpp). With size
+    // rotation each stream reserves two rotation sizes: the file being written and the
+    // next one, which the writer opens the moment it has finished this one — before
+    // retention has seen the finished file and made room for the next.
+    InProgressBytes in_progress() const {
+        InProgressBytes b;
+        const uint64_t rotation = context.config.rotate_size_bytes;
+        for (const auto& slot : slots) {
+            const uint64_t open = slot->counters.open_file_bytes.load(std::memory_order_relaxed);
+            b.actual += open;
+            b.reserved += rotation > 0 ? std::max(open, rotation) + rotation : open;
+        }
+        return b;
+    }
 };
 
 Result<std::unique_ptr<Writer>> Writer::create(const OutputConfig& config,
@@ -154,6 +171,8 @@ Result<std::unique_ptr<Writer>> Writer::create(const OutputConfig& config,
     impl->memory = std::move(memory);
     impl->dir_fd = std::move(dir.value());
     impl->context = WriterContext{config, impl->dir_fd.get(), &impl->latency, &impl->direct_io_warned};
+    impl->context.run_start_ns = realtime_now_ns();
+    impl->context.run_id = std::to_string(impl->context.run_start_ns);
 
     const size_t block_bytes = size_t{config.block_size_kb} * 1024;
     for (uint32_t index = 0; index < streams.size(); ++index) {
@@ -188,9 +207,22 @@ Result<std::unique_ptr<Writer>> Writer::create(const OutputConfig& config,
             if (staging.data() == nullptr)
                 return runtime_error(label + ": allocating the O_DIRECT staging buffer failed");
         }
-        slot.writer = std::make_unique<StreamWriter>(impl->context, slot.stream.id, snaplen,
-                                                     slot.counters, std::move(staging));
+        slot.writer = std::make_unique<StreamWriter>(impl->context, spec, snaplen, slot.counters, std::move(staging));
     }
+
+    // One retention for all streams and writer threads. The StreamWriters keep a reference
+    // to the context, so the pointer set here reaches them.
+    Impl* raw = impl.get();
+    impl->retention = std::make_unique<RetentionService>(
+        config, impl->dir_fd.get(), RetentionEnvironment{{}, [raw] { return raw->in_progress(); }},
+        impl->retention_counters);
+    impl->context.retention = impl->retention.get();
+    impl->context.room_bytes = 2 * block_bytes * std::max<size_t>(streams.size(), 1);
+    if (config.retention.max_bytes > 0 && config.rotate_size_bytes > 0 &&
+        2 * config.rotate_size_bytes * streams.size() >= config.retention.max_bytes)
+        spdlog::warn("output.retention.max_bytes ({} bytes) leaves no room for finished files: each of the {} "
+                     "streams reserves two rotation sizes ({} bytes each) for the files it writes",
+                     config.retention.max_bytes, streams.size(), config.rotate_size_bytes);
     return std::unique_ptr<Writer>(new Writer(std::move(impl)));
 }
 
@@ -202,6 +234,7 @@ size_t Writer::stream_count() const { return impl_->slots.size(); }
 Stream& Writer::stream(size_t index) { return impl_->slots.at(index)->stream; }
 const StreamCounters& Writer::counters(size_t index) const { return impl_->slots.at(index)->counters; }
 const WriteLatency& Writer::latency() const { return impl_->latency; }
+const RetentionCounters& Writer::retention() const { return impl_->retention_counters; }
 
 size_t Writer::backlog_blocks() const {
     size_t n = 0;
@@ -219,6 +252,7 @@ Status Writer::start() {
     if (impl.started || impl.stopped) return runtime_error("writer: start() after start() or stop()");
     impl.started = true;
     impl.running.store(true, std::memory_order_release);
+    impl.retention->start();
     const size_t n = impl.thread_count();
     try {
         for (size_t t = 0; t < n; ++t) {
@@ -245,6 +279,8 @@ void Writer::stop() {
     // The threads drained and finalised their own streams. This covers a writer that was
     // never started or only partly started; joining made their work visible here.
     impl.drain_and_finish(0, 1);
+    // Last: it learns about the files just finished and makes one more pass.
+    impl.retention->stop();
 }
 
 }  // namespace linecap

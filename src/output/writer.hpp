@@ -29,6 +29,18 @@ struct alignas(64) StreamCounters {
     std::atomic<uint64_t> write_error_packets{0};  // lost to an I/O error (EIO, …)
     std::atomic<uint64_t> disk_full_packets{0};    // lost to ENOSPC / EDQUOT
     std::atomic<uint64_t> files_finalised{0};
+    std::atomic<uint64_t> open_file_bytes{0};      // size of the file being written (0: none)
+};
+
+// Retention (output/retention.hpp), written by the retention thread, read by metrics.
+struct RetentionCounters {
+    std::atomic<uint64_t> oldest_packet_ns{0};     // first packet of the oldest kept file; 0 = none
+    std::atomic<uint64_t> files{0};                // finished capture files kept
+    std::atomic<uint64_t> bytes{0};                // their bytes, sidecars included
+    std::atomic<uint64_t> held_files{0};           // of those, on the legal hold list
+    std::atomic<uint64_t> deleted_files{0};
+    std::atomic<uint64_t> deleted_bytes{0};
+    std::atomic<uint64_t> budget_unmet{0};         // 1 while a limit cannot be met
 };
 
 // Write latency histogram (per write syscall), cumulative-free buckets; upper bounds in µs.
@@ -59,10 +71,22 @@ struct BlockMemory {
 };
 BlockMemory heap_block_memory();
 
+// What the worker counts for a stream, as the writer needs it for the statistics of a
+// file's span (pcapng ISB, manifest). A function rather than a pointer to the worker's
+// counters so that output does not depend on capture; it is called on the writer thread
+// when a file is finished (relaxed loads of the worker's counters).
+struct CaptureCounts {
+    uint64_t rx_packets = 0;
+    uint64_t filtered_packets = 0;
+    uint64_t writer_full_packets = 0;
+};
+
 struct StreamSpec {
     StreamId id;
     int socket = 0;            // NUMA socket of the filling worker
     uint32_t snaplen = 262144;
+    std::string device;        // the port's device (pcapng if_description)
+    std::function<CaptureCounts()> capture_counts;  // empty: the worker counts nothing
 };
 
 class Writer {
@@ -78,6 +102,7 @@ public:
     Stream& stream(size_t index);
     const StreamCounters& counters(size_t index) const;
     const WriteLatency& latency() const;
+    const RetentionCounters& retention() const;
     size_t backlog_blocks() const;   // full blocks waiting, all streams
 
     // A stream's snap length changed (configuration reload). Any thread; call it before

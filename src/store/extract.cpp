@@ -71,12 +71,15 @@ public:
     // Moves to the next packet to output; false when the file has no more.
     bool advance() {
         for (;;) {
-            if (!reader_) {
+            if (!in_range_) {
                 if (range_ >= plan_.ranges.size()) return false;
                 const Range& r = plan_.ranges[range_++];
-                // Indexed blocks are small: a buffer that fits the largest record is enough.
-                reader_ = std::make_unique<RecordReader>(*file_, file_->header(), r.begin, r.end,
-                                                         plan_.indexed ? 512u << 10 : 4u << 20);
+                if (!reader_)  // indexed: ranges of a few blocks; scans: the whole file
+                    reader_ = std::make_unique<RecordReader>(*file_, file_->header(), r.begin, r.end,
+                                                             plan_.indexed ? 1u << 20 : 4u << 20);
+                else
+                    reader_->reset(r.begin, r.end);
+                in_range_ = true;
             }
             RawRecord r;
             if (!reader_->next(r)) {
@@ -87,7 +90,7 @@ public:
                     rep_.error(m);
                     return false;
                 }
-                reader_.reset();
+                in_range_ = false;
                 continue;
             }
             ++report_.packets_examined;
@@ -119,6 +122,7 @@ private:
     std::unique_ptr<PcapFile> file_;
     std::unique_ptr<RecordReader> reader_;
     size_t range_ = 0;
+    bool in_range_ = false;
     RawRecord cur_;
     bool seen_ = false;
     uint64_t last_ts_ = 0;
@@ -191,6 +195,9 @@ Result<ExtractReport> extract(const ExtractOptions& o, int out_fd) {
                 continue;
             }
             BlockSet blocks = candidate_blocks(ix, filter->plan());
+            if (ix.damaged())
+                rep.warning(f.path + ": index postings damaged; reading every block in the time range "
+                                     "(rebuild with 'linecap index --force')");
             uint64_t first_ts = UINT64_MAX;
             const auto entries = ix.blocks();
             for (uint32_t b = 0; b < entries.size(); ++b) {

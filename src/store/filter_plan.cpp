@@ -79,16 +79,16 @@ public:
         });
         alternatives_.erase(std::unique(alternatives_.begin(), alternatives_.end()), alternatives_.end());
         // Absorption: an alternative that includes all keys of another adds nothing.
-        std::vector<std::vector<IndexKey>> kept;
         auto key_less = [](const IndexKey& a, const IndexKey& b) { return less(a, b); };
-        for (size_t i = 0; i < alternatives_.size(); ++i) {
-            bool absorbed = false;
-            for (size_t j = 0; j < alternatives_.size() && !absorbed; ++j)
-                absorbed = j != i && alternatives_[j].size() < alternatives_[i].size() &&
-                           std::includes(alternatives_[i].begin(), alternatives_[i].end(), alternatives_[j].begin(),
-                                         alternatives_[j].end(), key_less);
-            if (!absorbed) kept.push_back(std::move(alternatives_[i]));
-        }
+        std::vector<bool> absorbed(alternatives_.size(), false);
+        for (size_t i = 0; i < alternatives_.size(); ++i)
+            for (size_t j = 0; j < alternatives_.size() && !absorbed[i]; ++j)
+                absorbed[i] = j != i && alternatives_[j].size() < alternatives_[i].size() &&
+                              std::includes(alternatives_[i].begin(), alternatives_[i].end(),
+                                            alternatives_[j].begin(), alternatives_[j].end(), key_less);
+        std::vector<std::vector<IndexKey>> kept;
+        for (size_t i = 0; i < alternatives_.size(); ++i)
+            if (!absorbed[i]) kept.push_back(std::move(alternatives_[i]));
         alternatives_ = std::move(kept);
         plan.prunable = true;
         plan.alternatives = std::move(alternatives_);

@@ -1,6 +1,7 @@
 #include "store/index_format.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -277,10 +278,19 @@ std::vector<uint8_t> IndexBuilder::finish(uint64_t pcap_size, int64_t pcap_mtime
 // --- reader ----------------------------------------------------------------------------------
 
 Result<Index> Index::parse(std::vector<uint8_t> bytes) {
+    auto owned = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+    const uint8_t* data = owned->data();
+    const size_t size = owned->size();
+    return parse(data, size, std::move(owned));
+}
+
+Result<Index> Index::parse(const uint8_t* data, size_t data_size, std::shared_ptr<const void> keeper) {
     Index ix;
-    ix.bytes_ = std::move(bytes);
-    const uint8_t* base = ix.bytes_.data();
-    const uint64_t size = ix.bytes_.size();
+    ix.keeper_ = std::move(keeper);
+    ix.data_ = data;
+    ix.size_ = data_size;
+    const uint8_t* base = data;
+    const uint64_t size = data_size;
     constexpr uint64_t kFixed = sizeof(IndexHeader) + kSectionCount * sizeof(SectionEntry);
     if (size < 8 || std::memcmp(base, kIndexMagic, 8) != 0) return runtime_error("bad magic (not a linecap index)");
     if (size < sizeof(IndexHeader)) return runtime_error("truncated header (" + std::to_string(size) + " bytes)");
@@ -323,7 +333,7 @@ Result<Index> Index::parse(std::vector<uint8_t> bytes) {
     if (h.data_end > h.pcap_size || h.pcap_size < kPcapFileHeaderSize)
         return runtime_error("indexed data extends past the end of the capture file");
     ix.blocks_.resize(bs.count);
-    std::memcpy(ix.blocks_.data(), base + bs.offset, bs.size);
+    if (bs.size) std::memcpy(ix.blocks_.data(), base + bs.offset, bs.size);
     uint64_t expect = kPcapFileHeaderSize, packets = 0, captured = 0;
     uint64_t min_ts = UINT64_MAX, max_ts = 0;
     for (size_t i = 0; i < ix.blocks_.size(); ++i) {
@@ -357,7 +367,7 @@ Result<Index> Index::parse(std::vector<uint8_t> bytes) {
             return runtime_error("key table " + std::to_string(s.type) + " has the wrong size");
         Table& t = ix.tables_[kind];
         t.keys = base + s.offset;
-        t.refs = reinterpret_cast<const PostingRef*>(base + s.offset + align8(s.count * ks));
+        t.refs = base + s.offset + align8(s.count * ks);
         t.count = s.count;
         for (uint64_t i = 0; i < t.count; ++i) {
             if (i > 0) {
@@ -373,51 +383,45 @@ Result<Index> Index::parse(std::vector<uint8_t> bytes) {
                 if (!increasing) return runtime_error("key table " + std::to_string(s.type) + " is not sorted");
             }
             PostingRef ref;
-            std::memcpy(&ref, reinterpret_cast<const uint8_t*>(t.refs) + i * sizeof ref, sizeof ref);
+            std::memcpy(&ref, t.refs + i * sizeof ref, sizeof ref);
             const uint32_t n = ref.count_enc & ~kBitmapFlag;
-            if (n == 0 || n > h.block_count)
-                return runtime_error("key table " + std::to_string(s.type) + ": bad block count");
-            if (ref.count_enc & kBitmapFlag) {
-                const uint64_t nbytes = (uint64_t{h.block_count} + 7) / 8;
-                if (ref.offset > ix.postings_size_ || nbytes > ix.postings_size_ - ref.offset)
-                    return runtime_error("postings bitmap out of bounds");
-                uint64_t pop = 0;
-                for (uint64_t k = 0; k < nbytes; ++k) pop += std::popcount(ix.postings_[ref.offset + k]);
-                if ((h.block_count & 7) && (ix.postings_[ref.offset + nbytes - 1] >> (h.block_count & 7)))
-                    return runtime_error("postings bitmap names a block past the end");
-                if (pop != n) return runtime_error("postings bitmap count mismatch");
-            } else {
-                uint64_t pos = ref.offset;
-                uint64_t prev = 0;
-                for (uint32_t k = 0; k < n; ++k) {
-                    uint32_t v;
-                    if (!get_varint(ix.postings_, ix.postings_size_, &pos, &v))
-                        return runtime_error("postings list out of bounds or malformed");
-                    const uint64_t id = k == 0 ? v : prev + v;
-                    if ((k > 0 && v == 0) || id >= h.block_count)
-                        return runtime_error("postings list names a block that does not exist");
-                    prev = id;
-                }
-            }
+            if (n == 0 || n > h.block_count || ref.offset > ix.postings_size_)
+                return runtime_error("key table " + std::to_string(s.type) + ": bad postings reference");
         }
     }
     return ix;
 }
 
 BlockSet Index::decode(const PostingRef& ref) const {
-    BlockSet set(header_.block_count, false);
+    const uint32_t count = header_.block_count;
+    BlockSet set(count, false);
     const uint32_t n = ref.count_enc & ~kBitmapFlag;
+    bool ok = true;
     if (ref.count_enc & kBitmapFlag) {
-        for (uint32_t i = 0; i < header_.block_count; ++i)
-            if (postings_[ref.offset + i / 8] & (1u << (i % 8))) set.set(i);
+        const uint64_t nbytes = (uint64_t{count} + 7) / 8;
+        ok = ref.offset <= postings_size_ && nbytes <= postings_size_ - ref.offset;
+        uint32_t pop = 0;
+        for (uint32_t i = 0; ok && i < count; ++i)
+            if (postings_[ref.offset + i / 8] & (1u << (i % 8))) {
+                set.set(i);
+                ++pop;
+            }
+        ok = ok && pop == n && !((count & 7) && (postings_[ref.offset + nbytes - 1] >> (count & 7)));
     } else {
         uint64_t pos = ref.offset, prev = 0;
-        for (uint32_t k = 0; k < n; ++k) {
+        for (uint32_t k = 0; ok && k < n; ++k) {
             uint32_t v = 0;
-            if (!get_varint(postings_, postings_size_, &pos, &v)) break;  // validated at parse
-            prev = k == 0 ? v : prev + v;
-            set.set(static_cast<uint32_t>(prev));
+            ok = get_varint(postings_, postings_size_, &pos, &v) && (k == 0 || v > 0);
+            const uint64_t id = k == 0 ? v : prev + v;
+            ok = ok && id < count;
+            if (ok) set.set(static_cast<uint32_t>(id));
+            prev = id;
         }
+    }
+    if (!ok) {
+        // Only a crafted file gets here (the checksums matched): answer conservatively.
+        *damaged_ = true;
+        return BlockSet(count, true);
     }
     return set;
 }
@@ -453,7 +457,7 @@ BlockSet Index::lookup(const IndexKey& key) const {
     }
     if (lo < t.count && !less(want, t.keys + lo * ks)) {
         PostingRef ref;
-        std::memcpy(&ref, reinterpret_cast<const uint8_t*>(t.refs) + lo * sizeof ref, sizeof ref);
+        std::memcpy(&ref, t.refs + lo * sizeof ref, sizeof ref);
         return decode(ref);
     }
     return BlockSet(header_.block_count, false);
@@ -479,7 +483,8 @@ struct BuildOutcome {
 Result<BuildOutcome> build_from_source(const ByteSource& source, const PcapHeaderInfo& header, int64_t mtime_ns,
                                        IndexBuildOptions options) {
     IndexBuilder builder(header, options);
-    RecordReader reader(source, header, kPcapFileHeaderSize, source.size(), 4u << 20);
+    RecordReader reader(source, header, kPcapFileHeaderSize, source.size(),
+                        static_cast<size_t>(std::min<uint64_t>(4u << 20, source.size())));
     RawRecord r;
     while (reader.next(r)) builder.add(r);
     uint32_t tail = 0;
@@ -578,10 +583,23 @@ LoadedIndex load_index(const std::string& pcap_path, uint64_t pcap_size, int64_t
         return out;
     }
     struct stat st {};
-    std::vector<uint8_t> bytes;
-    bool ok = ::fstat(fd, &st) == 0;
-    if (ok) {
-        bytes.resize(static_cast<size_t>(st.st_size));
+    if (::fstat(fd, &st) != 0) {
+        out.state = IndexState::corrupt;
+        out.problem = "fstat: " + errno_text(errno);
+        ::close(fd);
+        return out;
+    }
+    // Mapped, not read: no copy, and the page cache serves repeated queries. Index files
+    // are only ever replaced by rename, never truncated in place, so the mapping stays
+    // valid while it is used.
+    const size_t size = static_cast<size_t>(st.st_size);
+    Result<Index> ix = runtime_error("empty file");
+    void* map = size ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    if (map != MAP_FAILED) {
+        std::shared_ptr<const void> keeper(map, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
+        ix = Index::parse(static_cast<const uint8_t*>(map), size, std::move(keeper));
+    } else {
+        std::vector<uint8_t> bytes(size);
         size_t got = 0;
         while (got < bytes.size()) {
             const ssize_t n = ::pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));
@@ -590,15 +608,9 @@ LoadedIndex load_index(const std::string& pcap_path, uint64_t pcap_size, int64_t
             got += static_cast<size_t>(n);
         }
         bytes.resize(got);
+        ix = Index::parse(std::move(bytes));
     }
-    const int e = errno;
     ::close(fd);
-    if (!ok) {
-        out.state = IndexState::corrupt;
-        out.problem = "fstat: " + errno_text(e);
-        return out;
-    }
-    auto ix = Index::parse(std::move(bytes));
     if (!ix) {
         out.state = IndexState::corrupt;
         out.problem = ix.error().message;

@@ -27,6 +27,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -172,42 +173,50 @@ private:
     std::vector<std::pair<std::array<uint8_t, 16>, uint32_t>> addr6_;
 };
 
-// A loaded, fully validated index.
+// A loaded, validated index.
+//
+// parse() verifies every checksum and the structure that lookups rely on (sections
+// within the file, contiguous blocks within the capture file, sorted keys, sane block
+// counts). The postings lists themselves are decoded lazily, bounds-checked: a list
+// that does not decode (possible only for a crafted file whose checksums were
+// recomputed) makes that lookup answer "all blocks" — never a wrong "no" — and sets
+// damaged().
 class Index {
 public:
     Index() = default;
-    // Move-only: the tables point into bytes_.
-    Index(Index&&) = default;
-    Index& operator=(Index&&) = default;
-    Index(const Index&) = delete;
-    Index& operator=(const Index&) = delete;
 
     // Parses and validates `bytes` (the whole index file). Errors name what is wrong:
     // "bad magic", "checksum mismatch in header", "block 3 extends past the end of the
     // capture file", …
     static Result<Index> parse(std::vector<uint8_t> bytes);
+    // The same over memory that `keeper` keeps alive (e.g. a mapping of the file).
+    static Result<Index> parse(const uint8_t* data, size_t size, std::shared_ptr<const void> keeper);
 
     const IndexHeader& header() const { return header_; }
     std::span<const BlockEntry> blocks() const { return blocks_; }
     // Blocks that contain `key` (empty set when none).
     BlockSet lookup(const IndexKey& key) const;
-    size_t bytes() const { return bytes_.size(); }
+    size_t bytes() const { return size_; }
     uint64_t key_count() const;
+    bool damaged() const { return *damaged_; }
 
 private:
     BlockSet decode(const PostingRef& ref) const;
 
-    std::vector<uint8_t> bytes_;
+    std::shared_ptr<const void> keeper_;  // owns the bytes the tables point into
+    const uint8_t* data_ = nullptr;
+    size_t size_ = 0;
     IndexHeader header_{};
     std::vector<BlockEntry> blocks_;
     struct Table {
         const uint8_t* keys = nullptr;
-        const PostingRef* refs = nullptr;  // may be unaligned: read with memcpy
+        const uint8_t* refs = nullptr;  // PostingRef[count], read with memcpy
         uint64_t count = 0;
     };
     Table tables_[4];  // by IndexKey::Kind
     const uint8_t* postings_ = nullptr;
     uint64_t postings_size_ = 0;
+    std::shared_ptr<bool> damaged_ = std::make_shared<bool>(false);
 };
 
 // "dir/NAME.pcap" → "dir/NAME.pcap.idx".

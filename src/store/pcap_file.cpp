@@ -151,11 +151,23 @@ RecordReader::RecordReader(const ByteSource& source, const PcapHeaderInfo& heade
                            uint64_t end, size_t buffer_size)
     : source_(source), header_(header), pos_(begin), end_(std::min(end, source.size())),
       end_is_eof_(end >= source.size()),
-      buffer_(std::max(buffer_size, kPcapRecordHeaderSize + size_t{header.caplen_limit()})) {}
+      buffer_size_(std::max(buffer_size, kPcapRecordHeaderSize + size_t{header.caplen_limit()})) {
+    buffer_.reset(new uint8_t[buffer_size_]);
+}
+
+void RecordReader::reset(uint64_t begin, uint64_t end) {
+    pos_ = begin;
+    end_ = std::min(end, source_.size());
+    end_is_eof_ = end >= source_.size();
+    error_.clear();
+    problem_ = Problem::none;
+    // The buffered bytes stay valid (same source) but may extend past the new end; the
+    // parser is always bounded by end_.
+}
 
 bool RecordReader::refill() {
-    const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer_.size(), end_ - pos_));
-    const ssize_t n = source_.read_at(buffer_.data(), want, pos_);
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer_size_, end_ - pos_));
+    const ssize_t n = source_.read_at(buffer_.get(), want, pos_);
     if (n < 0) {
         error_ = "read at offset " + std::to_string(pos_) + ": " + errno_text(errno);
         problem_ = Problem::io;
@@ -185,7 +197,7 @@ bool RecordReader::next(RawRecord& record) {
         const size_t avail = static_cast<size_t>(std::min<uint64_t>(in_buf, end_ - pos_));
         std::string problem;
         const RecordParse r =
-            parse_record(header_, buffer_.data() + (pos_ - buf_offset_), avail, pos_, record, &problem);
+            parse_record(header_, buffer_.get() + (pos_ - buf_offset_), avail, pos_, record, &problem);
         if (r == RecordParse::ok) {
             pos_ = record.end();
             return true;

@@ -115,6 +115,10 @@ public:
     RecordReader(const ByteSource& source, const PcapHeaderInfo& header, uint64_t begin,
                  uint64_t end, size_t buffer_size = 1 << 20);
 
+    // Continues with another range of the same source, keeping the buffer (and the bytes
+    // already in it, when the new range starts inside them).
+    void reset(uint64_t begin, uint64_t end);
+
     // Next record; false at the end of the range or on an error (then error() says why,
     // naming the offset; records before it were good).
     bool next(RawRecord& record);
@@ -133,7 +137,8 @@ private:
     uint64_t pos_;
     uint64_t end_;
     bool end_is_eof_;
-    std::vector<uint8_t> buffer_;
+    std::unique_ptr<uint8_t[]> buffer_;  // not zero-filled: only bytes read are looked at
+    size_t buffer_size_;
     uint64_t buf_offset_ = 0;  // file offset of buffer_[0]
     size_t buf_len_ = 0;
     std::string error_;

@@ -44,6 +44,25 @@ print(total)
 PY
 }
 
+# records_each FILE...: the number of complete records of each file, one per line.
+records_each() {
+    python3 - "$@" <<'PY'
+import struct, sys
+for path in sys.argv[1:]:
+    with open(path, "rb") as f:
+        data = f.read()
+    bo = "<" if len(data) >= 4 and struct.unpack("<I", data[:4])[0] in (0xA1B2C3D4, 0xA1B23C4D) else ">"
+    n, off = 0, 24
+    while off + 16 <= len(data):
+        caplen = struct.unpack(bo + "I", data[off + 8:off + 12])[0]
+        if off + 16 + caplen > len(data):
+            break
+        off += 16 + caplen
+        n += 1
+    print(n)
+PY
+}
+
 # cat_pcaps OUT IN...: OUT = the records of the IN files one after the other, as a
 # nanosecond pcap (microsecond inputs, e.g. from tcpdump -w, are converted) with the
 # largest snap length of the inputs; no IN files: an empty capture.
@@ -78,12 +97,24 @@ PY
 # stream_output OUTDIR PORT QUEUE RESULT: RESULT = the finished files of (PORT, QUEUE) in
 # OUTDIR, in name (= time) order, concatenated; prints how many files there were.
 stream_output() {
-    local dir=$1 port=$2 queue=$3 result=$4 files
+    local dir=$1 port=$2 queue=$3 result=$4 files restore
+    restore=$(shopt -p nullglob || true)
     shopt -s nullglob
-    files=("$dir"/*-"$port"-q"$queue".pcap)
-    shopt -u nullglob
+    files=("$dir"/*"-$port-q$queue.pcap")
+    eval "$restore"
     cat_pcaps "$result" "${files[@]}"
     echo "${#files[@]}"
+}
+
+# await_records DIR N TIMEOUT_S: wait until DIR holds N records (a net_pcap replay is
+# complete), then stop the daemon (SIGTERM, exit 0 expected). On a timeout the daemon is
+# stopped too and the test fails with its accounting lines, which tell why (drops?).
+await_records() {
+    local dir=$1 n=$2 timeout=$3 ok=1
+    wait_for "(( \$(records '$dir') >= $n )) || ! linecapd_running" "$timeout" || ok=0
+    linecapd_running || fail "linecapd exited before writing $n records ($(records "$dir") written)"
+    stop_linecapd || fail "linecapd exited $LINECAPD_RC"
+    ((ok)) || fail "capture incomplete after ${timeout}s: $(records "$dir") of $n records; $(grep 'reached the port' "$LINECAPD_LOG" | sed 's/.* info //' | tr '\n' ';')"
 }
 
 # summary_of PORT: the daemon's final accounting line for PORT from $LINECAPD_LOG.

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "output/pcap_format.hpp"
+#include "output/pcapng_format.hpp"
 
 namespace linecap::test {
 
@@ -97,6 +98,22 @@ bool append_record(WriteBlock& block, const Packet& packet) {
     return true;
 }
 
+bool append_record(WriteBlock& block, const Packet& packet, FileFormat format) {
+    if (format == FileFormat::pcap) return append_record(block, packet);
+    const auto caplen = static_cast<uint32_t>(packet.bytes.size());
+    if (block.room() < pcapng::record_size(caplen)) return false;
+    uint8_t* dst = block.tail();
+    const size_t header = pcapng::encode_epb_header(dst, packet.ts_ns, caplen, packet.len);
+    std::memcpy(dst + header, packet.bytes.data(), caplen);
+    pcapng::encode_epb_trailer(dst + header + caplen, caplen);
+    block.used += static_cast<uint32_t>(pcapng::record_size(caplen));
+    if (block.packets == 0) block.first_ts_ns = packet.ts_ns;
+    block.last_ts_ns = packet.ts_ns;
+    ++block.packets;
+    block.wire_bytes += packet.len;
+    return true;
+}
+
 size_t record_bytes(std::span<const Packet> packets) {
     size_t n = 0;
     for (const Packet& p : packets) n += pcap::record_size(static_cast<uint32_t>(p.bytes.size()));
@@ -164,7 +181,7 @@ void FakeWorker::send_block(std::span<const Packet> packets, bool rotate_after) 
     WriteBlock* block = nullptr;
     ASSERT_TRUE(wait_until([&] { return (block = stream_.free_blocks.pop()) != nullptr; }))
         << "the writer returned no free block";
-    for (const Packet& p : packets) ASSERT_TRUE(append_record(*block, p)) << "packets do not fit one block";
+    for (const Packet& p : packets) ASSERT_TRUE(append_record(*block, p, format_)) << "packets do not fit one block";
     block->rotate_after = rotate_after;
     ASSERT_TRUE(stream_.full_blocks.push(block));
 }
@@ -257,6 +274,7 @@ OutputConfig test_output_config(const std::string& directory) {
     config.block_size_kb = 64;
     config.blocks_per_queue = 8;
     config.fsync = FsyncPolicy::none;
+    config.manifest = false;  // the tests that want manifests turn them on
     return config;
 }
 

@@ -78,6 +78,8 @@ std::vector<Packet> make_packets(size_t count, uint64_t first_ts_ns, uint32_t sn
 // Appends one record as a worker does (pcap::encode_record_header + data) and updates
 // used/packets/wire_bytes/timestamps. False when the block has no room.
 bool append_record(WriteBlock& block, const Packet& packet);
+// The same in the given format (pcapng: an Enhanced Packet Block on interface 0).
+bool append_record(WriteBlock& block, const Packet& packet, FileFormat format);
 
 size_t record_bytes(std::span<const Packet> packets);
 
@@ -104,7 +106,7 @@ bool wait_until(const std::function<bool()>& condition,
 // hands them over, as the capture loop does.
 class FakeWorker {
 public:
-    explicit FakeWorker(Stream& stream) : stream_(stream) {}
+    explicit FakeWorker(Stream& stream, FileFormat format = FileFormat::pcap) : stream_(stream), format_(format) {}
 
     // One block with these packets (they must fit) and the rotation mark. Waits (bounded)
     // for a free block when the writer has all of them.
@@ -113,6 +115,7 @@ public:
 
 private:
     Stream& stream_;
+    FileFormat format_;
 };
 
 // Captures what spdlog's default logger prints while it lives.
@@ -159,7 +162,7 @@ std::vector<std::vector<Packet>> expected_files(const std::vector<PlannedBlock>&
 // Names in `dir` ending in ".pcap", sorted (the default template sorts by time).
 std::vector<std::string> pcap_files(const TempDir& dir);
 
-// An OutputConfig for tests: small blocks, no fsync (speed), default template.
+// An OutputConfig for tests: small blocks, no fsync (speed), no manifests, default template.
 OutputConfig test_output_config(const std::string& directory);
 
 StreamId test_stream_id(const std::string& port = "p0", uint16_t queue = 0);

@@ -1,13 +1,19 @@
 #include "output/recovery.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "output/file_naming.hpp"
+#include "output/manifest.hpp"
 #include "output/pcap_format.hpp"
+#include "output/pcapng_blocks.hpp"
+#include "output/pcapng_format.hpp"
+#include "output/sha256.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"
 
@@ -247,6 +253,97 @@ TEST_F(RecoveryTest, RepairsWhatTheWriterLeftBehind) {
     const test::PcapRead read = test::read_with_libpcap(dir.file(final_name));
     EXPECT_EQ(read.error, "");
     EXPECT_TRUE(read.packets == std::vector<Packet>(sent.begin(), sent.begin() + 70));
+}
+
+// pcapng as the writer lays it out: SHB + IDB, then EPBs (no ISB: the daemon died).
+struct PcapngFile {
+    std::vector<uint8_t> bytes;
+    std::vector<size_t> ends;  // where each EPB ends
+};
+PcapngFile pcapng_in_progress(const std::vector<Packet>& packets) {
+    PcapngFile f;
+    f.bytes = pcapng::file_header({"tap0:2", "net_null0", kSnaplen}, "linecap test");
+    for (const Packet& p : packets) {
+        const auto caplen = static_cast<uint32_t>(p.bytes.size());
+        std::vector<uint8_t> epb(pcapng::record_size(caplen));
+        const size_t h = pcapng::encode_epb_header(epb.data(), p.ts_ns, caplen, p.len);
+        std::memcpy(epb.data() + h, p.bytes.data(), caplen);
+        pcapng::encode_epb_trailer(epb.data() + h + caplen, caplen);
+        f.bytes.insert(f.bytes.end(), epb.begin(), epb.end());
+        f.ends.push_back(f.bytes.size());
+    }
+    return f;
+}
+
+TEST_F(RecoveryTest, PcapngIsCutAtItsLastCompleteBlockAndGetsARecoveredManifest) {
+    const auto packets = test::make_packets(50, kT0);
+    PcapngFile f = pcapng_in_progress(packets);
+    // Power loss: the last block half written, then a zero-filled page.
+    std::vector<uint8_t> bytes(f.bytes.begin(), f.bytes.begin() + static_cast<long>(f.ends[40] - 7));
+    bytes.resize(bytes.size() + 4096, 0);
+    test::write_file(dir.file(".y.pcapng.part"), bytes);
+    test::write_file(dir.file(".y.pcapng.manifest.tmp"), std::vector<uint8_t>{'{'});  // a stale temporary
+
+    const auto report = recover_in_progress(dir.path(), RecoveryOptions{.write_manifests = true, .durable = false});
+    ASSERT_TRUE(report.ok());
+    ASSERT_EQ(report->files.size(), 1u);
+    const RecoveredFile& r = report->files[0];
+    EXPECT_EQ(r.outcome, Outcome::recovered) << r.reason;
+    EXPECT_EQ(r.new_name, "y.pcapng");
+    EXPECT_EQ(r.packets, 40u);
+    EXPECT_TRUE(r.manifest_written);
+    EXPECT_EQ(dir.names(), (std::vector<std::string>{"y.pcapng", "y.pcapng.manifest"}));
+    const auto kept = test::read_file(dir.file("y.pcapng"));
+    EXPECT_EQ(kept.size(), f.ends[39]);
+    const test::PcapRead read = test::read_with_libpcap(dir.file("y.pcapng"));
+    EXPECT_EQ(read.error, "");
+    EXPECT_TRUE(read.packets == std::vector<Packet>(packets.begin(), packets.begin() + 40));
+    EXPECT_EQ(log.count("no interface statistics block"), 1u) << log.text();
+    EXPECT_EQ(log.count("stale manifest temporary"), 1u);
+
+    const int fd = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const Result<Manifest> m = read_manifest(fd, "y.pcapng");
+    ::close(fd);
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    EXPECT_TRUE(m->recovered);
+    EXPECT_EQ(m->format, "pcapng");
+    EXPECT_EQ(m->sha256, Sha256::of(kept));
+    EXPECT_EQ(m->size, kept.size());
+    EXPECT_EQ(m->packets, 40u);
+    EXPECT_EQ(m->first_ns, packets[0].ts_ns);
+    EXPECT_EQ(m->last_ns, packets[39].ts_ns);
+    EXPECT_EQ(m->stream, (ManifestStream{"tap0", 0, 2}));
+    EXPECT_FALSE(m->drops);
+    EXPECT_FALSE(m->seq);
+}
+
+TEST_F(RecoveryTest, PcapngWithGarbageInsteadOfABlockIsCutThere) {
+    const auto packets = test::make_packets(10, kT0);
+    PcapngFile f = pcapng_in_progress(packets);
+    std::vector<uint8_t> bytes(f.bytes.begin(), f.bytes.begin() + static_cast<long>(f.ends[5]));
+    // A block whose trailer does not repeat its length.
+    std::vector<uint8_t> bogus(f.bytes.begin() + static_cast<long>(f.ends[5]), f.bytes.begin() + static_cast<long>(f.ends[6]));
+    bogus.back() ^= 0x01;
+    bytes.insert(bytes.end(), bogus.begin(), bogus.end());
+    bytes.insert(bytes.end(), f.bytes.begin() + static_cast<long>(f.ends[6]), f.bytes.end());
+    test::write_file(dir.file(".z.pcapng.part"), bytes);
+    const RecoveryReport report = recover();
+    ASSERT_EQ(report.files.size(), 1u);
+    EXPECT_EQ(report.files[0].packets, 6u);
+    EXPECT_EQ(test::read_file(dir.file("z.pcapng")).size(), f.ends[5]);
+}
+
+TEST_F(RecoveryTest, APcapngSectionHeaderAloneIsAnEmptyFile) {
+    const auto header = pcapng::file_header({"p:0", "", kSnaplen}, "x");
+    test::write_file(dir.file(".e.pcapng.part"), std::vector<uint8_t>(header.begin(), header.begin() + 20));
+    RecoveryReport report = recover();
+    ASSERT_EQ(report.files.size(), 1u);
+    EXPECT_EQ(report.files[0].outcome, Outcome::moved_aside);  // not even a whole SHB
+    test::write_file(dir.file(".f.pcapng.part"), header);
+    report = recover();
+    ASSERT_EQ(report.files.size(), 1u);
+    EXPECT_EQ(report.files[0].outcome, Outcome::recovered);
+    EXPECT_EQ(report.files[0].packets, 0u);
 }
 
 }  // namespace

@@ -369,9 +369,6 @@ TEST_F(WriterTest, CreateRejectsWhatItCannotWrite) {
         EXPECT_NE(created.error().message.find(key), std::string::npos) << created.error().message;
     };
     OutputConfig c = config;
-    c.format = FileFormat::pcapng;
-    rejects(c, "output.format");
-    c = config;
     c.block_size_kb = 6;
     rejects(c, "output.block_size_kb");
     c = config;

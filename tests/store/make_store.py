@@ -3,12 +3,13 @@
 cut into several files named like linecapd names them (default template
 "%Y%m%dT%H%M%S.{nsec}Z-{port}-q{queue}.pcap", UTC time of each file's first packet).
 
-  make_store.py --out DIR --stream p0:0:SEED:START_NS:INTERVAL_NS:COUNT [--stream ...]
+  make_store.py --out DIR --stream p0:0:SEED:START_NS:INTERVAL_NS:COUNT[:ARGS] [--stream ...]
                 [--per-file N] [--gen-arg=--mix ...]
 
 Every --stream is one (port, queue) file stream; --per-file packets per file (the last
 file takes the rest). --gen-arg passes options to gen_pcap.py for every stream (e.g.
---gen-arg=--mix --gen-arg=--vlan). Prints the file names written.
+--gen-arg=--mix --gen-arg=--vlan); a stream's own ARGS (comma-separated, e.g.
+"--ipv6,--vlan,--proto,udp") replace them for that stream. Prints the file names written.
 """
 
 import argparse
@@ -59,17 +60,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--stream", action="append", required=True,
-                    help="PORT:QUEUE:SEED:START_NS:INTERVAL_NS:COUNT")
+                    help="PORT:QUEUE:SEED:START_NS:INTERVAL_NS:COUNT[:ARGS]")
     ap.add_argument("--per-file", type=int, default=500)
     ap.add_argument("--gen-arg", action="append", default=[])
     args = ap.parse_args()
     gen = load_gen()
     os.makedirs(args.out, exist_ok=True)
     for spec in args.stream:
-        port, queue, seed, start, interval, count = spec.split(":")
+        fields = spec.split(":", 6)
+        port, queue, seed, start, interval, count = fields[:6]
+        extra = fields[6].split(",") if len(fields) > 6 else args.gen_arg
         with tempfile.NamedTemporaryFile(suffix=".pcap") as tmp:
             gen.main(["-q", "--out", tmp.name, "--seed", seed, "--start-ns", start, "--interval-ns", interval,
-                      "--count", count] + args.gen_arg)
+                      "--count", count] + extra)
             with open(tmp.name, "rb") as f:
                 data = f.read()
         for name in split(data, args.out, port, int(queue), args.per_file):

@@ -39,6 +39,11 @@ TEST(Crc32c, KnownVector) {
     // Split computation equals one pass.
     const std::string s(1000, 'x');
     EXPECT_EQ(crc32c_extend(crc32c(s.data(), 333), s.data() + 333, 667), crc32c(s.data(), 1000));
+    std::string r;
+    for (int i = 0; i < 1021; ++i) r += char(i * 7919 % 251);
+    for (size_t n : {size_t(0), size_t(1), size_t(7), size_t(8), size_t(9), size_t(1021)})
+        EXPECT_EQ(crc32c_extend_portable(5, r.data(), n), crc32c_extend(5, r.data(), n)) << n;
+    EXPECT_EQ(crc32c_extend_portable(0, "123456789", 9), 0xe3069283u);
 }
 
 TEST(PcapHeader, AcceptsNanoMicroAndBothByteOrders) {
@@ -361,6 +366,21 @@ TEST(Index, CraftedIndexWithValidChecksumsIsStillChecked) {
     std::memcpy(bp, &b1, sizeof b1);
     reseal(gap);
     EXPECT_NE(Index::parse(gap).error().message.find("does not start where the previous one ends"), std::string::npos);
+}
+
+// Found by the fuzzer (UBSan: memcpy from a null pointer for an empty block table).
+TEST(Index, EmptyCaptureFileHasAnEmptyIndex) {
+    {
+        auto bytes = build_index_bytes(pcap_image({}));
+        ASSERT_TRUE(bytes.ok());
+        auto ix = Index::parse(bytes.value());
+        ASSERT_TRUE(ix.ok()) << ix.error().message;
+        EXPECT_EQ(ix->header().packets, 0u);
+        EXPECT_EQ(ix->header().block_count, 0u);
+        EXPECT_EQ(ix->blocks().size(), 0u);
+        IndexKey k;
+        EXPECT_EQ(ix->lookup(k).size(), 0u);
+    }
 }
 
 TEST(Index, TruncatedTailIsIndexedUpToIt) {

@@ -1,0 +1,341 @@
+// Micro benchmarks of the per-packet pieces of the capture hot path (Google Benchmark):
+// record header encoding, appending a record to a write block, a whole burst as the worker
+// handles it (prefetch + append, no rx), filter execution (JIT and interpreter),
+// TSC → UTC nanoseconds, and plain memcpy into a block (the memory-bandwidth floor).
+//
+//   linecap_micro [--benchmark_filter=REGEX] [--benchmark_format=json] ...
+//
+// Rates are per packet ("items_per_second") and per byte of record ("bytes_per_second");
+// each run also reports cycles per packet measured with the TSC ("tsc_per_item").
+#include <benchmark/benchmark.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_prefetch.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "capture/record_copy.hpp"
+#include "capture/tsc_clock.hpp"
+#include "filter/bpf_filter.hpp"
+#include "output/pcap_format.hpp"
+
+namespace linecap {
+namespace {
+
+constexpr size_t kBlockBytes = 1 << 20;  // the default write block
+constexpr unsigned kBurst = 64;
+
+struct AlignedFree {
+    void operator()(void* p) const { std::free(p); }
+};
+using BlockMem = std::unique_ptr<uint8_t, AlignedFree>;
+BlockMem block_memory(size_t bytes) {
+    void* p = std::aligned_alloc(4096, bytes);
+    std::memset(p, 0, bytes);  // fault it in: the daemon's blocks are hugepage memory, never faulted
+    return BlockMem(static_cast<uint8_t*>(p));
+}
+
+// A minimal UDP/IPv4 frame of `size` bytes (the filter benchmarks look into it).
+std::vector<uint8_t> udp_frame(size_t size, uint16_t dport) {
+    std::vector<uint8_t> f(std::max<size_t>(size, 60), 0);
+    const uint8_t hdr[] = {0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00,  // eth
+                           0x45, 0, 0, 0, 0, 1, 0, 0, 64, 17, 0, 0,                // ipv4
+                           198, 18, 0, 1, 198, 19, 0, 1,                          // src, dst
+                           0x30, 0x39, 0, 0, 0, 0, 0, 0};                          // udp
+    std::memcpy(f.data(), hdr, sizeof hdr);
+    f[36] = uint8_t(dport >> 8);
+    f[37] = uint8_t(dport);
+    const uint16_t ip_len = uint16_t(f.size() - 14);
+    f[16] = uint8_t(ip_len >> 8);
+    f[17] = uint8_t(ip_len);
+    return f;
+}
+
+// Fake single-segment mbufs over plain memory (what copy and JIT read: buf_addr, data_off,
+// data_len, pkt_len, next). Laid out 2 KiB apart like a mempool's, so a burst touches as
+// many distinct lines as a real one.
+struct FakeBurst {
+    std::vector<rte_mbuf> mbufs;
+    BlockMem data;
+    std::vector<rte_mbuf*> ptrs;
+    FakeBurst(size_t n, size_t size) : mbufs(n), data(block_memory(n * 2048)), ptrs(n) {
+        for (size_t i = 0; i < n; ++i) {
+            std::memset(&mbufs[i], 0, sizeof(rte_mbuf));
+            const auto frame = udp_frame(size, uint16_t(i % 2 ? 53 : 443));
+            uint8_t* buf = data.get() + i * 2048;
+            std::memcpy(buf + RTE_PKTMBUF_HEADROOM, frame.data(), std::min<size_t>(frame.size(), 2048 - RTE_PKTMBUF_HEADROOM));
+            mbufs[i].buf_addr = buf;
+            mbufs[i].data_off = RTE_PKTMBUF_HEADROOM;
+            mbufs[i].data_len = uint16_t(frame.size());
+            mbufs[i].pkt_len = uint32_t(frame.size());
+            mbufs[i].nb_segs = 1;
+            mbufs[i].next = nullptr;
+            ptrs[i] = &mbufs[i];
+        }
+    }
+};
+
+void set_tsc_per_item(benchmark::State& state, uint64_t tsc_start, uint64_t items) {
+    const uint64_t cycles = rte_rdtsc() - tsc_start;
+    state.counters["tsc_per_item"] = items ? double(cycles) / double(items) : 0.0;
+}
+
+// --- record encoding ----------------------------------------------------------------------
+
+void BM_EncodeRecordHeader(benchmark::State& state) {
+    alignas(64) uint8_t buf[64 * 16];
+    uint64_t ts = 1'700'000'000'123'456'789ull;
+    unsigned i = 0;
+    uint64_t items = 0;
+    const uint64_t t0 = rte_rdtsc();
+    for (auto _ : state) {
+        pcap::encode_record_header(buf + (i & 63) * 16, ts, 60, 60);
+        ts += 67;
+        ++i;
+        benchmark::ClobberMemory();
+        ++items;
+    }
+    set_tsc_per_item(state, t0, items);
+    state.SetItemsProcessed(int64_t(items));
+}
+BENCHMARK(BM_EncodeRecordHeader);
+
+// --- one record into a block (header + data copy), block recycled when full ----------------
+
+void BM_AppendRecord(benchmark::State& state) {
+    const size_t size = size_t(state.range(0));
+    FakeBurst burst(kBurst, size);
+    BlockMem mem = block_memory(kBlockBytes);
+    WriteBlock block;
+    block.data = mem.get();
+    block.capacity = kBlockBytes;
+    uint64_t ts = 1'700'000'000'000'000'000ull;
+    unsigned i = 0;
+    uint64_t items = 0;
+    const uint64_t t0 = rte_rdtsc();
+    for (auto _ : state) {
+        const rte_mbuf* m = burst.ptrs[i++ % kBurst];
+        const uint32_t caplen = record_caplen(m, 262144);
+        if (block.room() < pcap::record_size(caplen)) block.reset();
+        append_record(block, m, caplen, ts);
+        ++items;
+    }
+    benchmark::DoNotOptimize(block.used);
+    set_tsc_per_item(state, t0, items);
+    state.SetItemsProcessed(int64_t(items));
+    state.SetBytesProcessed(int64_t(items * pcap::record_size(uint32_t(size))));
+}
+BENCHMARK(BM_AppendRecord)->Arg(64)->Arg(128)->Arg(512)->Arg(1024)->Arg(1514);
+
+// --- a burst as the worker handles it after rx: prefetch next, caplen, room check, append ----
+// Block size cycles through a window larger than L2 so stores miss as they do in the daemon
+// (32 blocks x 1 MiB per queue); range(1) = bytes of block memory cycled through.
+
+void BM_CaptureBurst(benchmark::State& state) {
+    const size_t size = size_t(state.range(0));
+    const size_t window = size_t(state.range(1)) << 20;
+    FakeBurst burst(kBurst, size);
+    BlockMem mem = block_memory(window);
+    WriteBlock block;
+    size_t next_block = 0;
+    auto fresh_block = [&] {
+        block.data = mem.get() + next_block * kBlockBytes;
+        block.capacity = kBlockBytes;
+        block.reset();
+        next_block = (next_block + 1) % (window / kBlockBytes);
+    };
+    fresh_block();
+    uint64_t ts = 1'700'000'000'000'000'000ull;
+    uint64_t items = 0;
+    const uint64_t t0 = rte_rdtsc();
+    for (auto _ : state) {
+        rte_mbuf** pkts = burst.ptrs.data();
+        for (unsigned i = 0; i < kBurst; ++i) {
+            const rte_mbuf* m = pkts[i];
+            if (i + 1 < kBurst) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
+            const uint32_t caplen = record_caplen(m, 262144);
+            if (unlikely(block.room() < pcap::record_size(caplen))) fresh_block();
+            if (block.packets == 0) block.first_ts_ns = ts;
+            block.last_ts_ns = ts;
+            append_record(block, m, caplen, ts);
+        }
+        ts += 1000;
+        items += kBurst;
+    }
+    benchmark::DoNotOptimize(block.used);
+    set_tsc_per_item(state, t0, items);
+    state.SetItemsProcessed(int64_t(items));
+    state.SetBytesProcessed(int64_t(items * pcap::record_size(uint32_t(size))));
+}
+BENCHMARK(BM_CaptureBurst)->Args({64, 1})->Args({64, 32})->Args({1514, 32})->Args({64, 256});
+
+// The same burst through the worker's fast path (measure_burst + append_burst): one room
+// check, one timestamp split and one bookkeeping update per burst.
+void BM_AppendBurst(benchmark::State& state) {
+    const size_t size = size_t(state.range(0));
+    const size_t window = size_t(state.range(1)) << 20;
+    FakeBurst burst(kBurst, size);
+    BlockMem mem = block_memory(window);
+    WriteBlock block;
+    size_t next_block = 0;
+    auto fresh_block = [&] {
+        block.data = mem.get() + next_block * kBlockBytes;
+        block.capacity = kBlockBytes;
+        block.reset();
+        next_block = (next_block + 1) % (window / kBlockBytes);
+    };
+    fresh_block();
+    uint64_t ts = 1'700'000'000'000'000'000ull;
+    uint64_t items = 0;
+    const uint64_t t0 = rte_rdtsc();
+    for (auto _ : state) {
+        rte_mbuf** pkts = burst.ptrs.data();
+        const BurstSize s = measure_burst<FileFormat::pcap>(pkts, kBurst, nullptr, 262144);
+        if (unlikely(block.room() < s.record_bytes)) fresh_block();
+        if (block.packets == 0) block.first_ts_ns = ts;
+        append_burst<FileFormat::pcap>(block, pkts, kBurst, nullptr, 262144, ts, s);
+        ts += 1000;
+        items += kBurst;
+    }
+    benchmark::DoNotOptimize(block.used);
+    set_tsc_per_item(state, t0, items);
+    state.SetItemsProcessed(int64_t(items));
+    state.SetBytesProcessed(int64_t(items * pcap::record_size(uint32_t(size))));
+}
+BENCHMARK(BM_AppendBurst)->Args({64, 1})->Args({64, 32})->Args({1514, 32})->Args({64, 256});
+
+// --- memcpy into a block: the floor the record copy sits on -------------------------------
+
+void BM_MemcpyIntoBlocks(benchmark::State& state) {
+    const size_t chunk = size_t(state.range(0));
+    const size_t window = size_t(256) << 20;
+    BlockMem src = block_memory(kBlockBytes);
+    BlockMem dst = block_memory(window);
+    size_t off = 0;
+    for (auto _ : state) {
+        std::memcpy(dst.get() + off, src.get() + (off % kBlockBytes), chunk);
+        off += chunk;
+        if (off + chunk > window) off = 0;
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(chunk));
+}
+BENCHMARK(BM_MemcpyIntoBlocks)->Arg(80)->Arg(4096)->Arg(1 << 20);
+
+// --- filter execution, per packet, on a burst ------------------------------------------------
+
+std::unique_ptr<BpfFilter> g_filter;
+bool g_eal = false;
+
+void BM_Filter(benchmark::State& state) {
+    if (!g_filter) {
+        state.SkipWithError("no filter (EAL or rte_bpf unavailable)");
+        return;
+    }
+    const bool jit = state.range(0) != 0;
+    if (jit && !g_filter->jitted()) {
+        state.SkipWithError("rte_bpf has no JIT here");
+        return;
+    }
+    FakeBurst burst(kBurst, 64);
+    uint64_t keep[kBurst];
+    uint64_t items = 0;
+    const uint64_t t0 = rte_rdtsc();
+    for (auto _ : state) {
+        if (jit)
+            g_filter->run(burst.ptrs.data(), kBurst, keep);
+        else
+            g_filter->run_interpreted(burst.ptrs.data(), kBurst, keep);
+        benchmark::DoNotOptimize(keep);
+        items += kBurst;
+    }
+    set_tsc_per_item(state, t0, items);
+    state.SetItemsProcessed(int64_t(items));
+    state.SetLabel(jit ? "JIT" : "interpreter");
+}
+BENCHMARK(BM_Filter)->Arg(1)->Arg(0);
+
+// --- timestamps ----------------------------------------------------------------------------
+
+void BM_TscToNs(benchmark::State& state) {
+    const uint64_t hz = rte_get_tsc_hz() ? rte_get_tsc_hz() : 2'000'000'000ull;
+    TscClock clock(hz, rte_rdtsc(), 1'700'000'000'000'000'000ull);
+    uint64_t tsc = rte_rdtsc();
+    uint64_t items = 0;
+    const uint64_t t0 = rte_rdtsc();
+    for (auto _ : state) {
+        benchmark::DoNotOptimize(clock.to_ns(tsc));
+        tsc += 977;
+        ++items;
+    }
+    set_tsc_per_item(state, t0, items);
+    state.SetItemsProcessed(int64_t(items));
+}
+BENCHMARK(BM_TscToNs);
+
+void BM_Rdtsc(benchmark::State& state) {
+    uint64_t items = 0;
+    const uint64_t t0 = rte_rdtsc();
+    for (auto _ : state) {
+        benchmark::DoNotOptimize(rte_rdtsc());
+        ++items;
+    }
+    set_tsc_per_item(state, t0, items);
+    state.SetItemsProcessed(int64_t(items));
+}
+BENCHMARK(BM_Rdtsc);
+
+// Per-packet vs per-burst timestamping: what the worker saves by reading the clock once.
+void BM_TimestampPerPacket(benchmark::State& state) {
+    const uint64_t hz = rte_get_tsc_hz() ? rte_get_tsc_hz() : 2'000'000'000ull;
+    TscClock clock(hz, rte_rdtsc(), 1'700'000'000'000'000'000ull);
+    const bool per_packet = state.range(0) != 0;
+    uint64_t sink = 0, items = 0;
+    const uint64_t t0 = rte_rdtsc();
+    for (auto _ : state) {
+        uint64_t ts = clock.to_ns(rte_rdtsc());
+        for (unsigned i = 0; i < kBurst; ++i) {
+            if (per_packet) ts = clock.to_ns(rte_rdtsc());
+            sink += ts;
+        }
+        items += kBurst;
+    }
+    benchmark::DoNotOptimize(sink);
+    set_tsc_per_item(state, t0, items);
+    state.SetItemsProcessed(int64_t(items));
+    state.SetLabel(per_packet ? "rdtsc+convert per packet" : "once per burst of 64");
+}
+BENCHMARK(BM_TimestampPerPacket)->Arg(0)->Arg(1);
+
+}  // namespace
+}  // namespace linecap
+
+int main(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    // EAL only for the filter (rte_bpf_convert allocates with rte_malloc); everything else
+    // runs without it. No hugepages, no files.
+    const char* eal_args[] = {"linecap_micro", "--no-huge", "--no-shconf", "-m", "128", "--no-pci",
+                              "-l", "0", "--log-level", "*:error"};
+    if (rte_eal_init(int(sizeof eal_args / sizeof eal_args[0]), const_cast<char**>(eal_args)) >= 0) {
+        linecap::g_eal = true;
+        // A typical capture filter: two protocols and a port range.
+        auto f = linecap::BpfFilter::compile("udp and (port 53 or portrange 400-500) or tcp port 80", 262144);
+        if (f) linecap::g_filter = std::move(f.value());
+        else std::fprintf(stderr, "filter: %s\n", f.error().message.c_str());
+    } else {
+        std::fprintf(stderr, "rte_eal_init failed (%s): filter benchmarks skipped\n", rte_strerror(rte_errno));
+    }
+    benchmark::AddCustomContext("tsc_hz", std::to_string(rte_get_tsc_hz()));
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    linecap::g_filter.reset();
+    if (linecap::g_eal) rte_eal_cleanup();
+    return 0;
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# linecap benchmarks in one command (as root, on a fresh Debian 12 checkout):
+#
+#   bench/run.sh                      the whole suite: prints the table, writes
+#                                     bench/results/results.{md,json,png}
+#   bench/run.sh --quick              64-byte frames and IMIX into tmpfs only, short windows
+#   bench/run.sh soak --duration 600  linecapd for 10 minutes, RSS sampled every 10 s
+#   bench/run.sh micro                the Google Benchmark micro benchmarks only
+#   bench/run.sh rfc2544              zero-loss throughput on the live path (tcpreplay →
+#                                     veth → net_af_xdp / net_af_packet; linecapd, tcpdump,
+#                                     dpdk-testpmd), 1024-byte frames, 10 s trials
+#
+# Any other option goes to bench/bench.py (see `python3 bench/bench.py --help`), e.g.
+# --sizes 64,1514 --fs tmpfs --workers 1w --seconds 20 --burst 128 --blocks 64.
+#
+# It installs what it needs (scripts/install-deps.sh, python3-matplotlib for the plot),
+# builds linecapd and the bench programs into $LINECAP_BUILD (default build-bench/),
+# reserves hugepages if fewer than 768 are free, mounts a private tmpfs (size
+# $BENCH_TMPFS_SIZE, default 6G) and makes a scratch directory on the real disk under
+# $BENCH_DISK_DIR (default /var/tmp) — and undoes all of that when it exits, however it
+# exits. Numbers are only as good as the machine is quiet: the table records the load.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${LINECAP_BUILD:-$ROOT/build-bench}
+export LINECAP_BUILD=$BUILD
+mode=suite
+case ${1:-} in
+    suite | soak | micro | rfc2544) mode=$1; shift ;;
+esac
+# The system Python: that is where apt puts matplotlib (a pyenv python3 on PATH has none).
+PY=python3
+[[ -x /usr/bin/python3 ]] && PY=/usr/bin/python3
+
+[[ $(id -u) -eq 0 ]] || { echo "bench/run.sh: needs root (hugepages, mounts, DPDK)" >&2; exit 1; }
+
+log() { printf '[%s bench] %s\n' "$(date +%T)" "$*" >&2; }
+
+CLEANUP=()
+cleanup() {
+    local i
+    set +e
+    for ((i = ${#CLEANUP[@]} - 1; i >= 0; i--)); do eval "${CLEANUP[i]}"; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- dependencies and build ---------------------------------------------------------------
+if [[ ${BENCH_SKIP_DEPS:-0} != 1 ]]; then
+    "$ROOT/scripts/install-deps.sh" >&2
+    if ! "$PY" -c 'import matplotlib' 2>/dev/null; then
+        log "installing python3-matplotlib (for the plot)"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-matplotlib >&2 \
+            || log "python3-matplotlib could not be installed: no plot"
+    fi
+fi
+if [[ ! -f $BUILD/build.ninja ]]; then
+    log "meson setup $BUILD"
+    meson setup "$BUILD" "$ROOT" >&2
+fi
+log "building linecapd and the bench programs in $BUILD"
+targets=(src/linecapd bench/linecap_fsbench)
+grep -q 'bench/linecap_micro' "$BUILD/build.ninja" && targets+=(bench/linecap_micro)
+ninja -C "$BUILD" "${targets[@]}" >&2
+
+if [[ $mode == micro ]]; then
+    exec taskset -c "$(($(nproc) - 1))" "$BUILD/bench/linecap_micro" "$@"
+fi
+
+# --- hugepages -------------------------------------------------------------------------------
+free_pages=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages 2>/dev/null || echo 0)
+if ((free_pages < 768)) || ! awk '$3 == "hugetlbfs" { f = 1 } END { exit !f }' /proc/mounts \
+    || ! awk '$2 == "/sys/fs/bpf" && $3 == "bpf" { f = 1 } END { exit !f }' /proc/mounts; then
+    # A private state directory: release restores exactly what this run found.
+    HP_STATE=$(mktemp -d /run/linecap-bench-hp.XXXXXX)
+    CLEANUP+=("LINECAP_TEST_STATE_DIR='$HP_STATE' '$ROOT/scripts/hugepages.sh' release >&2; rm -rf '$HP_STATE'")
+    want=$(($(cat /proc/sys/vm/nr_hugepages) + (free_pages < 768 ? 768 - free_pages : 0)))
+    LINECAP_TEST_STATE_DIR=$HP_STATE "$ROOT/scripts/hugepages.sh" reserve "$want" >&2
+fi
+
+# --- output file systems -----------------------------------------------------------------------
+TMPFS_DIR=$(mktemp -d /tmp/linecap-bench-tmpfs.XXXXXX)
+CLEANUP+=("rmdir '$TMPFS_DIR'")
+mount -t tmpfs -o "size=${BENCH_TMPFS_SIZE:-6G},mode=0700" linecap-bench "$TMPFS_DIR"
+CLEANUP+=("umount '$TMPFS_DIR'")
+DISK_DIR=$(mktemp -d "${BENCH_DISK_DIR:-/var/tmp}/linecap-bench-disk.XXXXXX")
+CLEANUP+=("rm -rf '$DISK_DIR'")
+[[ $(findmnt -n -o FSTYPE --target "$DISK_DIR") != tmpfs ]] \
+    || log "warning: $DISK_DIR is on tmpfs, not a disk (set BENCH_DISK_DIR)"
+WORKDIR=$(mktemp -d /tmp/linecap-bench-work.XXXXXX)
+if [[ ${BENCH_KEEP_WORK:-0} == 1 ]]; then
+    CLEANUP+=("log 'kept $WORKDIR (logs, configs)'")
+else
+    CLEANUP+=("rm -rf '$WORKDIR'")
+fi
+
+log "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+mkdir -p "$ROOT/bench/results"
+if [[ $mode == rfc2544 ]]; then
+    "$PY" "$ROOT/bench/rfc2544.py" --out-dir "$TMPFS_DIR" --workdir "$WORKDIR" \
+        --json "$ROOT/bench/results/rfc2544.json" "$@"
+else
+    "$PY" "$ROOT/bench/bench.py" "$mode" --workdir "$WORKDIR" --tmpfs-dir "$TMPFS_DIR" --disk-dir "$DISK_DIR" "$@"
+fi

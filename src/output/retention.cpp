@@ -1,0 +1,474 @@
+#include "output/retention.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+
+#include "output/capture_scan.hpp"
+#include "output/manifest.hpp"
+#include "output/unique_fd.hpp"
+
+namespace linecap {
+namespace {
+
+constexpr uint64_t kSecond = 1000000000ull;
+constexpr auto kPeriod = std::chrono::seconds(1);
+constexpr const char* kSidecars[] = {".manifest", ".idx"};
+
+bool is_capture_name(const std::string& name) {
+    return !name.empty() && name[0] != '.' && (name.ends_with(".pcap") || name.ends_with(".pcapng"));
+}
+
+int64_t mtime_ns(const struct stat& st) { return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec; }
+
+std::string trim(const std::string& s) {
+    const size_t b = s.find_first_not_of(" \t\r");
+    if (b == std::string::npos) return {};
+    const size_t e = s.find_last_not_of(" \t\r");
+    return s.substr(b, e - b + 1);
+}
+
+std::string strip_trailing_slashes(std::string s) {
+    while (s.size() > 1 && s.back() == '/') s.pop_back();
+    return s;
+}
+
+std::string human(uint64_t bytes) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = static_cast<double>(bytes);
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        ++u;
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+    return text;
+}
+
+}  // namespace
+
+uint64_t realtime_now_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return uint64_t(ts.tv_sec) * kSecond + uint64_t(ts.tv_nsec);
+}
+
+// --- HoldList -------------------------------------------------------------------------
+
+HoldList::HoldList(std::string path, std::string directory)
+    : path_(std::move(path)), directory_(strip_trailing_slashes(std::move(directory))) {
+    char* real = ::realpath(directory_.c_str(), nullptr);
+    if (real != nullptr) {
+        if (directory_ != real) real_directory_ = real;
+        std::free(real);
+    }
+}
+
+bool HoldList::refresh() {
+    if (!configured()) return false;
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0) {
+        const bool changed = readable_ || stat_known_;
+        readable_ = false;
+        stat_known_ = false;
+        problem_ = path_ + ": " + errno_text(errno);
+        return changed;
+    }
+    if (readable_ && stat_known_ && st.st_ino == ino_ && st.st_size == size_ && mtime_ns(st) == mtime_ns_) return false;
+
+    std::ifstream in(path_);
+    if (!in) {
+        const bool changed = readable_;
+        readable_ = false;
+        stat_known_ = false;
+        problem_ = path_ + ": cannot be read";
+        return changed;
+    }
+    std::vector<Entry> entries;
+    std::string line;
+    while (std::getline(in, line)) {
+        if (const size_t hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+        line = trim(line);
+        if (line.empty()) continue;
+        Entry e;
+        e.pattern = strip_trailing_slashes(line[0] == '/' ? line : directory_ + "/" + line);
+        e.glob = e.pattern.find_first_of("*?[") != std::string::npos;
+        entries.push_back(std::move(e));
+    }
+    if (in.bad()) {
+        readable_ = false;
+        stat_known_ = false;
+        problem_ = path_ + ": read error";
+        return true;
+    }
+    entries_ = std::move(entries);
+    readable_ = true;
+    problem_.clear();
+    stat_known_ = true;
+    ino_ = st.st_ino;
+    size_ = st.st_size;
+    mtime_ns_ = mtime_ns(st);
+    return true;
+}
+
+bool HoldList::holds(const std::string& name) const {
+    if (!configured()) return false;
+    if (!readable_) return true;
+    const std::string paths[2] = {directory_ + "/" + name,
+                                  real_directory_.empty() ? std::string() : real_directory_ + "/" + name};
+    for (const std::string& path : paths) {
+        if (path.empty()) continue;
+        for (const Entry& e : entries_) {
+            if (e.glob) {
+                if (::fnmatch(e.pattern.c_str(), path.c_str(), FNM_PATHNAME) == 0) return true;
+                // A pattern naming directories holds what is below them.
+                const std::string below = e.pattern + "/*";
+                if (::fnmatch(below.c_str(), path.c_str(), 0) == 0) return true;
+            } else if (path == e.pattern || (path.size() > e.pattern.size() && path.starts_with(e.pattern) &&
+                                             (e.pattern == "/" || path[e.pattern.size()] == '/'))) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+// --- RetentionManager -----------------------------------------------------------------
+
+RetentionManager::RetentionManager(const OutputConfig& config, int dir_fd, RetentionEnvironment environment,
+                                   RetentionCounters& counters)
+    : config_(config),
+      dir_fd_(dir_fd),
+      env_(std::move(environment)),
+      counters_(counters),
+      hold_(config.retention.hold_file, config.directory) {}
+
+bool RetentionManager::enabled() const {
+    const RetentionConfig& r = config_.retention;
+    return r.max_bytes > 0 || r.max_percent > 0 || r.min_free_bytes > 0 || r.max_age_s > 0;
+}
+
+void RetentionManager::add(FinishedFile file) {
+    const std::lock_guard lock(pending_mutex_);
+    pending_.push_back(std::move(file));
+}
+
+void RetentionManager::request_room(uint64_t bytes) {
+    const std::lock_guard lock(pending_mutex_);
+    room_requested_ = std::max(room_requested_, std::max<uint64_t>(bytes, 1));
+}
+
+std::optional<FilesystemSpace> RetentionManager::filesystem() const {
+    if (env_.filesystem) return env_.filesystem();
+    struct statvfs fs {};
+    if (::fstatvfs(dir_fd_, &fs) != 0) return std::nullopt;
+    return FilesystemSpace{uint64_t{fs.f_bavail} * fs.f_frsize, uint64_t{fs.f_blocks} * fs.f_frsize};
+}
+
+void RetentionManager::insert(FinishedFile file) {
+    erase(file.name);
+    first_ns_by_name_[file.name] = file.first_ns;
+    stored_bytes_ += file.bytes;
+    Key key{file.first_ns, file.name};
+    by_age_.emplace(std::move(key), std::move(file));
+    held_dirty_ = true;
+}
+
+void RetentionManager::erase(const std::string& name) {
+    const auto it = first_ns_by_name_.find(name);
+    if (it == first_ns_by_name_.end()) return;
+    const auto node = by_age_.find(Key{it->second, name});
+    if (node != by_age_.end()) {
+        stored_bytes_ -= std::min(stored_bytes_, node->second.bytes);
+        by_age_.erase(node);
+    }
+    first_ns_by_name_.erase(it);
+    held_dirty_ = true;
+}
+
+void RetentionManager::scan() {
+    scanned_ = true;
+    const int fd = ::openat(dir_fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* dir = fd < 0 ? nullptr : ::fdopendir(fd);
+    if (dir == nullptr) {
+        if (fd >= 0) ::close(fd);
+        spdlog::error("retention: cannot list {}: {}; only files finished from now on are managed",
+                      config_.directory, errno_text(errno));
+        return;
+    }
+    std::vector<std::string> names;
+    while (const dirent* entry = ::readdir(dir))
+        if (is_capture_name(entry->d_name)) names.emplace_back(entry->d_name);
+    ::closedir(dir);
+
+    for (const std::string& name : names) {
+        if (first_ns_by_name_.contains(name)) continue;  // reported by the writer meanwhile
+        struct stat st {};
+        if (::fstatat(dir_fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        FinishedFile f;
+        f.name = name;
+        f.bytes = static_cast<uint64_t>(st.st_size);
+        for (const char* sidecar : kSidecars) {
+            struct stat side {};
+            if (::fstatat(dir_fd_, (name + sidecar).c_str(), &side, AT_SYMLINK_NOFOLLOW) == 0)
+                f.bytes += static_cast<uint64_t>(side.st_size);
+        }
+        const uint64_t mtime = static_cast<uint64_t>(std::max<int64_t>(mtime_ns(st), 0));
+        if (Result<Manifest> m = read_manifest(dir_fd_, name); m && m->packets > 0) {
+            f.first_ns = m->first_ns;
+            f.last_ns = m->last_ns;
+        } else {
+            f.first_ns = f.last_ns = mtime;
+            UniqueFd file(::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+            if (file) {
+                const CaptureScan s = scan_capture(file.get(), ScanOptions{.first_packet_only = true});
+                if (s.io.ok() && s.packets > 0) f.first_ns = std::min(s.first_ns, mtime);
+            }
+        }
+        insert(std::move(f));
+    }
+    spdlog::info("retention: {} finished capture files in {} ({}){}", by_age_.size(), config_.directory,
+                 human(stored_bytes_), enabled() ? "" : "; no retention limits set, nothing will be deleted");
+}
+
+bool RetentionManager::remove_files(const FinishedFile& file) {
+    if (::unlinkat(dir_fd_, file.name.c_str(), 0) != 0 && errno != ENOENT) {
+        if (delete_failed_logged_.insert(file.name).second)
+            spdlog::error("retention: cannot delete {}/{}: {}", config_.directory, file.name, errno_text(errno));
+        return false;
+    }
+    for (const char* sidecar : kSidecars) {
+        const std::string side = file.name + sidecar;
+        if (::unlinkat(dir_fd_, side.c_str(), 0) != 0 && errno != ENOENT)
+            spdlog::warn("retention: cannot delete {}/{}: {}", config_.directory, side, errno_text(errno));
+    }
+    delete_failed_logged_.erase(file.name);
+    held_logged_.erase(file.name);
+    return true;
+}
+
+void RetentionManager::enforce(uint64_t now_ns) {
+    std::vector<FinishedFile> pending;
+    uint64_t room = 0;
+    {
+        const std::lock_guard lock(pending_mutex_);
+        pending.swap(pending_);
+        room = std::exchange(room_requested_, 0);
+    }
+    for (FinishedFile& f : pending) insert(std::move(f));
+    if (!scanned_) scan();
+
+    if (hold_.configured() && hold_.refresh()) {
+        held_dirty_ = true;
+        if (!hold_.readable()) {
+            spdlog::error("retention: legal hold list {}; deleting nothing until it can be read",
+                          hold_.problem());
+            hold_unreadable_logged_ = true;
+        } else {
+            spdlog::info("retention: legal hold list {}: {} entries", config_.retention.hold_file, hold_.entries());
+            hold_unreadable_logged_ = false;
+        }
+    }
+
+    const RetentionConfig& r = config_.retention;
+    const bool active = enabled();
+    if (room > 0 && !active && !room_without_budget_logged_) {
+        spdlog::warn("retention: the output filesystem is full, but output.retention sets no limit, so no capture "
+                     "file is deleted; packets are counted as disk_full until space is freed");
+        room_without_budget_logged_ = true;
+    }
+
+    if (active) {
+        // Plain values rather than an optional: GCC 12 sees a maybe-uninitialized read in the latter.
+        FilesystemSpace space{};
+        bool have_fs = false;
+        if (r.max_percent > 0 || r.min_free_bytes > 0 || room > 0) {
+            if (const std::optional<FilesystemSpace> probed = filesystem()) {
+                space = *probed;
+                have_fs = true;
+            }
+        }
+        const FilesystemSpace* fs = have_fs ? &space : nullptr;
+        const InProgressBytes open = env_.in_progress ? env_.in_progress() : InProgressBytes{};
+        uint64_t used = stored_bytes_ + std::max(open.reserved, open.actual);
+        uint64_t limit = UINT64_MAX;
+        if (r.max_bytes > 0) limit = r.max_bytes;
+        if (r.max_percent > 0 && fs)
+            limit = std::min(limit, static_cast<uint64_t>(std::floor(static_cast<double>(fs->size_bytes) * r.max_percent / 100.0)));
+        // Free space once the files being written reach their reserved size.
+        const uint64_t growth = std::max(open.reserved, open.actual) - open.actual;
+        uint64_t free = fs ? fs->free_bytes - std::min(fs->free_bytes, growth) : UINT64_MAX;
+        const uint64_t free_wanted = std::max<uint64_t>(r.min_free_bytes, room > 0 ? room : 0);
+        const uint64_t cutoff = r.max_age_s > 0 && now_ns > r.max_age_s * kSecond ? now_ns - r.max_age_s * kSecond : 0;
+        // A full disk although statvfs shows room (quota, inodes): one file, at most once a second.
+        bool force_one = room > 0 && fs && fs->free_bytes >= room && now_ns - last_forced_ns_ >= kSecond;
+        if (force_one) last_forced_ns_ = now_ns;
+
+        const auto over_bytes = [&] { return used > limit; };
+        const auto short_of_free = [&] { return fs && free_wanted > 0 && free < free_wanted; };
+
+        bool blocked_by_hold = false;
+        for (auto it = by_age_.begin(); it != by_age_.end();) {
+            const FinishedFile& f = it->second;
+            const bool expired = cutoff > 0 && f.last_ns < cutoff;
+            std::string reason;
+            if (over_bytes())
+                reason = r.max_bytes > 0 && limit == r.max_bytes ? "max_bytes" : "max_percent";
+            else if (short_of_free())
+                reason = room > 0 && free_wanted > r.min_free_bytes ? "disk full" : "min_free_bytes";
+            else if (force_one)
+                reason = "disk full";
+            else if (expired)
+                reason = "max_age";
+            if (reason.empty()) {
+                // Nothing is over budget; later files start later, so none of them can be
+                // expired once this one starts after the cutoff.
+                if (cutoff == 0 || f.first_ns >= cutoff) break;
+                ++it;
+                continue;
+            }
+            if (hold_.holds(f.name)) {
+                if (hold_.readable() && held_logged_.insert(f.name).second)
+                    spdlog::info("retention: {} is on the legal hold list; not deleted ({})", f.name, reason);
+                blocked_by_hold = true;
+                ++it;
+                continue;
+            }
+            const FinishedFile victim = f;
+            if (!remove_files(victim)) {
+                ++it;
+                continue;
+            }
+            ++it;
+            erase(victim.name);
+            used -= std::min(used, victim.bytes);
+            if (free != UINT64_MAX) free += victim.bytes;
+            force_one = false;
+            counters_.deleted_files.fetch_add(1, std::memory_order_relaxed);
+            counters_.deleted_bytes.fetch_add(victim.bytes, std::memory_order_relaxed);
+            const std::string budget =
+                reason == "max_age"           ? "last packet " + format_utc_ns(victim.last_ns) + " older than " +
+                                                   std::to_string(r.max_age_s) + " s"
+                : reason == "min_free_bytes" || reason == "disk full"
+                    ? "free " + human(fs ? fs->free_bytes : 0) + ", want " + human(free_wanted)
+                    : "using " + human(used + victim.bytes) + " of " + human(limit);
+            spdlog::info("retention: deleted {}/{} ({}, packets {} .. {}): {} ({})", config_.directory, victim.name,
+                         human(victim.bytes), format_utc_ns(victim.first_ns), format_utc_ns(victim.last_ns), reason,
+                         budget);
+        }
+
+        const bool unmet = over_bytes() || short_of_free();
+        counters_.budget_unmet.store(unmet ? 1 : 0, std::memory_order_relaxed);
+        if (unmet && !unmet_logged_) {
+            const std::string what = over_bytes() ? "using " + human(used) + " of " + human(limit)
+                                                  : "free " + human(free) + ", want " + human(free_wanted);
+            spdlog::warn("retention: cannot meet the limits ({}): {}", what,
+                         blocked_by_hold  ? (hold_.readable() ? "the remaining files are on the legal hold list"
+                                                              : "the legal hold list cannot be read")
+                         : by_age_.empty() ? "no finished file is left to delete (the files being written need the room)"
+                                           : "finished files could not be deleted");
+            unmet_logged_ = true;
+        } else if (!unmet && unmet_logged_) {
+            spdlog::info("retention: within the limits again");
+            unmet_logged_ = false;
+        }
+    } else {
+        counters_.budget_unmet.store(0, std::memory_order_relaxed);
+    }
+    if (room == 0 && room_without_budget_logged_ && !active) {
+        // A new full-disk episode logs again; without requests for a while it is over.
+        room_without_budget_logged_ = false;
+    }
+    publish();
+}
+
+void RetentionManager::publish() {
+    if (held_dirty_) {
+        held_files_ = 0;
+        if (hold_.configured())
+            for (const auto& [key, f] : by_age_) held_files_ += hold_.holds(f.name) ? 1 : 0;
+        held_dirty_ = false;
+    }
+    counters_.files.store(by_age_.size(), std::memory_order_relaxed);
+    counters_.bytes.store(stored_bytes_, std::memory_order_relaxed);
+    counters_.held_files.store(held_files_, std::memory_order_relaxed);
+    counters_.oldest_packet_ns.store(by_age_.empty() ? 0 : by_age_.begin()->second.first_ns, std::memory_order_relaxed);
+}
+
+std::vector<FinishedFile> RetentionManager::files() const {
+    std::vector<FinishedFile> out;
+    out.reserve(by_age_.size());
+    for (const auto& [key, f] : by_age_) out.push_back(f);
+    return out;
+}
+
+// --- RetentionService -----------------------------------------------------------------
+
+RetentionService::RetentionService(const OutputConfig& config, int dir_fd, RetentionEnvironment environment,
+                                   RetentionCounters& counters)
+    : manager_(config, dir_fd, std::move(environment), counters) {}
+
+RetentionService::~RetentionService() { stop(); }
+
+void RetentionService::start() {
+    if (thread_.joinable()) return;
+    thread_ = std::thread([this] { run(); });
+    pthread_setname_np(thread_.native_handle(), "lc-retention");
+}
+
+void RetentionService::stop() {
+    {
+        const std::lock_guard lock(mutex_);
+        if (stopping_) return;
+        stopping_ = true;
+    }
+    cv_.notify_one();
+    if (thread_.joinable()) thread_.join();
+}
+
+void RetentionService::add(FinishedFile file) {
+    manager_.add(std::move(file));
+    kick();
+}
+
+void RetentionService::request_room(uint64_t bytes) {
+    manager_.request_room(bytes);
+    kick();
+}
+
+void RetentionService::kick() {
+    {
+        const std::lock_guard lock(mutex_);
+        kicked_ = true;
+    }
+    cv_.notify_one();
+}
+
+void RetentionService::run() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+        cv_.wait_for(lock, kPeriod, [this] { return kicked_ || stopping_; });
+        const bool last = stopping_;
+        kicked_ = false;
+        lock.unlock();
+        manager_.enforce(realtime_now_ns());
+        lock.lock();
+        if (last) return;
+    }
+}
+
+}  // namespace linecap

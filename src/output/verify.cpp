@@ -1,0 +1,288 @@
+#include "output/verify.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "config/values.hpp"
+#include "output/capture_scan.hpp"
+#include "output/file_naming.hpp"
+#include "output/manifest.hpp"
+#include "output/unique_fd.hpp"
+
+namespace linecap {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFindings = 1;
+constexpr int kExitUsage = 64;
+
+bool is_capture_name(const std::string& name) {
+    return !name.empty() && name[0] != '.' && (name.ends_with(".pcap") || name.ends_with(".pcapng"));
+}
+
+std::string seconds_text(uint64_t ns) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f s", static_cast<double>(ns) / 1e9);
+    return text;
+}
+
+// A manifest that agrees with its file, as far as the chain of a stream is concerned.
+struct Link {
+    std::string file;
+    Manifest manifest;
+};
+
+uint64_t run_order(const std::string& run) {
+    uint64_t v = 0;
+    for (const char c : run) {
+        if (c < '0' || c > '9') return 0;
+        v = v * 10 + static_cast<uint64_t>(c - '0');
+    }
+    return v;
+}
+
+void check_stream(const std::string& stream, std::vector<Link>& links, const VerifyOptions& options,
+                  VerifyReport& report, const std::function<void(const std::string&)>& out) {
+    std::sort(links.begin(), links.end(), [](const Link& a, const Link& b) {
+        const uint64_t ra = run_order(a.manifest.run), rb = run_order(b.manifest.run);
+        if (ra != rb) return ra < rb;
+        if (a.manifest.run != b.manifest.run) return a.manifest.run < b.manifest.run;
+        return a.manifest.seq.value_or(0) < b.manifest.seq.value_or(0);
+    });
+    const auto gap = [&](const std::string& text) {
+        ++report.gaps;
+        out("GAP " + stream + ": " + text);
+    };
+    for (size_t i = 1; i < links.size(); ++i) {
+        const Manifest& prev = links[i - 1].manifest;
+        const Manifest& next = links[i].manifest;
+        if (prev.run == next.run) {
+            const uint64_t a = prev.seq.value_or(0), b = next.seq.value_or(0);
+            if (b == a) {
+                gap("two files claim sequence " + std::to_string(b) + " of run " + next.run + ": " + links[i - 1].file +
+                    ", " + links[i].file);
+            } else if (b > a + 1) {
+                gap(std::to_string(b - a - 1) + " file(s) missing (sequence " + std::to_string(a + 1) +
+                    (b - a > 2 ? ".." + std::to_string(b - 1) : "") + " of run " + next.run + ") between " +
+                    links[i - 1].file + " and " + links[i].file + ": no capture from " +
+                    format_utc_ns(prev.span_end_ns.value_or(prev.last_ns)) + " to " +
+                    format_utc_ns(next.span_start_ns.value_or(next.first_ns)));
+            } else if (options.max_gap_ns > 0 && next.packets > 0 && prev.packets > 0 &&
+                       next.first_ns > prev.last_ns && next.first_ns - prev.last_ns > options.max_gap_ns) {
+                gap("no packet for " + seconds_text(next.first_ns - prev.last_ns) + " between " + links[i - 1].file +
+                    " and " + links[i].file + " (files are consecutive; the traffic paused)");
+            }
+            continue;
+        }
+        // Another run: the daemon was stopped (or died) in between.
+        std::string text = "the daemon was not capturing between " +
+                           format_utc_ns(prev.span_end_ns.value_or(prev.last_ns)) + " (run " + prev.run + ", " +
+                           links[i - 1].file + ") and " +
+                           (next.seq.value_or(0) == 0 && next.span_start_ns
+                                ? format_utc_ns(*next.span_start_ns) + " (start of run " + next.run + ")"
+                                : "run " + next.run + " (its first " + std::to_string(next.seq.value_or(0)) +
+                                      " file(s) are missing; " + links[i].file + " starts at " +
+                                      format_utc_ns(next.first_ns) + ")");
+        gap(text);
+    }
+}
+
+}  // namespace
+
+Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::function<void(const std::string&)>& out) {
+    UniqueFd dir_fd(::open(options.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir_fd) return runtime_error(options.directory + ": " + errno_text(errno));
+    DIR* dir = ::fdopendir(::dup(dir_fd.get()));
+    if (dir == nullptr) return runtime_error(options.directory + ": " + errno_text(errno));
+    std::set<std::string> captures, manifests;
+    VerifyReport report;
+    while (const dirent* entry = ::readdir(dir)) {
+        const std::string name = entry->d_name;
+        if (is_capture_name(name)) captures.insert(name);
+        else if (capture_name_of_manifest(name)) manifests.insert(name);
+        else if (final_name_of_in_progress(name)) ++report.in_progress;
+    }
+    ::closedir(dir);
+
+    std::map<std::string, std::vector<Link>> streams;
+    for (const std::string& name : captures) {
+        struct stat st {};
+        if (::fstatat(dir_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        ++report.files;
+        UniqueFd fd(::openat(dir_fd.get(), name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+        if (!fd) {
+            ++report.invalid;
+            out("INVALID " + name + ": " + errno_text(errno));
+            continue;
+        }
+        const CaptureScan scan = scan_capture(fd.get(), ScanOptions{.hash = true});
+        if (!scan.io.ok()) {
+            ++report.invalid;
+            out("INVALID " + name + ": " + scan.io.message());
+            continue;
+        }
+        bool file_ok = true;
+        if (!scan.header_valid) {
+            ++report.invalid;
+            file_ok = false;
+            out("INVALID " + name + ": " + scan.header_problem);
+        } else if (!scan.complete()) {
+            ++report.invalid;
+            file_ok = false;
+            out("INVALID " + name + ": only the first " + std::to_string(scan.valid_bytes) + " of " +
+                std::to_string(scan.file_bytes) + " bytes are complete records (" + std::to_string(scan.packets) +
+                " packets)");
+        }
+
+        const std::string mname = manifest_name(name);
+        if (!manifests.contains(mname)) {
+            ++report.missing_manifests;
+            out("NO-MANIFEST " + name);
+            continue;
+        }
+        manifests.erase(mname);
+        Result<Manifest> m = read_manifest(dir_fd.get(), name);
+        if (!m) {
+            ++report.bad_manifests;
+            out("BAD-MANIFEST " + m.error().message);
+            continue;
+        }
+        std::vector<std::string> diffs;
+        const auto differ = [&](const char* field, const std::string& actual, const std::string& expected) {
+            if (actual != expected) diffs.push_back(std::string(field) + " " + actual + " (manifest: " + expected + ")");
+        };
+        differ("file", name, m->file);
+        differ("size", std::to_string(scan.file_bytes), std::to_string(m->size));
+        differ("sha256", scan.sha256, m->sha256);
+        if (scan.header_valid) {
+            differ("format", to_string(scan.format), m->format);
+            differ("packets", std::to_string(scan.packets), std::to_string(m->packets));
+            if (scan.packets > 0 || m->packets > 0) {
+                differ("first_ns", std::to_string(scan.first_ns), std::to_string(m->first_ns));
+                differ("last_ns", std::to_string(scan.last_ns), std::to_string(m->last_ns));
+            }
+        }
+        if (!diffs.empty()) {
+            ++report.mismatched;
+            std::string line = "MISMATCH " + name + ":";
+            for (const std::string& d : diffs) line += " " + d + ";";
+            line.pop_back();
+            out(line);
+            continue;
+        }
+        if (!file_ok) continue;
+        ++report.verified;
+        if (options.verbose)
+            out("ok " + name + " (" + std::to_string(scan.packets) + " packets, " + format_utc_ns(scan.first_ns) +
+                " .. " + format_utc_ns(scan.last_ns) + ")");
+        if (m->recovered) {
+            ++report.recovered;
+            out("RECOVERED " + name + ": finished by crash recovery; packets the daemon held in memory at the crash "
+                "are not in it (how many is unknown)");
+        }
+        if (m->drops && m->drops->total() > 0) {
+            ++report.losses;
+            out("LOSS " + name + ": " + std::to_string(m->drops->total()) +
+                " packets dropped in this file's span (writer_full=" + std::to_string(m->drops->writer_full) +
+                " write_error=" + std::to_string(m->drops->write_error) +
+                " disk_full=" + std::to_string(m->drops->disk_full) + ")");
+        }
+        if (m->stream && !m->run.empty() && m->seq) {
+            const std::string stream = m->stream->port + ":" + std::to_string(m->stream->queue);
+            streams[stream].push_back(Link{name, std::move(m.value())});
+        }
+    }
+    for (const std::string& orphan : manifests) {
+        ++report.orphan_manifests;
+        out("ORPHAN " + orphan + ": its capture file " + *capture_name_of_manifest(orphan) + " is missing");
+    }
+    for (auto& [stream, links] : streams) check_stream(stream, links, options, report, out);
+
+    if (report.in_progress > 0)
+        out("note: " + std::to_string(report.in_progress) +
+            " in-progress file(s): being written, or left by a crash until the daemon's next start");
+    out("verify " + options.directory + ": " + std::to_string(report.files) + " capture files, " +
+        std::to_string(report.verified) + " match their manifests; " + std::to_string(report.mismatched) +
+        " mismatched, " + std::to_string(report.invalid) + " invalid, " + std::to_string(report.missing_manifests) +
+        " without manifest, " + std::to_string(report.bad_manifests) + " bad manifests, " +
+        std::to_string(report.orphan_manifests) + " orphan manifests, " + std::to_string(report.losses) +
+        " with losses, " + std::to_string(report.recovered) + " recovered, " + std::to_string(report.gaps) +
+        " gaps: " + (report.findings() == 0 ? "OK" : "FINDINGS"));
+    return report;
+}
+
+int verify_command(int argc, char** argv) {
+    const auto usage = [](FILE* f) {
+        std::fprintf(f,
+                     "Usage: linecapd verify [--max-gap DURATION] [--verbose] DIR\n"
+                     "\n"
+                     "Checks every finished capture file in DIR against its manifest (size, SHA-256,\n"
+                     "packets, first and last packet time), and reports files without manifest,\n"
+                     "manifests without file, drops recorded in manifests, files recovered after a\n"
+                     "crash, and gaps per stream (missing files, the daemon not running; with\n"
+                     "--max-gap also pauses in the traffic longer than DURATION, e.g. 10s or 5m).\n"
+                     "One line per finding, then a summary. Exit: 0 no findings, 1 findings, 64 usage.\n");
+    };
+    VerifyOptions options;
+    std::vector<std::string> positional;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "-h" || arg == "--help") {
+            usage(stdout);
+            return kExitOk;
+        }
+        if (arg == "-v" || arg == "--verbose") {
+            options.verbose = true;
+        } else if (arg == "--max-gap" || arg.starts_with("--max-gap=")) {
+            std::string value;
+            if (arg == "--max-gap") {
+                if (i + 1 >= argc) {
+                    std::fprintf(stderr, "linecapd verify: --max-gap needs a duration\n");
+                    return kExitUsage;
+                }
+                value = argv[++i];
+            } else {
+                value = arg.substr(std::string("--max-gap=").size());
+            }
+            const Result<uint64_t> seconds = parse_duration(value);
+            if (!seconds || seconds.value() == 0) {
+                std::fprintf(stderr, "linecapd verify: --max-gap: expected a duration like 30s or 5m, got '%s'\n",
+                             value.c_str());
+                return kExitUsage;
+            }
+            options.max_gap_ns = seconds.value() * 1000000000ull;
+        } else if (arg.starts_with("-") && arg != "-") {
+            std::fprintf(stderr, "linecapd verify: unknown option '%s'\n", arg.c_str());
+            usage(stderr);
+            return kExitUsage;
+        } else {
+            positional.push_back(arg);
+        }
+    }
+    if (positional.size() != 1) {
+        usage(stderr);
+        return kExitUsage;
+    }
+    options.directory = positional[0];
+    const Result<VerifyReport> report = verify_directory(options, [](const std::string& line) {
+        std::fputs(line.c_str(), stdout);
+        std::fputc('\n', stdout);
+    });
+    std::fflush(stdout);
+    if (!report) {
+        std::fprintf(stderr, "linecapd verify: %s\n", report.error().message.c_str());
+        return kExitFindings;
+    }
+    return report->findings() == 0 ? kExitOk : kExitFindings;
+}
+
+}  // namespace linecap

@@ -1,0 +1,63 @@
+// `linecapd verify DIR`: checks a capture directory against its manifests.
+//
+// For every finished capture file (*.pcap, *.pcapng; hidden in-progress files are only
+// counted): the file is read back completely (every record/block complete and
+// plausible) and re-hashed, and size, SHA-256, packet count and first/last packet time
+// are compared with its manifest. Then, per stream (port, queue) and daemon run, the
+// manifests' sequence numbers and spans show files that are missing, and runs that do not
+// follow each other show when the daemon was not capturing.
+//
+// One line per finding, then one summary line (stdout):
+//   MISMATCH F: …        the file differs from its manifest (which fields, both values)
+//   INVALID F: …         the file does not read back completely (partial record, …)
+//   NO-MANIFEST F        a capture file without manifest
+//   BAD-MANIFEST F: …    a manifest that cannot be read or parsed
+//   ORPHAN M             a manifest whose capture file is missing
+//   LOSS F: …            packets of the stream were dropped during the file's span
+//   RECOVERED F: …       finished by crash recovery: what was in flight is missing
+//   GAP port:queue: …    files missing from a stream, the daemon not running between two
+//                        runs, or (with --max-gap) no packet for longer than that
+// With --verbose also "ok F (…)" for every file that matches.
+//
+// Exit status: 0 no findings, 1 findings (or the directory cannot be read), 64 usage.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "util/result.hpp"
+
+namespace linecap {
+
+struct VerifyOptions {
+    std::string directory;
+    uint64_t max_gap_ns = 0;   // 0: no time-gap check
+    bool verbose = false;
+};
+
+struct VerifyReport {
+    size_t files = 0;               // finished capture files
+    size_t verified = 0;            // files that match their manifest
+    size_t mismatched = 0;
+    size_t invalid = 0;
+    size_t missing_manifests = 0;
+    size_t bad_manifests = 0;
+    size_t orphan_manifests = 0;
+    size_t losses = 0;              // files with drops in their span
+    size_t recovered = 0;
+    size_t gaps = 0;
+    size_t in_progress = 0;         // hidden files being written (not a finding)
+
+    size_t findings() const {
+        return mismatched + invalid + missing_manifests + bad_manifests + orphan_manifests + losses + recovered + gaps;
+    }
+};
+
+// Writes the finding lines and the summary through `out` (one line each, no newline).
+Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::function<void(const std::string&)>& out);
+
+// The command line: argv[0] is "verify". Returns the exit status.
+int verify_command(int argc, char** argv);
+
+}  // namespace linecap

@@ -1,0 +1,232 @@
+// Manifests: the JSON format (round trip, what a parser rejects), and what the writer
+// puts in them — the SHA-256 of exactly the bytes on disk, packet count and times, the
+// stream, the run and sequence, touching spans, and the drops of the file's span.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "linecap_build.h"
+#include "output/manifest.hpp"
+#include "output/sha256.hpp"
+#include "output/writer.hpp"
+#include "output_test_support.hpp"
+
+namespace linecap {
+namespace {
+
+using test::FakeWorker;
+using test::Packet;
+
+constexpr uint64_t kT0 = 1700000000ull * 1000000000ull;
+constexpr uint64_t kSecond = 1000000000ull;
+constexpr uint32_t kSnaplen = 262144;
+
+Manifest full_manifest() {
+    Manifest m;
+    m.file = "20231114T221320.000000000Z-p0-q2.pcap";
+    m.format = "pcap";
+    m.size = 123456;
+    m.sha256 = std::string(64, 'a');
+    m.packets = 99;
+    m.first_ns = kT0;
+    m.last_ns = kT0 + 5;
+    m.drops = ManifestDrops{1, 2, 3};
+    m.received = 105;
+    m.filtered = 0;
+    m.span_start_ns = kT0 - 10;
+    m.span_end_ns = kT0 + 10;
+    m.stream = ManifestStream{"p0", 4, 2};
+    m.run = "1700000000000000000";
+    m.seq = 17;
+    m.linecap_version = "0.1.0";
+    return m;
+}
+
+TEST(ManifestFormat, RoundTrips) {
+    const Manifest m = full_manifest();
+    const std::string json = to_json(m);
+    const Result<Manifest> back = parse_manifest(json);
+    ASSERT_TRUE(back.ok()) << back.error().message << "\n" << json;
+    EXPECT_EQ(back.value(), m);
+    // The total comes before the breakdown, for simple readers (`linecap stats`).
+    EXPECT_LT(json.find("\"drops\": 6"), json.find("drops_by_reason"));
+    EXPECT_NE(json.find("\"first_time\": \"2023-11-14T22:13:20.000000000Z\""), std::string::npos) << json;
+
+    Manifest recovered;
+    recovered.file = "x \"quoted\"\\name\n.pcapng";
+    recovered.format = "pcapng";
+    recovered.sha256 = std::string(64, '0');
+    recovered.recovered = true;
+    const Result<Manifest> r = parse_manifest(to_json(recovered));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r.value(), recovered);
+    EXPECT_EQ(to_json(recovered).find("drops"), std::string::npos);  // unknown: absent
+}
+
+TEST(ManifestFormat, RejectsWhatItCannotTrust) {
+    EXPECT_FALSE(parse_manifest("").ok());
+    EXPECT_FALSE(parse_manifest("[]").ok());
+    EXPECT_FALSE(parse_manifest("{\"file\": \"x\"}").ok());
+    std::string json = to_json(full_manifest());
+    EXPECT_FALSE(parse_manifest(json.substr(0, json.size() / 2)).ok());
+    std::string wrong_total = json;
+    wrong_total.replace(wrong_total.find("\"drops\": 6"), 10, "\"drops\": 7");
+    EXPECT_NE(parse_manifest(wrong_total).error().message.find("drops"), std::string::npos);
+    std::string version = json;
+    version.replace(version.find("\"manifest_version\": 1"), 21, "\"manifest_version\": 9");
+    EXPECT_NE(parse_manifest(version).error().message.find("manifest_version"), std::string::npos);
+    std::string sha = json;
+    sha.replace(sha.find(std::string(64, 'a')), 64, "abc");
+    EXPECT_FALSE(parse_manifest(sha).ok());
+}
+
+TEST(ManifestFormat, Names) {
+    EXPECT_EQ(manifest_name("a.pcap"), "a.pcap.manifest");
+    EXPECT_EQ(capture_name_of_manifest("a.pcap.manifest"), "a.pcap");
+    EXPECT_EQ(capture_name_of_manifest(".a.pcap.manifest"), std::nullopt);
+    EXPECT_EQ(capture_name_of_manifest("a.pcap"), std::nullopt);
+    EXPECT_EQ(manifest_temp_name("a.pcap"), ".a.pcap.manifest.tmp");
+    EXPECT_TRUE(is_manifest_temp_name(".a.pcap.manifest.tmp"));
+    EXPECT_FALSE(is_manifest_temp_name("a.pcap.manifest"));
+    EXPECT_EQ(Sha256::of({}), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST(ManifestFormat, WrittenAtomically) {
+    test::TempDir dir;
+    const int fd = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    uint64_t bytes = 0;
+    EXPECT_TRUE(write_manifest(fd, full_manifest(), true, &bytes).ok());
+    EXPECT_EQ(dir.names(), std::vector<std::string>{manifest_name(full_manifest().file)});
+    EXPECT_EQ(bytes, test::read_file(dir.file(manifest_name(full_manifest().file))).size());
+    const Result<Manifest> back = read_manifest(fd, full_manifest().file);
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    EXPECT_EQ(back.value(), full_manifest());
+    ::close(fd);
+}
+
+class WriterManifestTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        config = test::test_output_config(dir.path());
+        config.manifest = true;
+    }
+    std::unique_ptr<Writer> make_writer(const std::string& directory) {
+        config.directory = directory;
+        StreamSpec spec{StreamId{"p0", 2, 5}, 0, kSnaplen};
+        spec.capture_counts = [this] { return CaptureCounts{0, filtered.load(), writer_full.load()}; };
+        auto created = Writer::create(config, {spec}, heap_block_memory());
+        EXPECT_TRUE(created.ok());
+        return created.ok() ? std::move(created).value() : nullptr;
+    }
+
+    test::TempDir dir;
+    OutputConfig config;
+    std::atomic<uint64_t> filtered{0}, writer_full{0};
+};
+
+TEST_F(WriterManifestTest, EveryFinishedFileGetsOneThatMatchesIt) {
+    auto writer = make_writer(dir.path());
+    ASSERT_TRUE(writer);
+    const uint64_t before = static_cast<uint64_t>(time(nullptr)) * kSecond;
+    ASSERT_TRUE(writer->start().ok());
+    FakeWorker worker(writer->stream(0));
+    std::vector<std::vector<Packet>> sent;
+    for (int i = 0; i < 3; ++i) {
+        sent.push_back(test::make_packets(30 + i, kT0 + i * kSecond));
+        if (i == 1) filtered = 4;
+        worker.send_block(sent.back(), true);
+        ASSERT_TRUE(test::wait_until([&] { return writer->counters(0).files_finalised.load() == uint64_t(i) + 1; }));
+    }
+    writer->stop();
+
+    const auto names = test::pcap_files(dir);
+    ASSERT_EQ(names.size(), 3u);
+    EXPECT_EQ(dir.names().size(), 6u) << ::testing::PrintToString(dir.names());  // no temporaries
+    const int fd = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    std::vector<Manifest> ms;
+    for (size_t i = 0; i < names.size(); ++i) {
+        SCOPED_TRACE(names[i]);
+        const Result<Manifest> m = read_manifest(fd, names[i]);
+        ASSERT_TRUE(m.ok()) << m.error().message;
+        const auto bytes = test::read_file(dir.file(names[i]));
+        EXPECT_EQ(m->file, names[i]);
+        EXPECT_EQ(m->format, "pcap");
+        EXPECT_EQ(m->size, bytes.size());
+        EXPECT_EQ(m->sha256, Sha256::of(bytes));
+        EXPECT_EQ(m->packets, sent[i].size());
+        EXPECT_EQ(m->first_ns, sent[i].front().ts_ns);
+        EXPECT_EQ(m->last_ns, sent[i].back().ts_ns);
+        ASSERT_TRUE(m->drops);
+        EXPECT_EQ(m->drops->total(), 0u);
+        EXPECT_EQ(m->filtered, i == 1 ? 4u : 0u);
+        EXPECT_EQ(m->received, sent[i].size() + (i == 1 ? 4u : 0u));
+        EXPECT_EQ(m->stream, (ManifestStream{"p0", 2, 5}));
+        EXPECT_EQ(m->seq, i);
+        EXPECT_FALSE(m->recovered);
+        EXPECT_EQ(m->linecap_version, LINECAP_VERSION);
+        ms.push_back(m.value());
+    }
+    ::close(fd);
+    EXPECT_FALSE(ms[0].run.empty());
+    EXPECT_GE(ms[0].span_start_ns.value_or(0), before);
+    for (size_t i = 1; i < ms.size(); ++i) {
+        EXPECT_EQ(ms[i].run, ms[0].run);
+        EXPECT_EQ(ms[i].span_start_ns, ms[i - 1].span_end_ns);  // spans touch
+    }
+}
+
+TEST_F(WriterManifestTest, DropsOfTheSpanByReason) {
+    std::string why;
+    auto mount = test::ScratchMount::mount("tmpfs", "size=1m", why);
+    if (!mount) GTEST_SKIP() << why;
+    auto writer = make_writer(mount->path());
+    ASSERT_TRUE(writer);
+    ASSERT_TRUE(writer->start().ok());
+    FakeWorker worker(writer->stream(0));
+    const std::string filler = mount->dir().file("filler");
+    test::write_file(filler, std::vector<uint8_t>(1 << 20, 1));
+    worker.send_block(test::make_packets(20, kT0));  // lost: disk full
+    ASSERT_TRUE(test::wait_until([&] { return writer->counters(0).disk_full_packets.load() == 20; }));
+    ASSERT_EQ(::unlink(filler.c_str()), 0);
+    writer_full = 3;
+    worker.send_block(test::make_packets(10, kT0 + kSecond), true);
+    ASSERT_TRUE(test::wait_until([&] { return writer->counters(0).files_finalised.load() == 1; }));
+    writer->stop();
+
+    const int fd = ::open(mount->path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const auto names = test::pcap_files(mount->dir());
+    ASSERT_EQ(names.size(), 1u);
+    const Result<Manifest> m = read_manifest(fd, names[0]);
+    ::close(fd);
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    EXPECT_EQ(m->packets, 10u);
+    EXPECT_EQ(m->drops, (ManifestDrops{3, 0, 20}));
+    EXPECT_EQ(m->received, 33u);
+}
+
+TEST_F(WriterManifestTest, WithDirectIoTheDigestIsOfTheFileNotThePadding) {
+    test::TempDir disk("/var/tmp");
+    config.o_direct = true;
+    auto writer = make_writer(disk.path());
+    ASSERT_TRUE(writer);
+    ASSERT_TRUE(writer->start().ok());
+    FakeWorker worker(writer->stream(0));
+    worker.send_block(test::make_packets(33, kT0));
+    worker.send_block(test::make_packets(17, kT0 + kSecond), true);
+    ASSERT_TRUE(test::wait_until([&] { return writer->counters(0).files_finalised.load() == 1; }));
+    writer->stop();
+    const auto names = test::pcap_files(disk);
+    ASSERT_EQ(names.size(), 1u);
+    const int fd = ::open(disk.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const Result<Manifest> m = read_manifest(fd, names[0]);
+    ::close(fd);
+    ASSERT_TRUE(m.ok());
+    EXPECT_EQ(m->sha256, Sha256::of(test::read_file(disk.file(names[0]))));
+}
+
+}  // namespace
+}  // namespace linecap

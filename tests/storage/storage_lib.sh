@@ -1,0 +1,77 @@
+# shellcheck shell=bash
+# tests/storage/storage_lib.sh: helpers shared by the storage integration tests (sourced
+# after tests/lib/common.sh).
+#
+#   mount_small_fs VAR SIZE      tmpfs of SIZE (e.g. 16m) on a new dir under $TEST_TMPDIR,
+#                                path in VAR; unmounted on exit (and by the reaper)
+#   storage_config FILE DEVICE QUEUES OUTDIR OUTPUT_YAML
+#                                a one-port config ("st"), EAL in memory, metrics on
+#                                $METRICS_LISTEN; OUTPUT_YAML is indented under output:
+#   dir_usage DIR                bytes of every regular file in DIR (hidden ones too)
+#   fs_free DIR                  free bytes of DIR's filesystem (statvfs f_bavail)
+#   storage_check ARGS…          tests/storage/storage_check.py
+#   count_finished DIR           finished capture files in DIR
+#   linecapd_verify DIR [ARGS…]  `linecapd verify`, output to $TEST_TMPDIR/verify.out;
+#                                returns its exit status
+STORAGE_CHECK="$LINECAP_SRC/tests/storage/storage_check.py"
+
+mount_small_fs() {
+    local var=${1:?mount_small_fs VAR SIZE} size=${2:?mount_small_fs VAR SIZE} dir
+    [[ -n $TEST_TMPDIR ]] || make_tmpdir
+    dir=$(mktemp -d "$TEST_TMPDIR/fs.XXXXXX")
+    mount -t tmpfs -o "size=$size,mode=0755" tmpfs "$dir" || skip "cannot mount a tmpfs (needs root)"
+    on_exit "umount -l '$dir' 2>/dev/null || true"
+    _lc_reaper_add "umount -l '$dir'"
+    printf -v "$var" '%s' "$dir"
+}
+
+storage_config() {
+    local file=$1 device=$2 queues=$3 outdir=$4 output_yaml=$5
+    METRICS_LISTEN=${METRICS_LISTEN:-127.0.0.1:$(free_tcp_port)}
+    export METRICS_LISTEN
+    {
+        cat <<EOF2
+eal:
+  lcores: "0-1"
+ports:
+  - name: st
+    device: "$device"
+    rx_queues: $queues
+    rx_descriptors: 2048
+output:
+  directory: "$outdir"
+EOF2
+        printf '%s\n' "$output_yaml" | sed 's/^/  /'
+        cat <<EOF2
+metrics:
+  enabled: true
+  listen: "$METRICS_LISTEN"
+log:
+  level: info
+EOF2
+    } >"$file"
+}
+
+dir_usage() {
+    local total=0 s
+    for s in $(find "$1" -maxdepth 1 -type f -printf '%s\n' 2>/dev/null); do total=$((total + s)); done
+    echo "$total"
+}
+
+fs_free() { stat -f -c '%a %S' "$1" | awk '{ print $1 * $2 }'; }
+
+storage_check() { python3 "$STORAGE_CHECK" "$@"; }
+
+count_finished() { find "$1" -maxdepth 1 -type f \( -name '*.pcap' -o -name '*.pcapng' \) ! -name '.*' | wc -l; }
+
+linecapd_verify() {
+    local rc=0
+    "$LINECAPD" verify "$@" >"$TEST_TMPDIR/verify.out" 2>&1 || rc=$?
+    return "$rc"
+}
+
+# af_packet on the capture veth, one or two queues; the large kernel ring absorbs
+# scheduling hiccups of a 2-core machine (as in tests/capture/live_test.sh).
+af_packet_device() {
+    echo "net_af_packet0,iface=$CAP_IF,qpairs=${1:-1},blocksz=4096,framesz=2048,framecnt=16384"
+}
