@@ -370,10 +370,17 @@ bool check_output_directory(const Config& config, Findings& f) {
         const uint64_t free_bytes = uint64_t(vfs.f_bavail) * vfs.f_frsize;
         const uint64_t need = config.output.rotate_size_bytes * 2;
         if (free_bytes < need) {
-            error(f, "output.directory " + dir + ": only " + std::to_string(free_bytes >> 20) +
-                         " MiB free, less than two rotated files (" + std::to_string(need >> 20) +
-                         " MiB); free space or lower output.rotate.size_mb");
-            return false;
+            const std::string what = "output.directory " + dir + ": only " + std::to_string(free_bytes >> 20) +
+                                     " MiB free, less than two rotated files (" + std::to_string(need >> 20) + " MiB)";
+            // With a retention budget the daemon makes room itself (a disk kept full by
+            // retention is its normal state), so a restart must not be refused.
+            const RetentionConfig& r = config.output.retention;
+            if (r.max_bytes || r.max_percent > 0 || r.min_free_bytes || r.max_age_s) {
+                warning(f, what + "; retention will delete the oldest files to make room");
+            } else {
+                error(f, what + "; free space or lower output.rotate.size_mb");
+                return false;
+            }
         }
     }
     return true;

@@ -334,13 +334,10 @@ void RetentionManager::enforce(uint64_t now_ns) {
                 reason = "disk full";
             else if (expired)
                 reason = "max_age";
-            if (reason.empty()) {
-                // Nothing is over budget; later files start later, so none of them can be
-                // expired once this one starts after the cutoff.
-                if (cutoff == 0 || f.first_ns >= cutoff) break;
-                ++it;
-                continue;
-            }
+            // Nothing over budget and this file not expired: stop, even if a later file
+            // (of another stream, ending earlier) is expired already, so that no kept
+            // file is ever older than a deleted one. It goes once this one has.
+            if (reason.empty()) break;
             if (hold_.holds(f.name)) {
                 if (hold_.readable() && held_logged_.insert(f.name).second)
                     spdlog::info("retention: {} is on the legal hold list; not deleted ({})", f.name, reason);

@@ -26,8 +26,11 @@
 //                   being written may still grow by
 //   max_age         a file whose LAST packet is older than this is deleted (so no packet
 //                   younger than max_age is ever deleted for age)
-// Deleting goes oldest first across all ports and queues; a capture file goes with its
-// manifest (NAME.manifest) and index (NAME.idx). Every deletion is logged.
+// Deleting goes strictly oldest first (by first packet) across all ports and queues — for
+// max_age too: an expired file waits for the older files before it (at most one rotation
+// interval), so every kept file is newer than every deleted one and the store never has
+// holes (except around held files). A capture file goes with its manifest
+// (NAME.manifest) and index (NAME.idx). Every deletion is logged.
 //
 // Disk full (ENOSPC/EDQUOT on a write): when any budget is set, the oldest files are
 // deleted until the free space reaches `room` (at least one file, at most one such

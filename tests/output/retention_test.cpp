@@ -173,6 +173,20 @@ TEST_F(RetentionTest, MaxAgeGoesByTheLastPacket) {
     EXPECT_EQ(counters.oldest_packet_ns.load(), 0u);
 }
 
+TEST_F(RetentionTest, MaxAgeNeverDeletesAFileBeforeAnOlderOne) {
+    capture("a-q0.pcap", kT0);
+    manifest("a-q0.pcap", kT0, kT0 + 40 * kSecond);  // still young at the end
+    capture("b-q1.pcap", kT0 + kSecond);
+    manifest("b-q1.pcap", kT0 + kSecond, kT0 + 5 * kSecond);  // expired, but starts later
+    config.retention.max_age_s = 30;
+    auto m = manager();
+    m->enforce(kT0 + 40 * kSecond);  // cutoff kT0 + 10 s
+    EXPECT_EQ(kept(*m), (std::vector<std::string>{"a-q0.pcap", "b-q1.pcap"}));
+    m->enforce(kT0 + 71 * kSecond);  // both expired: in order
+    EXPECT_TRUE(kept(*m).empty());
+    EXPECT_LT(log.text().find("a-q0.pcap"), log.text().find("b-q1.pcap"));
+}
+
 TEST_F(RetentionTest, TheLegalHoldListIsHonouredAndReloaded) {
     uint64_t size = 0;
     for (int i = 0; i < 6; ++i) size = capture("f" + std::to_string(i) + ".pcap", kT0 + i * kSecond);

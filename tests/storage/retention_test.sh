@@ -50,6 +50,9 @@ retention: $1"
     wait_for_linecapd "grep -q 'capture running' '$LINECAPD_LOG'" 60
 }
 runs=0
+# start_linecapd registers its kill on exit only when it picks the log itself; start()
+# names one log per run, so register it here.
+on_exit "_lc_kill_linecapd"
 
 # traffic PCAP PPS LOOPS: tcpreplay in the background while sampling; waits for its end.
 traffic() {
