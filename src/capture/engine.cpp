@@ -254,10 +254,10 @@ bool CaptureEngine::all_workers_polling() const {
 }
 
 void CaptureEngine::rotate_files() {
-    for (const auto& w : worker_views_) {
-        auto& control = const_cast<WorkerControl&>(*w.control);
-        control.rotate_requests.store(control.rotate_requests.load(std::memory_order_relaxed) + 1,
-                                      std::memory_order_relaxed);
+    // Only this (control) thread writes rotate_requests: load + store, no RMW needed.
+    for (size_t w = 0; w < worker_views_.size(); ++w) {
+        std::atomic<uint64_t>& requests = worker_controls_[w].rotate_requests;
+        requests.store(requests.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
 }
 
