@@ -32,6 +32,12 @@ import bench  # noqa: E402  (Proc, Janitor, scrape, msum, free_port, wait_until)
 NS = f"lc-rfc-{os.getpid()}"
 A = f"lcr{os.getpid()}a"   # capture side, root namespace
 B = f"lcr{os.getpid()}b"   # generator side, in NS
+# The same for linecapd and testpmd. busy_budget=0: no preferred busy polling. On a veth
+# the XDP program and the copy into the socket's ring run in the sender's softirq, on
+# the generator's CPU; the PMD's recvfrom() kicks then only take cycles from it
+# (measured here: the generator reaches 0.50-0.60 Mpps of 1024-byte frames into
+# testpmd with busy_budget=0, 0.45-0.48 with the default 64).
+XDP_ARGS = "start_queue=0,queue_count=1,busy_budget=0"
 
 
 def sh(*args, check=True):
@@ -89,7 +95,7 @@ class LinecapdTarget:
         os.makedirs(self.outdir, exist_ok=True)
         self.port = bench.free_port()
         if pmd == "af_xdp":
-            device = f"net_af_xdp0,iface={A},start_queue=0,queue_count=1"
+            device = f"net_af_xdp0,iface={A},{XDP_ARGS}"
         else:
             device = f"net_af_packet0,iface={A},qpairs=1,blocksz=4096,framesz=2048,framecnt=65536"
         cfg = os.path.join(workdir, f"{self.name}.yaml")
@@ -192,7 +198,7 @@ class TcpdumpTarget:
 class TestpmdTarget:
     def __init__(self, pmd, workdir):
         self.name = f"testpmd-{pmd}"
-        vdev = (f"net_af_xdp0,iface={A},start_queue=0,queue_count=1" if pmd == "af_xdp"
+        vdev = (f"net_af_xdp0,iface={A},{XDP_ARGS}" if pmd == "af_xdp"
                 else f"net_af_packet0,iface={A},qpairs=1,blocksz=4096,framesz=2048,framecnt=65536")
         args = bench.NICE + [bench.TESTPMD, "-l", "0,1", "--in-memory", "--no-pci", "--vdev", vdev, "--log-level", "*:notice",
                 "--", "--forward-mode=rxonly", "--nb-cores=1", "--stats-period=1", "--total-num-mbufs=65536"]

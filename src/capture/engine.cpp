@@ -214,6 +214,7 @@ Status CaptureEngine::build_writer() {
         stream_views_.push_back(StreamView{specs[s].id.port, specs[s].id.port_id, specs[s].id.queue, 0,
                                            &queue_counters_[s], &writer_->counters(s)});
     }
+    start_indexer();
     Status started = writer_->start();
     if (!started) return started;
     spdlog::info("output {}: {} streams × {} blocks of {} KiB, rotate at {} MiB / {} s, format {}",
@@ -221,6 +222,23 @@ Status CaptureEngine::build_writer() {
                  config_.output.block_size_kb, config_.output.rotate_size_bytes >> 20,
                  config_.output.rotate_interval_s, to_string(config_.output.format));
     return {};
+}
+
+// Before the writer starts, so that no finished file is missed.
+void CaptureEngine::start_indexer() {
+    const OutputConfig& out = config_.output;
+    if (!out.index) return;
+    if (out.format != FileFormat::pcap) {
+        spdlog::info("output.index: indexes are built for pcap files only; pcapng files are scanned by linecap extract");
+        return;
+    }
+    Writer* writer = writer_.get();
+    indexer_ = std::make_unique<store::IndexService>(
+        store::IndexServiceOptions{.directory = out.directory, .file_template = out.file_template},
+        [writer](const std::string& name, uint64_t) { writer->sidecar_changed(name); }, indexing_counters_);
+    store::IndexService* indexer = indexer_.get();
+    writer_->on_file_finished([indexer](const std::string& name) { indexer->file_finished(name); });
+    indexer_->start();
 }
 
 Status CaptureEngine::launch_workers() {
@@ -341,11 +359,14 @@ void CaptureEngine::stop() {
     wait_workers();
     for (auto& port : ports_) port->stop();
     if (writer_) writer_->stop();
+    // After the writer: the files it finished while stopping are indexed (for a while).
+    if (indexer_) indexer_->stop();
 }
 
 CaptureEngine::~CaptureEngine() {
     stop();
     ports_.clear();
+    indexer_.reset();
     writer_.reset();
     policies_.clear();
     pools_.clear();

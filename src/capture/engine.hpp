@@ -19,6 +19,7 @@
 #include "capture/worker.hpp"
 #include "config/config.hpp"
 #include "output/writer.hpp"
+#include "store/index_service.hpp"
 #include "util/result.hpp"
 
 namespace linecap {
@@ -81,6 +82,8 @@ public:
     const std::vector<PortView>& ports() const { return port_views_; }
     const std::vector<WorkerView>& workers() const { return worker_views_; }
     const Writer& writer() const { return *writer_; }
+    // The background indexer's counters; null when output.index is off.
+    const store::IndexingCounters* indexing() const { return indexer_ ? &indexing_counters_ : nullptr; }
     const Config& config() const { return config_; }
     uint64_t tsc_hz() const { return tsc_hz_; }
 
@@ -89,6 +92,7 @@ private:
     Status init();
     Status build_policies();
     Status build_writer();
+    void start_indexer();
     Status launch_workers();
     void wait_workers();
 
@@ -98,6 +102,8 @@ private:
     std::vector<std::unique_ptr<Mempool>> pools_;
     std::vector<std::unique_ptr<Port>> ports_;
     std::unique_ptr<Writer> writer_;
+    store::IndexingCounters indexing_counters_;
+    std::unique_ptr<store::IndexService> indexer_;  // after writer_: its hook calls the writer
     std::unique_ptr<TscClock> clock_;
 
     // One policy slot per port; policies_ keeps every policy ever published alive until

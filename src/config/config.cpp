@@ -39,7 +39,8 @@ constexpr std::string_view kCaptureKeys[] = {"burst_size", "mbufs", "mbuf_cache"
 constexpr std::string_view kWorkerKeys[] = {"lcore", "queues"};
 constexpr std::string_view kOutputKeys[] = {
     "directory",         "format",         "file_template", "rotate", "block_size_kb", "blocks_per_queue",
-    "flush_interval_ms", "writer_threads", "o_direct",      "fsync",  "manifest",      "retention"};
+    "flush_interval_ms", "writer_threads", "o_direct",      "fsync",  "manifest",      "index",
+    "retention"};
 constexpr std::string_view kRotateKeys[] = {"size_mb", "interval_s"};
 constexpr std::string_view kRetentionKeys[] = {"max_bytes", "max_percent", "min_free_bytes", "max_age", "hold_file"};
 constexpr std::string_view kMetricsKeys[] = {"enabled", "listen"};
@@ -487,6 +488,7 @@ OutputConfig read_output(const YamlMap& output) {
     if (const auto v = output.get("o_direct")) config.o_direct = v->as_bool();
     if (const auto v = output.get("fsync")) read_fsync(*v, config);
     if (const auto v = output.get("manifest")) config.manifest = v->as_bool();
+    if (const auto v = output.get("index")) config.index = v->as_bool();
     config.retention = read_retention(output.section("retention", kRetentionKeys));
     return config;
 }

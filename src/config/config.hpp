@@ -96,6 +96,7 @@ struct OutputConfig {
     FsyncPolicy fsync = FsyncPolicy::rotate;
     unsigned fsync_interval_s = 0;     // with FsyncPolicy::interval
     bool manifest = true;              // SHA-256 sidecar per finished file
+    bool index = true;                 // retrieval index sidecar, built in the background
     RetentionConfig retention;
 
     bool operator==(const OutputConfig&) const = default;

@@ -28,6 +28,7 @@ struct CaptureViews {
     std::function<bool()> all_workers_polling;
     std::string output_directory;                 // statvfs target
     const RetentionCounters* retention = nullptr; // the writer's retention; null: zeros
+    const store::IndexingCounters* indexing = nullptr;  // the background indexer; null: off
 };
 
 }  // namespace linecap

@@ -30,6 +30,13 @@ RetentionSample sample_retention(const RetentionCounters* r) {
     return s;
 }
 
+std::optional<IndexingSample> sample_indexing(const store::IndexingCounters* c) {
+    if (c == nullptr) return std::nullopt;
+    return IndexingSample{load(c->built_files),  load(c->failed_files), load(c->skipped_files),
+                          load(c->queued_files), load(c->pcap_bytes),   load(c->index_bytes),
+                          static_cast<double>(load(c->busy_ns)) / 1e9};
+}
+
 }  // namespace
 
 MetricsCollector::MetricsCollector(CaptureViews views, std::unique_ptr<PortStatsSource> port_stats,
@@ -139,6 +146,7 @@ void MetricsCollector::collect() {
     if (filesystem_ && !views_.output_directory.empty()) next.filesystem = filesystem_(views_.output_directory);
     if (views_.backlog_blocks) next.backlog_blocks = views_.backlog_blocks();
     next.retention = sample_retention(views_.retention);
+    next.indexing = sample_indexing(views_.indexing);
 
     const std::lock_guard lock(mutex_);
     published_ = std::move(next);

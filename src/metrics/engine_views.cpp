@@ -16,6 +16,7 @@ CaptureViews capture_views(const CaptureEngine& engine) {
         .all_workers_polling = [&engine] { return engine.all_workers_polling(); },
         .output_directory = engine.config().output.directory,
         .retention = &writer.retention(),
+        .indexing = engine.indexing(),
     };
 }
 

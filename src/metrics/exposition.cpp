@@ -23,11 +23,15 @@ MetricFamily family(std::string name, std::string help, MetricType type) {
     return MetricFamily{std::move(name), std::move(help), type, {}};
 }
 
-void add_counter(MetricFamily& f, Labels labels, uint64_t value) {
+void add_counter(MetricFamily& f, Labels labels, double value) {
     ClientMetric m;
     m.label = std::move(labels);
-    m.counter.value = static_cast<double>(value);
+    m.counter.value = value;
     f.metric.push_back(std::move(m));
+}
+
+void add_counter(MetricFamily& f, Labels labels, uint64_t value) {
+    add_counter(f, std::move(labels), static_cast<double>(value));
 }
 
 void add_gauge(MetricFamily& f, Labels labels, double value) {
@@ -177,6 +181,34 @@ void add_retention_families(std::vector<MetricFamily>& out, const RetentionSampl
             r.deleted_bytes);
 }
 
+// Only with output.index on. The queue is what an operator watches: it grows while the
+// writer keeps the control core busy and shrinks when traffic drops.
+void add_indexing_families(std::vector<MetricFamily>& out, const IndexingSample& s) {
+    MetricFamily files = family("linecap_index_files_total",
+                                "Finished capture files the background indexer handled, by result: built, failed "
+                                "(logged), skipped (queue full; run linecap index).",
+                                MetricType::Counter);
+    add_counter(files, {{"result", "built"}}, s.built_files);
+    add_counter(files, {{"result", "failed"}}, s.failed_files);
+    add_counter(files, {{"result", "skipped"}}, s.skipped_files);
+    out.push_back(std::move(files));
+    MetricFamily queued = family("linecap_index_queued_files",
+                                 "Finished capture files waiting to be indexed.", MetricType::Gauge);
+    add_gauge(queued, {}, static_cast<double>(s.queued_files));
+    out.push_back(std::move(queued));
+    MetricFamily pcap = family("linecap_index_source_bytes_total", "Bytes of capture files indexed.",
+                               MetricType::Counter);
+    add_counter(pcap, {}, s.pcap_bytes);
+    out.push_back(std::move(pcap));
+    MetricFamily index = family("linecap_index_bytes_total", "Bytes of index files written.", MetricType::Counter);
+    add_counter(index, {}, s.index_bytes);
+    out.push_back(std::move(index));
+    MetricFamily busy = family("linecap_index_busy_seconds_total",
+                               "Wall time the indexer spent building indexes (at idle priority).", MetricType::Counter);
+    add_counter(busy, {}, s.busy_seconds);
+    out.push_back(std::move(busy));
+}
+
 void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& snapshot) {
     out.push_back(per_stream_counter(snapshot, "linecap_files_finalised_total",
                                      "Capture files completed (synced and renamed to their final name).",
@@ -201,6 +233,7 @@ void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& 
     out.push_back(std::move(backlog));
     if (snapshot.write_latency) out.push_back(write_latency(*snapshot.write_latency));
     add_retention_families(out, snapshot.retention);
+    if (snapshot.indexing) add_indexing_families(out, *snapshot.indexing);
 }
 
 }  // namespace

@@ -66,6 +66,17 @@ struct RetentionSample {
     bool budget_unmet = false;
 };
 
+// The background indexer (store/index_service.hpp); absent when output.index is off.
+struct IndexingSample {
+    uint64_t built_files = 0;
+    uint64_t failed_files = 0;
+    uint64_t skipped_files = 0;
+    uint64_t queued_files = 0;
+    uint64_t pcap_bytes = 0;
+    uint64_t index_bytes = 0;
+    double busy_seconds = 0;
+};
+
 struct MetricsSnapshot {
     bool collected = false;           // false until the first collect()
     std::vector<StreamSample> streams;
@@ -76,6 +87,7 @@ struct MetricsSnapshot {
     std::optional<FilesystemUsage> filesystem;
     uint64_t backlog_blocks = 0;
     RetentionSample retention;
+    std::optional<IndexingSample> indexing;
 };
 
 }  // namespace linecap

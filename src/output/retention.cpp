@@ -172,6 +172,35 @@ void RetentionManager::request_room(uint64_t bytes) {
     room_requested_ = std::max(room_requested_, std::max<uint64_t>(bytes, 1));
 }
 
+void RetentionManager::sidecar_changed(const std::string& name) {
+    const std::lock_guard lock(pending_mutex_);
+    pending_sidecars_.push_back(name);
+}
+
+uint64_t RetentionManager::bytes_with_sidecars(const std::string& name, uint64_t file_bytes) const {
+    uint64_t bytes = file_bytes;
+    for (const char* sidecar : kSidecars) {
+        struct stat side {};
+        if (::fstatat(dir_fd_, (name + sidecar).c_str(), &side, AT_SYMLINK_NOFOLLOW) == 0)
+            bytes += static_cast<uint64_t>(side.st_size);
+    }
+    return bytes;
+}
+
+// From the disk rather than by adding the sidecar's size: idempotent, whether or not the
+// scan or an earlier report already counted it.
+void RetentionManager::refresh_bytes(const std::string& name) {
+    const auto it = first_ns_by_name_.find(name);
+    if (it == first_ns_by_name_.end()) return;  // deleted meanwhile, or not ours
+    const auto node = by_age_.find(Key{it->second, name});
+    if (node == by_age_.end()) return;
+    struct stat st {};
+    if (::fstatat(dir_fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+    const uint64_t bytes = bytes_with_sidecars(name, static_cast<uint64_t>(st.st_size));
+    stored_bytes_ = stored_bytes_ - std::min(stored_bytes_, node->second.bytes) + bytes;
+    node->second.bytes = bytes;
+}
+
 std::optional<FilesystemSpace> RetentionManager::filesystem() const {
     if (env_.filesystem) return env_.filesystem();
     struct statvfs fs {};
@@ -221,12 +250,7 @@ void RetentionManager::scan() {
         if (::fstatat(dir_fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
         FinishedFile f;
         f.name = name;
-        f.bytes = static_cast<uint64_t>(st.st_size);
-        for (const char* sidecar : kSidecars) {
-            struct stat side {};
-            if (::fstatat(dir_fd_, (name + sidecar).c_str(), &side, AT_SYMLINK_NOFOLLOW) == 0)
-                f.bytes += static_cast<uint64_t>(side.st_size);
-        }
+        f.bytes = bytes_with_sidecars(name, static_cast<uint64_t>(st.st_size));
         const uint64_t mtime = static_cast<uint64_t>(std::max<int64_t>(mtime_ns(st), 0));
         if (Result<Manifest> m = read_manifest(dir_fd_, name); m && m->packets > 0) {
             f.first_ns = m->first_ns;
@@ -263,14 +287,17 @@ bool RetentionManager::remove_files(const FinishedFile& file) {
 
 void RetentionManager::enforce(uint64_t now_ns) {
     std::vector<FinishedFile> pending;
+    std::vector<std::string> sidecars;
     uint64_t room = 0;
     {
         const std::lock_guard lock(pending_mutex_);
         pending.swap(pending_);
+        sidecars.swap(pending_sidecars_);
         room = std::exchange(room_requested_, 0);
     }
     for (FinishedFile& f : pending) insert(std::move(f));
     if (!scanned_) scan();
+    for (const std::string& name : sidecars) refresh_bytes(name);
 
     if (hold_.configured() && hold_.refresh()) {
         held_dirty_ = true;
@@ -446,6 +473,9 @@ void RetentionService::request_room(uint64_t bytes) {
     manager_.request_room(bytes);
     kick();
 }
+
+// No kick: a few hundred bytes more are seen at the next pass (at least once a second).
+void RetentionService::sidecar_changed(const std::string& name) { manager_.sidecar_changed(name); }
 
 void RetentionService::kick() {
     {

@@ -137,6 +137,7 @@ public:
     // Any thread.
     void add(FinishedFile file);
     void request_room(uint64_t bytes);
+    void sidecar_changed(const std::string& name);  // re-read the file's size on disk
 
     // The retention thread only (or a test). The first call scans the directory.
     void enforce(uint64_t now_ns);
@@ -148,6 +149,8 @@ private:
     void scan();
     void insert(FinishedFile file);
     void erase(const std::string& name);
+    void refresh_bytes(const std::string& name);
+    uint64_t bytes_with_sidecars(const std::string& name, uint64_t file_bytes) const;
     bool remove_files(const FinishedFile& file);
     void publish();
     std::optional<FilesystemSpace> filesystem() const;
@@ -159,6 +162,7 @@ private:
 
     std::mutex pending_mutex_;
     std::vector<FinishedFile> pending_;
+    std::vector<std::string> pending_sidecars_;  // guarded by pending_mutex_
     uint64_t room_requested_ = 0;  // guarded by pending_mutex_
 
     bool scanned_ = false;
@@ -192,6 +196,7 @@ public:
     // Any thread.
     void add(FinishedFile file);
     void request_room(uint64_t bytes);
+    void sidecar_changed(const std::string& name);
 
     RetentionManager& manager() { return manager_; }
 

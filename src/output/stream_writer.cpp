@@ -246,6 +246,7 @@ void StreamWriter::finalise_file() {
     }
     if (context_.retention != nullptr)
         context_.retention->add(FinishedFile{file_.final_name(), result.size + sidecar_bytes, file_first_ns_, file_last_ns_});
+    if (context_.file_finished) context_.file_finished(file_.final_name());
 }
 
 void StreamWriter::write_manifest(const Manifest& manifest, uint64_t* bytes) {

@@ -44,6 +44,9 @@ struct WriterContext {
     std::string run_id;                      // this run of the writer, for manifests
     uint64_t run_start_ns = 0;               // UTC ns: where the first span starts
     uint64_t room_bytes = 0;                 // free space to ask retention for on ENOSPC
+    // Called on the writer thread with the name of every file finished (after retention
+    // has it); must not block. Empty: nobody listens.
+    std::function<void(const std::string& name)> file_finished;
 };
 
 // A run of consecutive failed writes on one stream, logged once at its start and once

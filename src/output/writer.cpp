@@ -247,6 +247,12 @@ void Writer::set_snaplen(size_t index, uint32_t snaplen) {
     impl_->slots.at(index)->writer->set_snaplen(clamped);
 }
 
+void Writer::on_file_finished(std::function<void(const std::string& name)> hook) {
+    impl_->context.file_finished = std::move(hook);
+}
+
+void Writer::sidecar_changed(const std::string& name) { impl_->retention->sidecar_changed(name); }
+
 Status Writer::start() {
     Impl& impl = *impl_;
     if (impl.started || impl.stopped) return runtime_error("writer: start() after start() or stop()");

@@ -112,6 +112,13 @@ public:
     // (blocks from before a cut may still be in flight). Stream::snaplen is not updated.
     void set_snaplen(size_t index, uint32_t snaplen);
 
+    // `hook(name)` is called on a writer thread for every file finished, after retention
+    // has it; it must not block. Call before start().
+    void on_file_finished(std::function<void(const std::string& name)> hook);
+    // A sidecar of the finished file `name` (an index) was written or replaced after the
+    // file was finished: retention re-reads its size. Any thread.
+    void sidecar_changed(const std::string& name);
+
     Status start();
     // Call after every worker has stopped and pushed its last (partial) block: writes
     // everything queued, finalises every open file, joins the thread(s).

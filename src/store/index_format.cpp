@@ -60,17 +60,13 @@ bool get_varint(const uint8_t* p, uint64_t size, uint64_t* pos, uint32_t* out) {
 
 // Encodes the block lists of one key kind. `pairs` sorted by (key, block), unique.
 template <typename K>
-void encode_table(const std::vector<std::pair<K, uint32_t>>& pairs, uint32_t block_count, size_t key_size,
+void encode_table(const PostingsTable<K>& table, uint32_t block_count, size_t key_size,
                   std::vector<uint8_t>& section, std::vector<uint8_t>& postings, uint64_t* count) {
     std::vector<uint8_t> keys;
     std::vector<PostingRef> refs;
     const size_t bitmap_bytes = (block_count + 7) / 8;
-    size_t i = 0;
-    std::vector<uint32_t> ids;
-    while (i < pairs.size()) {
-        size_t j = i;
-        ids.clear();
-        while (j < pairs.size() && pairs[j].first == pairs[i].first) ids.push_back(pairs[j++].second);
+    for (const auto& entry : table.sorted_keys()) {
+        const std::vector<uint32_t>& ids = *entry.blocks;
         size_t vsize = 0;
         uint32_t prev = 0;
         for (size_t k = 0; k < ids.size(); ++k) {
@@ -90,10 +86,9 @@ void encode_table(const std::vector<std::pair<K, uint32_t>>& pairs, uint32_t blo
             postings.resize(base + bitmap_bytes, 0);
             for (uint32_t id : ids) postings[base + id / 8] |= static_cast<uint8_t>(1u << (id % 8));
         }
-        const auto* kp = reinterpret_cast<const uint8_t*>(&pairs[i].first);
+        const auto* kp = reinterpret_cast<const uint8_t*>(&entry.key);
         keys.insert(keys.end(), kp, kp + key_size);
         refs.push_back(ref);
-        i = j;
     }
     *count = refs.size();
     section = std::move(keys);
@@ -176,30 +171,16 @@ void IndexBuilder::add(const RawRecord& r) {
     max_ts_ = std::max(max_ts_, r.ts_ns);
 
     extract_keys(r.data, r.caplen, keys_);
-    for (unsigned i = 0; i < keys_.n_protos; ++i) blk_protos_.push_back(keys_.protos[i]);
-    for (unsigned i = 0; i < keys_.n_ports; ++i) blk_ports_.push_back(keys_.ports[i]);
-    for (unsigned i = 0; i < keys_.n_addr4; ++i) blk_addr4_.push_back(keys_.addr4[i]);
-    for (unsigned i = 0; i < keys_.n_addr6; ++i) blk_addr6_.push_back(keys_.addr6[i]);
+    const auto block = static_cast<uint32_t>(blocks_.size());  // the open block's number
+    for (unsigned i = 0; i < keys_.n_protos; ++i) protos_.add(keys_.protos[i], block);
+    for (unsigned i = 0; i < keys_.n_ports; ++i) ports_.add(keys_.ports[i], block);
+    for (unsigned i = 0; i < keys_.n_addr4; ++i) addr4_.add(keys_.addr4[i], block);
+    for (unsigned i = 0; i < keys_.n_addr6; ++i) addr6_.add(keys_.addr6[i], block);
     if (cur_.length >= options_.block_bytes) close_block();
 }
 
-namespace {
-template <typename K>
-void flush_block_keys(std::vector<K>& blk, std::vector<std::pair<K, uint32_t>>& pairs, uint32_t block) {
-    std::sort(blk.begin(), blk.end());
-    blk.erase(std::unique(blk.begin(), blk.end()), blk.end());
-    for (const K& k : blk) pairs.emplace_back(k, block);
-    blk.clear();
-}
-}  // namespace
-
 void IndexBuilder::close_block() {
     if (!cur_open_) return;
-    const auto id = static_cast<uint32_t>(blocks_.size());
-    flush_block_keys(blk_protos_, protos_, id);
-    flush_block_keys(blk_ports_, ports_, id);
-    flush_block_keys(blk_addr4_, addr4_, id);
-    flush_block_keys(blk_addr6_, addr6_, id);
     blocks_.push_back(cur_);
     cur_open_ = false;
 }
@@ -208,10 +189,6 @@ std::vector<uint8_t> IndexBuilder::finish(uint64_t pcap_size, int64_t pcap_mtime
                                           uint32_t tail_flags, IndexStats* stats) {
     close_block();
     const auto block_count = static_cast<uint32_t>(blocks_.size());
-    std::sort(protos_.begin(), protos_.end());
-    std::sort(ports_.begin(), ports_.end());
-    std::sort(addr4_.begin(), addr4_.end());
-    std::sort(addr6_.begin(), addr6_.end());
 
     std::vector<uint8_t> sections[kSectionCount];
     uint64_t counts[kSectionCount] = {};
@@ -270,7 +247,7 @@ std::vector<uint8_t> IndexBuilder::finish(uint64_t pcap_size, int64_t pcap_mtime
         stats->pcap_bytes = pcap_size;
         stats->index_bytes = out.size();
         stats->keys = counts[1] + counts[2] + counts[3] + counts[4];
-        stats->postings_entries = protos_.size() + ports_.size() + addr4_.size() + addr6_.size();
+        stats->postings_entries = protos_.entries() + ports_.entries() + addr4_.entries() + addr6_.entries();
     }
     return out;
 }

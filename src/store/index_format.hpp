@@ -34,6 +34,7 @@
 
 #include "store/packet_keys.hpp"
 #include "store/pcap_file.hpp"
+#include "store/postings_table.hpp"
 #include "util/result.hpp"
 
 namespace linecap::store {
@@ -161,16 +162,11 @@ private:
     uint64_t last_ts_ = 0;
     uint64_t packets_ = 0, captured_bytes_ = 0, min_ts_ = UINT64_MAX, max_ts_ = 0;
     PacketKeys keys_;
-    // Keys of the current block (sorted and deduplicated when it closes).
-    std::vector<uint8_t> blk_protos_;
-    std::vector<uint16_t> blk_ports_;
-    std::vector<uint32_t> blk_addr4_;
-    std::vector<std::array<uint8_t, 16>> blk_addr6_;
-    // (key, block) pairs of the file, block numbers ascending per key.
-    std::vector<std::pair<uint8_t, uint32_t>> protos_;
-    std::vector<std::pair<uint16_t, uint32_t>> ports_;
-    std::vector<std::pair<uint32_t, uint32_t>> addr4_;
-    std::vector<std::pair<std::array<uint8_t, 16>, uint32_t>> addr6_;
+    // Each key's blocks (postings_table.hpp).
+    PostingsTable<uint8_t> protos_;
+    PostingsTable<uint16_t> ports_;
+    PostingsTable<uint32_t> addr4_;
+    PostingsTable<std::array<uint8_t, 16>> addr6_;
 };
 
 // A loaded, validated index.

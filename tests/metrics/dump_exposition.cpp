@@ -21,6 +21,13 @@ int main() {
     capture.all_polling(true);
     for (size_t i = 0; i < WriteLatency::kBuckets; ++i) capture.latency.bucket[i].store(i + 1);
     capture.latency.sum_ns.store(123'456'789);
+    capture.indexing.built_files.store(7);
+    capture.indexing.failed_files.store(1);
+    capture.indexing.skipped_files.store(2);
+    capture.indexing.queued_files.store(3);
+    capture.indexing.pcap_bytes.store(7u << 30);
+    capture.indexing.index_bytes.store(42u << 20);
+    capture.indexing.busy_ns.store(5'000'000'000);
     capture.lcore[0].total_cycles.set(1000);
     capture.lcore[0].busy_cycles.set(500);
     capture.lcore[0].packets.set(50);

@@ -48,6 +48,8 @@ struct FakeCapture {
     LcoreCounters lcore[kWorkers];
     WorkerControl control[kWorkers];
     WriteLatency latency;
+    store::IndexingCounters indexing;
+    bool indexing_on = true;   // output.index
     size_t backlog = 0;
 
     // Owned by the collector once make_collector() ran; the test keeps a pointer.
@@ -73,6 +75,7 @@ struct FakeCapture {
         v.write_latency = &latency;
         v.backlog_blocks = [this] { return backlog; };
         v.output_directory = "/captures";
+        v.indexing = indexing_on ? &indexing : nullptr;
         return v;
     }
 

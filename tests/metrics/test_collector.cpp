@@ -248,6 +248,37 @@ TEST_F(CollectorTest, FilesystemSeriesAreAbsentWhenStatvfsFails) {
     EXPECT_TRUE(s.series("linecap_output_filesystem_size_bytes").empty());
 }
 
+TEST_F(CollectorTest, IndexerCountersAndQueue) {
+    capture.indexing.built_files.store(11);
+    capture.indexing.failed_files.store(2);
+    capture.indexing.skipped_files.store(3);
+    capture.indexing.queued_files.store(4);
+    capture.indexing.pcap_bytes.store(5000);
+    capture.indexing.index_bytes.store(30);
+    capture.indexing.busy_ns.store(1'500'000'000);
+    collector->collect();
+    const Scrape s = scrape(*collector);
+    EXPECT_EQ(s.value("linecap_index_files_total", {{"result", "built"}}), 11);
+    EXPECT_EQ(s.value("linecap_index_files_total", {{"result", "failed"}}), 2);
+    EXPECT_EQ(s.value("linecap_index_files_total", {{"result", "skipped"}}), 3);
+    EXPECT_EQ(s.value("linecap_index_queued_files"), 4);
+    EXPECT_EQ(s.types.at("linecap_index_queued_files"), "gauge");
+    EXPECT_EQ(s.value("linecap_index_source_bytes_total"), 5000);
+    EXPECT_EQ(s.value("linecap_index_bytes_total"), 30);
+    EXPECT_EQ(s.value("linecap_index_busy_seconds_total"), 1.5);
+}
+
+TEST(CollectorIndexingOff, NoIndexerSeries) {
+    FakeCapture capture;
+    capture.indexing_on = false;
+    auto collector = capture.make_collector();
+    collector->collect();
+    const Scrape s = scrape(*collector);
+    EXPECT_TRUE(s.series("linecap_index_files_total").empty());
+    EXPECT_TRUE(s.series("linecap_index_queued_files").empty());
+    EXPECT_FALSE(s.series("linecap_writer_backlog_blocks").empty());
+}
+
 TEST_F(CollectorTest, BuildInfo) {
     const Scrape s = scrape(*collector);
     EXPECT_EQ(s.value("linecap_build_info", {{"version", "9.9.9-test"}, {"dpdk_version", "22.11.99"}}), 1);

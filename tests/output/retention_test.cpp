@@ -118,6 +118,29 @@ TEST_F(RetentionTest, MaxBytesDeletesTheOldestFirstWithTheirSidecars) {
     EXPECT_EQ(kept(*m), (std::vector<std::string>{"f5.pcap", "f6.pcap", "f7.pcap"}));
 }
 
+TEST_F(RetentionTest, AnIndexWrittenLaterCountsOnceAndOnlyForItsFile) {
+    const uint64_t a = capture("a.pcap", kT0), b = capture("b.pcap", kT0 + kSecond);
+    auto m = manager();
+    m->add(FinishedFile{"a.pcap", a, kT0, kT0 + 1});
+    m->add(FinishedFile{"b.pcap", b, kT0 + kSecond, kT0 + kSecond + 1});
+    m->enforce(kT0 + 100 * kSecond);
+    EXPECT_EQ(counters.bytes.load(), a + b);
+    // The background indexer wrote a.pcap's index; reported twice (idempotent), and once
+    // for a file retention does not know.
+    test::write_file(dir.file("a.pcap.idx"), std::vector<uint8_t>(300, 1));
+    m->sidecar_changed("a.pcap");
+    m->sidecar_changed("a.pcap");
+    m->sidecar_changed("unknown.pcap");
+    m->enforce(kT0 + 100 * kSecond);
+    EXPECT_EQ(counters.bytes.load(), a + b + 300);
+    EXPECT_EQ(m->files()[0].bytes, a + 300);
+    // A rebuilt, smaller index.
+    test::write_file(dir.file("a.pcap.idx"), std::vector<uint8_t>(100, 1));
+    m->sidecar_changed("a.pcap");
+    m->enforce(kT0 + 100 * kSecond);
+    EXPECT_EQ(counters.bytes.load(), a + b + 100);
+}
+
 TEST_F(RetentionTest, TheFilesBeingWrittenCountAgainstTheBudget) {
     uint64_t size = 0;
     for (int i = 0; i < 4; ++i) size = capture("f" + std::to_string(i) + ".pcap", kT0 + i * kSecond);

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # End to end over a store written by the real linecapd: net_pcap replays two generated
 # files into two rx queues (mix with IPv6, VLAN, ARP, ICMP, jumbo frames), the daemon
-# writes and rotates the capture files; then `linecap index`, `linecap stats` and
-# `linecap extract` (several queries, with and without the index) must agree with tcpdump
-# over all the daemon's files merged. The daemon stamps packets once per burst, so many
+# writes and rotates the capture files and indexes each finished file in the background
+# (so `linecap index` afterwards finds nothing to do); a restart indexes files whose index
+# is missing or stale; `linecap stats` and `linecap extract` (several queries, with and
+# without the index) must agree with tcpdump over all the daemon's files merged. The daemon stamps packets once per burst, so many
 # packets share a timestamp: within equal timestamps linecap's order (file name, then file
 # position) may differ from mergecap's, so that comparison allows reordering of ties only.
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
@@ -61,8 +62,38 @@ log "linecapd wrote ${#files[@]} files"
 mergecap -F nsecpcap -w "$T/all.pcap" "${files[@]}"
 eval "$($REF sample "$T/all.pcap")"
 
+# The daemon indexed every file it finished, before it exited.
+for f in "${files[@]}"; do [[ -f $f.idx ]] || fail "the daemon did not index $f"; done
 "$LINECAP" index --dir "$T/out" 2>"$T/index.log" || fail "index: $(cat "$T/index.log")"
-grep -q "^linecap: ${#files[@]} indexed" "$T/index.log" || fail "index: $(cat "$T/index.log")"
+grep -q "^linecap: 0 indexed, ${#files[@]} up to date, 0 failed" "$T/index.log" \
+    || fail "daemon-built indexes not current: $(cat "$T/index.log")"
+grep -q "indexer:.*finished files left unindexed" "$LINECAPD_LOG" && fail "indexer gave up at stop: $(grep indexer: "$LINECAPD_LOG")"
+
+# Restart over the same directory: one index missing, one stale (its file changed after
+# indexing: mtime), one damaged header. The daemon's start-up sweep rebuilds all three.
+rm "${files[0]}.idx"
+touch -d '@1' "${files[1]}"
+printf 'garbage!' | dd of="${files[2]}.idx" conv=notrunc status=none
+touch "$T/restart-marker"
+start_linecapd "$T/linecap.yaml"
+wait_for_linecapd "grep -q 'capture running' '$LINECAPD_LOG'" 30 || fail "daemon did not restart"
+wait_for_linecapd "grep -q 'indexer: 3 capture files in $T/out have no current index' '$LINECAPD_LOG'" 30 \
+    || fail "start-up sweep: $(grep indexer: "$LINECAPD_LOG")"
+rebuilt() {
+    (($(find "${files[0]}.idx" "${files[1]}.idx" "${files[2]}.idx" -newer "$T/restart-marker" 2>/dev/null | wc -l) == 3))
+}
+wait_for_linecapd rebuilt 60 || fail "the start-up sweep did not rebuild the three indexes"
+stop_linecapd || fail "linecapd exited $LINECAPD_RC on restart"
+# The second run's own files (the same traffic again) are not part of the comparison.
+for f in "$T"/out/*.pcap; do
+    keep=0
+    for g in "${files[@]}"; do [[ $f == "$g" ]] && keep=1; done
+    ((keep)) || rm -f "$f" "$f.idx" "$f.manifest"
+done
+"$LINECAP" index --dir "$T/out" 2>"$T/index.log" || fail "index after restart: $(cat "$T/index.log")"
+grep -q "^linecap: 0 indexed, ${#files[@]} up to date, 0 failed" "$T/index.log" \
+    || fail "start-up sweep left indexes to build: $(cat "$T/index.log")"
+log "daemon indexed ${#files[@]} files; restart rebuilt a missing, a stale and a damaged index"
 "$LINECAP" stats --dir "$T/out" --json >"$T/stats.json" || fail "stats failed"
 python3 - "$T/stats.json" <<'PY' || fail "stats: $(cat "$T/stats.json")"
 import json, sys
