@@ -98,14 +98,14 @@ def fs_of(path):
 
 # --- source files ------------------------------------------------------------------------------
 
-def gen_source(workdir, size, queues, count):
-    """One pcap per queue: `count` frames of `size` bytes (or IMIX), UDP/IPv4, many flows."""
+def gen_source(workdir, size, queues, count, proto="udp"):
+    """One pcap per queue: `count` frames of `size` bytes (or IMIX), UDP/IPv4 (or TCP), many flows."""
     files = []
     for q in range(queues):
-        path = os.path.join(workdir, f"src-{size}-q{q}.pcap")
+        path = os.path.join(workdir, f"src-{size}-{proto}-q{q}.pcap")
         if not os.path.exists(path):
             args = [sys.executable, GEN_PCAP, "-q", "--count", str(count), "--seed", str(100 + q),
-                    "--flows", "1024", "--out", path]
+                    "--flows", "1024", "--proto", proto, "--out", path]
             args += ["--imix"] if size == "imix" else ["--size", size]
             subprocess.run(args, check=True)
         files.append(path)
@@ -212,9 +212,9 @@ class Janitor(threading.Thread):
     fits a small tmpfs; counts what it deleted. linecap's own retention would do this in
     production; here it must cost the daemon nothing, so it runs in the harness (on CPU 0)."""
 
-    def __init__(self, directory, period=0.2):
+    def __init__(self, directory, period=0.2, keep_s=0.0):
         super().__init__(daemon=True)
-        self.directory, self.period = directory, period
+        self.directory, self.period, self.keep_s = directory, period, keep_s
         self.halt = threading.Event()
         self.deleted_bytes = 0
         self.deleted_files = 0
@@ -225,10 +225,14 @@ class Janitor(threading.Thread):
         except FileNotFoundError:
             return
         for name in names:
-            if everything or name.endswith(".pcap") or name.endswith(".pcapng"):
+            if everything or name.endswith((".pcap", ".pcapng", ".idx")):
                 path = os.path.join(self.directory, name)
                 try:
-                    size = os.stat(path).st_size
+                    st = os.stat(path)
+                    size = st.st_size
+                    # With indexing on, a finished file stays `keep_s` seconds for the indexer.
+                    if not everything and self.keep_s and time.time() - st.st_mtime < self.keep_s:
+                        continue
                     os.unlink(path)
                     self.deleted_bytes += size
                     self.deleted_files += 1
@@ -326,7 +330,7 @@ LCORES = {
 }
 
 
-def linecapd_config(path, outdir, sources, mode, args, metrics_port, packets_per_file, extra_output=""):
+def linecapd_config(path, outdir, sources, mode, args, metrics_port, packets_per_file, extra_output="", bpf=""):
     lcores = LCORES[mode][0]
     queues = len(sources)
     device = "net_pcap0," + ",".join(f"rx_pcap={s}" for s in sources) + ",infinite_rx=1"
@@ -343,7 +347,7 @@ ports:
     rx_queues: {queues}
     rx_descriptors: 1024
     mtu: 1500
-capture:
+{f"    filter: {json.dumps(bpf)}" + chr(10) if bpf else ""}capture:
   burst_size: {args.burst}
   mbufs: {mbufs}
 output:
@@ -354,6 +358,7 @@ output:
   writer_threads: {args.writer_threads}
   o_direct: {"true" if args.o_direct else "false"}
   manifest: false
+  index: {"true" if args.index else "false"}
   fsync: rotate
 {extra_output}metrics:
   enabled: true
@@ -364,15 +369,15 @@ log:
 
 
 def run_linecapd(tag, workdir, outdir, sources, mode, args, packets_per_file, seconds=None, warmup=None,
-                 soak=False, sample_period=1.0):
+                 soak=False, sample_period=1.0, bpf=""):
     seconds = seconds if seconds is not None else args.seconds
     warmup = warmup if warmup is not None else args.warmup
     os.makedirs(outdir, exist_ok=True)
-    janitor = Janitor(outdir)
+    janitor = Janitor(outdir, keep_s=args.index_keep_s if args.index else 0.0)
     janitor.sweep(everything=True)
     port = free_port()
     cfg = os.path.join(workdir, f"{tag}.yaml")
-    linecapd_config(cfg, outdir, sources, mode, args, port, packets_per_file)
+    linecapd_config(cfg, outdir, sources, mode, args, port, packets_per_file, bpf=bpf)
     url = f"http://127.0.0.1:{port}/metrics"
     load_before = load_now()
     proc = Proc(NICE + [LINECAPD, "--config", cfg], os.path.join(workdir, f"{tag}.log"))
@@ -420,6 +425,7 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
 
     rx = delta("linecap_rx_packets_total")
     written = delta("linecap_written_packets_total")
+    filtered = delta("linecap_filtered_packets_total")
     wire_bytes = delta("linecap_written_bytes_total")
     file_bytes = delta("linecap_output_file_bytes_total")
     reasons = {}
@@ -451,11 +457,15 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
         "seconds": round(dt, 2),
         "rx_mpps": rx / dt / 1e6,
         "written_mpps": written / dt / 1e6,
+        "filtered_mpps": filtered / dt / 1e6,
+        "indexed_files": int(delta("linecap_index_files_total", result="built")),
+        "index_queued": msum(b["m"], "linecap_index_queued_files"),
+        "index_busy_s": delta("linecap_index_busy_seconds_total"),
         "written_gbit": wire_bytes * 8 / dt / 1e9,
         "file_gbps": file_bytes / dt / 1e9,
         "drops": {k: v / dt / 1e6 for k, v in reasons.items()},  # Mpps per reason
         "drops_total": {k: int(v) for k, v in reasons.items()},
-        "drop_pct": 100.0 * (rx - written) / rx if rx else 0.0,
+        "drop_pct": 100.0 * (rx - written - filtered) / rx if rx else 0.0,
         "cycles_per_packet": statistics.median(cpp) if cpp else float("nan"),
         "busy_ratio": statistics.median(busy) if busy else float("nan"),
         "writer_cpu_pct": writer_cpu,
@@ -725,9 +735,54 @@ def suite(args):
                     log(f"  written {r['written_mpps']:.2f} Mpps of rx {r['rx_mpps']:.2f}; drops {drops}; "
                         f"{r['cycles_per_packet']:.0f} cyc/pkt; writer CPU {r['writer_cpu_pct']:.0f}%; "
                         f"{r['writes_over_10ms']} of {r['writes']} writes > 10 ms; per s {r['written_mpps_series']}")
+    if args.filter and "tmpfs" in filesystems:
+        results["filter"] = filter_pair(args, workdir, filesystems["tmpfs"], packets)
     results["conditions"]["load_end"] = load_now()
     derive(results)
     return results
+
+
+def filter_pair(args, workdir, directory, packets):
+    """The cost of a typical filter end to end: 64-byte TCP/IPv4 frames (1024 flows, about
+    one in seven to port 443), one worker, into tmpfs, without and with the filter, same
+    source, back to back. The worker evaluates the filter on every packet and copies only
+    what it accepts, so the rate it takes from the port (rx) is what the filter costs and
+    saves; the difference in cycles per packet is its cost inside the whole loop."""
+    src = gen_source(workdir, "64", 1, packets, proto="tcp")
+    out = {"expr": args.filter, "size": "64", "proto": "tcp"}
+    for key, bpf in (("unfiltered", ""), ("filtered", args.filter)):
+        tag = f"linecap-64-tcp-{key}"
+        log(tag + (f" ({bpf})" if bpf else ""))
+        try:
+            r = aggregate([run_linecapd(tag, workdir, os.path.join(directory, "linecap-out"), src, "1w", args,
+                                        packets, bpf=bpf) for _ in range(args.repeat)])
+        except Exception as e:
+            log(f"{tag}: {e}")
+            r = {"error": str(e)}
+        out[key] = r
+        if "error" not in r:
+            log(f"  rx {r['rx_mpps']:.2f} Mpps, written {r['written_mpps']:.2f}, filtered {r['filtered_mpps']:.2f}, "
+                f"drops {({k: round(v, 2) for k, v in r['drops'].items() if v})}, {r['cycles_per_packet']:.0f} cyc/pkt")
+    return out
+
+
+def filter_rows(results):
+    fp = results.get("filter")
+    if not fp:
+        return []
+    rows = []
+    for key in ("unfiltered", "filtered"):
+        r = fp.get(key, {})
+        if "error" in r:
+            rows.append([key, "error: " + r["error"][:60]] + [""] * 5)
+            continue
+        drops = ", ".join(f"{k} {v:.2f}" for k, v in sorted(r["drops"].items()) if v > 0.0005) or "0"
+        rows.append([fp["expr"] if key == "filtered" else "(none)", f(r["rx_mpps"]), f(r["written_mpps"]),
+                     f(r["filtered_mpps"]), drops, f(r["cycles_per_packet"], "{:.0f}"), f(r["busy_ratio"])])
+    return rows
+
+
+FILTER_HEADERS = ["filter", "rx Mpps", "written Mpps", "filtered Mpps", "drops Mpps by reason", "cyc/pkt", "busy"]
 
 
 def aggregate(reps):
@@ -844,7 +899,9 @@ def conditions_text(results):
         f"sizes are captured frame lengths (no FCS); imix = 7:4:1 of 60/590/1514 bytes",
         f"- linecapd: burst {a['burst']}, blocks {a['blocks']} × {a['block_kb']} KiB per queue (hugepages), "
         f"{a['writer_threads']} writer thread(s), O_DIRECT {a['o_direct']}, files rotate at {a['rotate_mb']} MiB, "
-        f"fsync on rotate, no manifest; finished files are deleted by the harness as they appear",
+        f"fsync on rotate, no manifest, "
+        + (f"background indexer on (files kept {a.get('index_keep_s', 2)} s for it)" if a.get("index") else "no index")
+        + "; finished files are deleted by the harness as they appear",
         f"- window: {a['warmup']} s warm-up, then {a['seconds']} s measured (metrics scraped once a second)"
         + (f"; {'sizes ' + ','.join(a['repeat_sizes']) if a.get('repeat_sizes') else 'each point'} measured "
            f"{a['repeat']} times: median, (min–max) of the written rate" if a.get("repeat", 1) > 1 else "")
@@ -882,7 +939,11 @@ def micro_rows(results):
 def report(results, outdir):
     os.makedirs(outdir, exist_ok=True)
     rows = table_rows(results)
-    text = [text_table(HEADERS, rows), "", "References on the same source:",
+    text = [text_table(HEADERS, rows), ""]
+    if filter_rows(results):
+        text += ["With a filter (64-byte TCP/IPv4 frames, one worker, tmpfs; same source for both rows):",
+                 text_table(FILTER_HEADERS, filter_rows(results)), ""]
+    text += ["References on the same source:",
             text_table(["size", "testpmd rxonly Mpps", "dumpcap written Mpps", "dumpcap drops",
                         "testpmd rx under dumpcap", "note"], refs_rows(results))]
     if results.get("micro", {}).get("rows"):
@@ -897,7 +958,14 @@ def report(results, outdir):
           "(median over the window); *writer GB/s* = bytes appended to files; *fs raw* = the same file system's "
           "sequential write speed (1 MiB pwrite, 2 GiB) measured right before this size's captures; *limit* = min(source rate = testpmd rxonly, fs raw / "
           "record size), (so) = source, (fi) = file system; *of limit* = written / limit.", "",
-          "## References on the same source", "",
+          ]
+    if filter_rows(results):
+        md += ["## With a filter", "",
+               "64-byte TCP/IPv4 frames (1024 flows, about one in seven to port 443), one worker, into tmpfs, "
+               "without and with the filter, same source, back to back. The worker runs the JIT-compiled filter "
+               "on every packet and copies only what it accepts: *rx* is what it took from the port, *filtered* "
+               "what the filter rejected (not a drop).", "", md_table(FILTER_HEADERS, filter_rows(results)), ""]
+    md += ["## References on the same source", "",
           md_table(["size", "testpmd rxonly Mpps", "dumpcap written Mpps", "dumpcap drops",
                     "testpmd rx under dumpcap", "note"], refs_rows(results)), ""]
     if results.get("micro", {}).get("rows"):
@@ -918,33 +986,42 @@ def report(results, outdir):
     log(f"results: {outdir}/results.md, results.json")
 
 
+def rfc2544_section(r):
+    rows = []
+    for tool, t in r["tools"].items():
+        if "error" in t:
+            rows.append([tool, "error: " + t["error"][:60], "", "", "", ""])
+            continue
+        zl = t["zero_loss_pps"]
+        trials = ", ".join(f"{'top' if x['offered'] == 'top' else format(x['offered'] / 1e6, '.3f')}: "
+                           f"{100 * x['lost'] / max(x['sent'], 1):.2f}%" for x in t["trials"])
+        rows.append([tool, f"{'≥ ' if t['at_ceiling'] else ''}{zl / 1e6:.3f}", f"{zl * r['size'] * 8 / 1e9:.2f}",
+                     f"{t['ceiling_pps'] / 1e6:.3f}",
+                     "0%" if t["at_ceiling"] else f"{t['loss_at_ceiling_pct']:.1f}%", trials])
+    fs = r.get("fs", "tmpfs")
+    where = (f"files into the real disk ({r['out_dir']['fstype']}; linecapd with output.o_direct)" if fs == "disk"
+             else "files into tmpfs")
+    return [f"## Live path: zero-loss throughput ({r['size']}-byte frames, {r['trial_s']:.0f} s trials, {fs})", "",
+            "tcpreplay `--pps` from a network namespace into a veth pair (generator pinned to CPU 0), captured "
+            f"on the other end, {where}: linecapd through net_af_xdp / net_af_packet (worker on CPU 1), "
+            "tcpdump `-w` (pinned to CPU 1), dpdk-testpmd rxonly (forwarding core on CPU 1, no files). "
+            "Binary search over the offered rate; *generator max* = what tcpreplay reaches at `--topspeed` with "
+            "that tool attached (with XDP on the veth the sender's CPU also runs the XDP program and the copy "
+            "into the socket, so the generator is slower than into a plain veth). "
+            f"Load {r['load_start']['loadavg']} → {r.get('load_end', {}).get('loadavg', '?')}"
+            + (f"; generator and capture tools at nice {r['nice']}." if r.get("nice") else "."), "",
+            md_table(["tool", "zero-loss Mpps", "Gbit/s", "generator max Mpps", "loss at max",
+                      "trials (offered Mpps: loss)"], rows), ""]
+
+
 def extra_sections(outdir):
     """The live-path search (rfc2544.json) and the soak (soak.json), when they are in `outdir`."""
     md = []
-    path = os.path.join(outdir, "rfc2544.json")
-    if os.path.exists(path):
-        with open(path) as fh:
-            r = json.load(fh)
-        rows = []
-        for tool, t in r["tools"].items():
-            if "error" in t:
-                rows.append([tool, "error: " + t["error"][:60], "", "", "", ""])
-                continue
-            zl = t["zero_loss_pps"]
-            trials = ", ".join(f"{'top' if x['offered'] == 'top' else format(x['offered'] / 1e6, '.3f')}: "
-                               f"{100 * x['lost'] / max(x['sent'], 1):.2f}%" for x in t["trials"])
-            rows.append([tool, f"{'≥ ' if t['at_ceiling'] else ''}{zl / 1e6:.3f}", f"{zl * r['size'] * 8 / 1e9:.2f}",
-                         f"{t['ceiling_pps'] / 1e6:.3f}",
-                         "0%" if t["at_ceiling"] else f"{t['loss_at_ceiling_pct']:.1f}%", trials])
-        md += [f"## Live path: zero-loss throughput ({r['size']}-byte frames, {r['trial_s']:.0f} s trials)", "",
-               "tcpreplay `--pps` from a network namespace into a veth pair (generator pinned to CPU 0), captured "
-               "on the other end: linecapd through net_af_xdp / net_af_packet (worker on CPU 1, files into tmpfs), "
-               "tcpdump `-w` into the same tmpfs (pinned to CPU 1), dpdk-testpmd rxonly (forwarding core on CPU 1). "
-               "Binary search over the offered rate; *generator max* = what tcpreplay reaches at `--topspeed`. "
-               f"Load {r['load_start']['loadavg']} → {r.get('load_end', {}).get('loadavg', '?')}"
-               + (f"; generator and capture tools at nice {r['nice']}." if r.get("nice") else "."), "",
-               md_table(["tool", "zero-loss Mpps", "Gbit/s", "generator max Mpps", "loss at max",
-                         "trials (offered Mpps: loss)"], rows), ""]
+    for json_name in ("rfc2544.json", "rfc2544-disk.json"):
+        path = os.path.join(outdir, json_name)
+        if os.path.exists(path):
+            with open(path) as fh:
+                md += rfc2544_section(json.load(fh))
     path = os.path.join(outdir, "soak.json")
     if os.path.exists(path):
         with open(path) as fh:
@@ -1002,6 +1079,13 @@ def main():
     ap.add_argument("--blocks", type=int, default=32)
     ap.add_argument("--writer-threads", type=int, default=1)
     ap.add_argument("--o-direct", action="store_true")
+    ap.add_argument("--filter", default="tcp port 443 or udp port 53",
+                    help="the filter of the filtered/unfiltered pair ('' = no pair)")
+    ap.add_argument("--index", action="store_true",
+                    help="output.index on (the daemon's background indexer); off by default so the figures are "
+                         "the capture alone")
+    ap.add_argument("--index-keep-s", type=float, default=2.0,
+                    help="with --index: seconds a finished file stays for the indexer before the harness deletes it")
     ap.add_argument("--rotate-mb", type=int, default=256)
     ap.add_argument("--fs-mib", type=int, default=4096, help="MiB written by each raw write measurement")
     ap.add_argument("--nice", type=int, default=0,

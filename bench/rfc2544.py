@@ -89,7 +89,7 @@ def replay(pcap, pps, seconds, frames_in_file):
 
 
 class LinecapdTarget:
-    def __init__(self, pmd, outdir, workdir):
+    def __init__(self, pmd, outdir, workdir, o_direct=False):
         self.name = f"linecapd-{pmd}"
         self.outdir = os.path.join(outdir, self.name)
         os.makedirs(self.outdir, exist_ok=True)
@@ -112,6 +112,7 @@ output:
   rotate: {{ size_mb: 256, interval_s: 0 }}
   blocks_per_queue: 32
   block_size_kb: 1024
+  o_direct: {"true" if o_direct else "false"}
   manifest: false
 metrics:
   enabled: true
@@ -262,6 +263,9 @@ def search(target, pcap, seconds, frames, resolution, max_trials):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out-dir", required=True, help="capture files go here (a tmpfs for the figures)")
+    ap.add_argument("--disk-dir", help="with --fs disk: capture files go here instead (a real disk)")
+    ap.add_argument("--fs", choices=["tmpfs", "disk"], default="tmpfs",
+                    help="disk: into --disk-dir, linecapd with output.o_direct (tcpdump cannot)")
     ap.add_argument("--workdir", default="/tmp")
     ap.add_argument("--tools", default="linecapd-af_xdp,linecapd-af_packet,tcpdump,testpmd-af_xdp,testpmd-af_packet")
     ap.add_argument("--size", type=int, default=1024, help="frame size in bytes (default 1024)")
@@ -276,6 +280,9 @@ def main():
         bench.NICE[:] = ["nice", "-n", str(args.nice)]
         bench.set_autogroup_nice(os.getpid(), args.nice)
     os.sched_setaffinity(0, {0})
+    if args.fs == "disk" and not args.disk_dir:
+        ap.error("--fs disk needs --disk-dir")
+    out_dir = args.disk_dir if args.fs == "disk" else args.out_dir
     work = os.path.join(args.workdir, f"lc-rfc2544-{os.getpid()}")
     os.makedirs(work, exist_ok=True)
     pcap = os.path.join(work, "traffic.pcap")
@@ -283,7 +290,8 @@ def main():
     subprocess.run([sys.executable, bench.GEN_PCAP, "-q", "--count", str(frames), "--size", str(args.size),
                     "--flows", "256", "--out", pcap], check=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    results = {"size": args.size, "trial_s": args.trial, "nice": args.nice, "conditions": bench.machine_conditions(),
+    results = {"size": args.size, "trial_s": args.trial, "nice": args.nice, "fs": args.fs, "out_dir": bench.fs_of(out_dir),
+               "conditions": bench.machine_conditions(),
                "load_start": bench.load_now(), "tools": {}}
     try:
         veth_up()
@@ -292,9 +300,9 @@ def main():
             target = None
             try:
                 if tool.startswith("linecapd-"):
-                    target = LinecapdTarget(tool.split("-", 1)[1], args.out_dir, work)
+                    target = LinecapdTarget(tool.split("-", 1)[1], out_dir, work, o_direct=args.fs == "disk")
                 elif tool == "tcpdump":
-                    target = TcpdumpTarget(args.out_dir, work)
+                    target = TcpdumpTarget(out_dir, work)
                 elif tool.startswith("testpmd-"):
                     target = TestpmdTarget(tool.split("-", 1)[1], work)
                 else:
@@ -321,7 +329,7 @@ def main():
                      f"{zl * args.size * 8 / 1e9:.2f}", f"{r['ceiling_pps'] / 1e6:.3f}",
                      "0%" if r["at_ceiling"] else f"{r['loss_at_ceiling_pct']:.1f}%"])
     print(f"Zero-loss throughput, {args.size}-byte frames, {args.trial:.0f} s trials, tcpreplay from a netns "
-          f"into a veth (generator on CPU 0, capture on CPU 1); load {results['load_start']['loadavg']} → "
+          f"into a veth (generator on CPU 0, capture on CPU 1), files into {args.fs} ({out_dir}); load {results['load_start']['loadavg']} → "
           f"{results['load_end']['loadavg']}")
     print(bench.text_table(["tool", "zero-loss Mpps", "Gbit/s", "generator max Mpps", "loss at max"], rows))
     if args.json:

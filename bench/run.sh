@@ -8,7 +8,8 @@
 #   bench/run.sh micro                the Google Benchmark micro benchmarks only
 #   bench/run.sh rfc2544              zero-loss throughput on the live path (tcpreplay →
 #                                     veth → net_af_xdp / net_af_packet; linecapd, tcpdump,
-#                                     dpdk-testpmd), 1024-byte frames, 10 s trials
+#                                     dpdk-testpmd), 1024-byte frames, 10 s trials, files
+#                                     into tmpfs (--fs disk: into the real disk)
 #
 # Any other option goes to bench/bench.py (see `python3 bench/bench.py --help`), e.g.
 # --sizes 64,1514 --fs tmpfs --workers 1w --seconds 20 --burst 128 --blocks 64.
@@ -98,8 +99,10 @@ fi
 log "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 mkdir -p "$ROOT/bench/results"
 if [[ $mode == rfc2544 ]]; then
-    "$PY" "$ROOT/bench/rfc2544.py" --out-dir "$TMPFS_DIR" --workdir "$WORKDIR" \
-        --json "$ROOT/bench/results/rfc2544.json" "$@"
+    json=rfc2544.json
+    [[ " $* " != *" --fs disk "* ]] || json=rfc2544-disk.json
+    "$PY" "$ROOT/bench/rfc2544.py" --out-dir "$TMPFS_DIR" --disk-dir "$DISK_DIR" --workdir "$WORKDIR" \
+        --json "$ROOT/bench/results/$json" "$@"
 else
     "$PY" "$ROOT/bench/bench.py" "$mode" --workdir "$WORKDIR" --tmpfs-dir "$TMPFS_DIR" --disk-dir "$DISK_DIR" "$@"
 fi
