@@ -22,6 +22,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -493,7 +494,9 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
 def testpmd_args(sources, packets_per_file, burst, in_memory, prefix):
     vdev = "net_pcap0," + ",".join(f"rx_pcap={s}" for s in sources) + ",infinite_rx=1"
     eal = ["-l", "0,1", "--vdev", vdev, "--no-pci", "--log-level", "*:notice"]
-    eal += ["--in-memory"] if in_memory else ["--file-prefix", prefix]
+    # A prefix of ours either way: EAL makes its runtime directory even --in-memory, and
+    # bench/run.sh removes /var/run/dpdk/lcbench* when it is done.
+    eal += ["--in-memory", "--file-prefix", f"lcbench{os.getpid()}m"] if in_memory else ["--file-prefix", prefix]
     mbufs = packets_per_file * len(sources) + 16384
     app = ["--forward-mode=rxonly", "--nb-cores=1", f"--rxq={len(sources)}", f"--txq={len(sources)}",
            f"--burst={burst}", f"--total-num-mbufs={mbufs}", "--stats-period=1", "--rxd=1024", "--txd=1024"]
@@ -530,6 +533,16 @@ def run_dumpcap(tag, workdir, outdir, sources, args, packets_per_file, record_by
     ops are registered in library constructor order, which must match the primary's)."""
     os.makedirs(outdir, exist_ok=True)
     prefix = f"lcbench{os.getpid()}"
+    # The secondary fails to attach net_pcap0 ("failed to initialize net_pcap0 device")
+    # when the device's arguments exceed about 80 characters (measured with DPDK 22.11.11;
+    # /tmp/src64.pcap works, the same file under the bench's work directory does not), so
+    # the primary opens the sources through short symlinks.
+    short = tempfile.mkdtemp(prefix="lcd", dir="/tmp")
+    links = []
+    for i, src in enumerate(sources):
+        links.append(os.path.join(short, f"q{i}.pcap"))
+        os.symlink(os.path.abspath(src), links[-1])
+    sources = links
     primary = Proc(testpmd_args(sources, packets_per_file, args.burst, False, prefix),
                    os.path.join(workdir, f"{tag}-testpmd.log"))
     RUNNING.append(primary)
@@ -586,7 +599,7 @@ def run_dumpcap(tag, workdir, outdir, sources, args, packets_per_file, record_by
             RUNNING.remove(primary)
         for name in os.listdir(outdir):
             os.unlink(os.path.join(outdir, name))
-        sh(f"rm -rf /var/run/dpdk/{prefix}")
+        sh(f"rm -rf /var/run/dpdk/{prefix} {short}")
     return res
 
 

@@ -5,12 +5,17 @@ rate for the highest one at which nothing is lost over a trial (default 10 s).
 Traffic: tcpreplay --pps from a network namespace into a veth pair this script creates
 (and removes), pinned to CPU 0; captured on the root-namespace end by
   linecapd   through net_af_xdp or net_af_packet, one queue, one worker on CPU 1, files
-             into a directory (a tmpfs for the figures); loss = sent - written
-  tcpdump    -w into the same directory, pinned to CPU 1; loss = sent - captured
+             into a directory (a tmpfs, or the disk with --fs disk); loss = sent - written
+  tcpdump    -w into the same directory, pinned to CPU 1, with a kernel buffer (-B) as
+             large as linecapd's write blocks; loss = sent - captured
   testpmd    dpdk-testpmd rxonly on the same vdev, forwarding core on CPU 1; loss = sent - rx
 
-  rfc2544.py --out-dir DIR [--tools linecapd-af_xdp,linecapd-af_packet,tcpdump,testpmd-af_xdp]
+  rfc2544.py --out-dir DIR [--disk-dir DIR --fs disk] [--blocks 32] [--o-direct auto|on|off]
+             [--tools linecapd-af_xdp,linecapd-af_packet,tcpdump,testpmd-af_xdp]
              [--size 1024] [--trial 10] [--resolution 0.02]
+
+On a disk, write stalls (an fsync, ext4 discard of deleted files) last longer than 32 MiB
+of buffer covers at these rates: give both tools the same larger buffer (--blocks 256).
 
 First a trial at tcpreplay's top speed tells the generator's ceiling; a tool that loses
 nothing there is reported as ">= ceiling". Prints one line per trial and a table at the end;
@@ -89,7 +94,7 @@ def replay(pcap, pps, seconds, frames_in_file):
 
 
 class LinecapdTarget:
-    def __init__(self, pmd, outdir, workdir, o_direct=False):
+    def __init__(self, pmd, outdir, workdir, o_direct=False, blocks=32):
         self.name = f"linecapd-{pmd}"
         self.outdir = os.path.join(outdir, self.name)
         os.makedirs(self.outdir, exist_ok=True)
@@ -110,7 +115,7 @@ ports:
 output:
   directory: "{self.outdir}"
   rotate: {{ size_mb: 256, interval_s: 0 }}
-  blocks_per_queue: 32
+  blocks_per_queue: {blocks}
   block_size_kb: 1024
   o_direct: {"true" if o_direct else "false"}
   manifest: false
@@ -169,14 +174,16 @@ metrics:
 class TcpdumpTarget:
     name = "tcpdump"
 
-    def __init__(self, outdir, workdir):
+    def __init__(self, outdir, workdir, buffer_kib):
+        self.buffer_kib = buffer_kib  # -B: the same memory linecapd's write blocks get
         self.outdir = os.path.join(outdir, "tcpdump")
         os.makedirs(self.outdir, exist_ok=True)
         self.workdir = workdir
 
     def trial_begin(self):
         self.out = os.path.join(self.outdir, "t.pcap")
-        self.proc = bench.Proc(bench.NICE + ["taskset", "-c", "1", "tcpdump", "-i", A, "-n", "-w", self.out],
+        self.proc = bench.Proc(bench.NICE + ["taskset", "-c", "1", "tcpdump", "-i", A, "-n", "-B", str(self.buffer_kib),
+                                             "-w", self.out],
                                os.path.join(self.workdir, "tcpdump.log"))
         bench.RUNNING.append(self.proc)
         bench.wait_until(lambda: "listening on" in self.proc.text(), 10, "tcpdump start", self.proc)
@@ -201,7 +208,8 @@ class TestpmdTarget:
         self.name = f"testpmd-{pmd}"
         vdev = (f"net_af_xdp0,iface={A},{XDP_ARGS}" if pmd == "af_xdp"
                 else f"net_af_packet0,iface={A},qpairs=1,blocksz=4096,framesz=2048,framecnt=65536")
-        args = bench.NICE + [bench.TESTPMD, "-l", "0,1", "--in-memory", "--no-pci", "--vdev", vdev, "--log-level", "*:notice",
+        args = bench.NICE + [bench.TESTPMD, "-l", "0,1", "--in-memory", "--file-prefix", f"lcbench{os.getpid()}r",
+                "--no-pci", "--vdev", vdev, "--log-level", "*:notice",
                 "--", "--forward-mode=rxonly", "--nb-cores=1", "--stats-period=1", "--total-num-mbufs=65536"]
         self.proc = bench.Proc(args, os.path.join(workdir, f"{self.name}.log"))
         bench.RUNNING.append(self.proc)
@@ -266,6 +274,10 @@ def main():
     ap.add_argument("--disk-dir", help="with --fs disk: capture files go here instead (a real disk)")
     ap.add_argument("--fs", choices=["tmpfs", "disk"], default="tmpfs",
                     help="disk: into --disk-dir, linecapd with output.o_direct (tcpdump cannot)")
+    ap.add_argument("--blocks", type=int, default=32,
+                    help="linecapd output.blocks_per_queue (1 MiB each); tcpdump gets the same memory (-B)")
+    ap.add_argument("--o-direct", choices=["auto", "on", "off"], default="auto",
+                    help="linecapd output.o_direct (auto: on for --fs disk)")
     ap.add_argument("--workdir", default="/tmp")
     ap.add_argument("--tools", default="linecapd-af_xdp,linecapd-af_packet,tcpdump,testpmd-af_xdp,testpmd-af_packet")
     ap.add_argument("--size", type=int, default=1024, help="frame size in bytes (default 1024)")
@@ -300,9 +312,10 @@ def main():
             target = None
             try:
                 if tool.startswith("linecapd-"):
-                    target = LinecapdTarget(tool.split("-", 1)[1], out_dir, work, o_direct=args.fs == "disk")
+                    o_direct = args.o_direct == "on" or (args.o_direct == "auto" and args.fs == "disk")
+                    target = LinecapdTarget(tool.split("-", 1)[1], out_dir, work, o_direct=o_direct, blocks=args.blocks)
                 elif tool == "tcpdump":
-                    target = TcpdumpTarget(out_dir, work)
+                    target = TcpdumpTarget(out_dir, work, buffer_kib=args.blocks * 1024)
                 elif tool.startswith("testpmd-"):
                     target = TestpmdTarget(tool.split("-", 1)[1], work)
                 else:

@@ -80,6 +80,10 @@ if ((free_pages < 768)) || ! awk '$3 == "hugetlbfs" { f = 1 } END { exit !f }' /
     LINECAP_TEST_STATE_DIR=$HP_STATE "$ROOT/scripts/hugepages.sh" reserve "$want" >&2
 fi
 
+# The runtime directories EAL makes for the reference programs' file prefixes (lcbench*;
+# linecapd removes its own).
+CLEANUP+=("rm -rf /var/run/dpdk/lcbench*")
+
 # --- output file systems -----------------------------------------------------------------------
 TMPFS_DIR=$(mktemp -d /tmp/linecap-bench-tmpfs.XXXXXX)
 CLEANUP+=("rmdir '$TMPFS_DIR'")

@@ -2,6 +2,7 @@
 
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
@@ -17,8 +18,18 @@ std::vector<std::string> eal_arguments(const Config& config) {
     args.push_back(std::to_string(config.eal.lcore_ids.front()));
     // --in-memory: no hugepage or runtime files on disk, so a killed daemon leaves
     // nothing behind and two instances never collide on a file prefix. --no-huge memory
-    // is anonymous already (and EAL refuses the two together).
-    args.push_back(config.eal.hugepages ? "--in-memory" : "--no-huge");
+    // is anonymous already (and EAL refuses the two together); --no-shconf keeps EAL's
+    // shared configuration files out of /var/run/dpdk there too.
+    if (config.eal.hugepages) {
+        args.push_back("--in-memory");
+    } else {
+        args.push_back("--no-huge");
+        args.push_back("--no-shconf");
+    }
+    // EAL still makes an (empty) runtime directory for the file prefix; our own prefix,
+    // so that it can be removed at exit without touching another DPDK program's.
+    args.push_back("--file-prefix");
+    args.push_back("linecapd");
     if (config.eal.memory_mb > 0) {
         args.push_back("-m");
         args.push_back(std::to_string(config.eal.memory_mb));
@@ -59,9 +70,18 @@ Result<std::unique_ptr<Eal>> Eal::init(const Config& config) {
         return runtime_error(std::string("rte_eal_init: ") + rte_strerror(rte_errno) +
                              " (are hugepages reserved and mounted? run `linecapd --check`)");
     }
-    return std::unique_ptr<Eal>(new Eal());
+    auto eal = std::unique_ptr<Eal>(new Eal());
+    eal->runtime_dir_ = rte_eal_get_runtime_dir();
+    return eal;
 }
 
-Eal::~Eal() { rte_eal_cleanup(); }
+Eal::~Eal() {
+    rte_eal_cleanup();
+    // The telemetry socket is unlinked only at exit (atexit), after this. The directory
+    // is removed only if that leaves it empty (rmdir); another linecapd running meanwhile
+    // keeps nothing else there (--in-memory / --no-shconf).
+    ::unlink((runtime_dir_ + "/dpdk_telemetry.v2").c_str());
+    ::rmdir(runtime_dir_.c_str());
+}
 
 }  // namespace linecap

@@ -21,7 +21,8 @@ stdbuf -oL -eL dpdk-testpmd -l 0-1 --in-memory --no-pci --file-prefix "lc-memif-
     <"$TEST_TMPDIR/testpmd.cmd" >"$TEST_TMPDIR/testpmd.log" 2>&1 &
 testpmd_pid=$!
 exec 3>"$TEST_TMPDIR/testpmd.cmd"
-on_exit "kill $testpmd_pid 2>/dev/null || true; wait $testpmd_pid 2>/dev/null || true"
+# --in-memory still makes the (empty) runtime directory of the file prefix.
+on_exit "kill $testpmd_pid 2>/dev/null || true; wait $testpmd_pid 2>/dev/null || true; rm -rf /var/run/dpdk/lc-memif-$$"
 show_on_failure "$TEST_TMPDIR/testpmd.log"
 wait_for "grep -q 'testpmd>' '$TEST_TMPDIR/testpmd.log'" 30 || fail "testpmd did not start"
 

@@ -1,7 +1,7 @@
 // Micro benchmark: what the capture filter costs per packet, as the worker runs it
 // (BpfFilter::run on bursts of 64 mbufs), JIT against DPDK's eBPF interpreter.
 //
-//   filter_bench [--benchmark_* flags] FILE.pcap
+//   linecap_filter_bench [--benchmark_* flags] FILE.pcap
 //
 // The packets of FILE.pcap (e.g. gen_pcap.py --mix) are loaded once into 2048 mbufs
 // (single segment; 2048 × ≤ 9 KiB stays in L2/L3 like freshly received packets) and
