@@ -1042,7 +1042,9 @@ def extra_sections(outdir):
         series = " ".join(f"{t:.0f}s:{v}" for t, v in k["rss_series"])
         md += [f"## Memory over {k['duration_s'] / 60:.0f} minutes", "",
                f"linecapd, {k['size']}-byte frames from net_pcap infinite_rx into {k['fs']['fstype']} "
-               f"({k['fs']['path']}), 1 worker, finished files deleted as they appear. RSS (VmRSS) sampled every "
+               f"({k['fs']['path']}), 1 worker, finished files deleted as they appear"
+               + (" (kept 2 s for the background indexer, which was on: the tmpfs filled, hence disk_full)"
+                  if k.get("index") else "") + ". RSS (VmRSS) sampled every "
                f"10 s: first {k['rss_kib_first'] / 1024:.1f} MiB, last {k['rss_kib_last'] / 1024:.1f} MiB, "
                f"min {k['rss_kib_min'] / 1024:.1f}, max {k['rss_kib_max'] / 1024:.1f} MiB over "
                f"{len(k['rss_series'])} samples; written {k['written_mpps']:.2f} Mpps of {k['rx_mpps']:.2f} received "
@@ -1062,6 +1064,7 @@ def soak(args):
                      seconds=args.duration, warmup=args.warmup, soak=True, sample_period=10.0)
     rss = r["rss_kib"]
     out = {"conditions": machine_conditions(), "duration_s": args.duration, "size": size, "fs": fs_of(d),
+           "index": bool(args.index),
            "rss_kib_first": rss[0], "rss_kib_last": rss[-1], "rss_kib_min": min(rss), "rss_kib_max": max(rss),
            "written_mpps": r["written_mpps"], "rx_mpps": r["rx_mpps"], "drops": r["drops_total"],
            "rss_series": list(zip(r["rss_t"], rss)), "written_mpps_series": r["written_mpps_series"]}
