@@ -39,8 +39,13 @@ std::string free_name(int dir_fd, const std::string& preferred, const std::strin
 
 struct HiddenNames {
     std::vector<std::string> in_progress;
-    std::vector<std::string> manifest_temps;
+    std::vector<std::string> temporaries;  // manifests and indexes a kill interrupted
 };
+
+// ".NAME.pcap.idx.tmp.XXXXXX": store::build_index() writes the index there and renames it.
+bool is_index_temp_name(std::string_view name) {
+    return name.size() > 1 && name.starts_with(".") && name.find(".idx.tmp.") != std::string_view::npos;
+}
 
 Result<HiddenNames> hidden_names(const std::string& directory) {
     DIR* dir = ::opendir(directory.c_str());
@@ -50,11 +55,12 @@ Result<HiddenNames> hidden_names(const std::string& directory) {
     // entry twice or not at all.
     while (const dirent* entry = ::readdir(dir)) {
         if (final_name_of_in_progress(entry->d_name)) names.in_progress.emplace_back(entry->d_name);
-        else if (is_manifest_temp_name(entry->d_name)) names.manifest_temps.emplace_back(entry->d_name);
+        else if (is_manifest_temp_name(entry->d_name) || is_index_temp_name(entry->d_name))
+            names.temporaries.emplace_back(entry->d_name);
     }
     ::closedir(dir);
     std::sort(names.in_progress.begin(), names.in_progress.end());
-    std::sort(names.manifest_temps.begin(), names.manifest_temps.end());
+    std::sort(names.temporaries.begin(), names.temporaries.end());
     return names;
 }
 
@@ -184,11 +190,13 @@ Result<RecoveryReport> recover_in_progress(const std::string& directory, Recover
     Result<HiddenNames> names = hidden_names(directory);
     if (!names) return names.error();
 
-    // A manifest temporary is derived data the writer never finished: the file it
-    // describes gets its manifest again (or is reported without one by verify).
-    for (const std::string& temp : names->manifest_temps) {
+    // A manifest or index temporary is derived data never finished: the file it
+    // describes gets its manifest again (or is reported without one by verify), and its
+    // index from the indexer's start-up sweep.
+    for (const std::string& temp : names->temporaries) {
         if (::unlinkat(dir_fd.get(), temp.c_str(), 0) == 0)
-            spdlog::info("recovery: removed stale manifest temporary {}/{}", directory, temp);
+            spdlog::info("recovery: removed stale {} temporary {}/{}",
+                         is_index_temp_name(temp) ? "index" : "manifest", directory, temp);
         else
             spdlog::warn("recovery: cannot remove {}/{}: {}", directory, temp, errno_text(errno));
     }

@@ -8,7 +8,8 @@
 // file has no Interface Statistics Block (the daemon died before writing it), which is
 // logged: its drop counts are unknown. With manifests on, a recovered file gets one,
 // computed from the file and marked "recovered": true (no drops, span or sequence).
-// Stale hidden manifest temporaries (".<name>.manifest.tmp") are removed.
+// Stale hidden manifest and index temporaries (".<name>.manifest.tmp",
+// ".<name>.idx.tmp.XXXXXX") are removed.
 #pragma once
 
 #include <cstdint>

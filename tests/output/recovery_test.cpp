@@ -275,6 +275,20 @@ PcapngFile pcapng_in_progress(const std::vector<Packet>& packets) {
     return f;
 }
 
+TEST_F(RecoveryTest, StaleIndexAndManifestTemporariesAreRemovedNothingElse) {
+    test::write_file(dir.file("a.pcap"), test::pcap_file_bytes(262144, test::make_packets(3, kT0)));
+    test::write_file(dir.file("a.pcap.idx"), std::vector<uint8_t>(64, 1));
+    test::write_file(dir.file(".a.pcap.idx.tmp.Xy12Zq"), std::vector<uint8_t>(10, 1));  // a killed indexer's
+    test::write_file(dir.file(".a.pcap.manifest.tmp"), std::vector<uint8_t>{'{'});
+    test::write_file(dir.file(".notes"), std::vector<uint8_t>{'x'});                   // not ours
+    const auto report = recover_in_progress(dir.path(), RecoveryOptions{.write_manifests = false, .durable = false});
+    ASSERT_TRUE(report.ok());
+    EXPECT_TRUE(report->files.empty());
+    EXPECT_EQ(dir.names(), (std::vector<std::string>{".notes", "a.pcap", "a.pcap.idx"}));
+    EXPECT_EQ(log.count("removed stale index temporary"), 1u) << log.text();
+    EXPECT_EQ(log.count("removed stale manifest temporary"), 1u) << log.text();
+}
+
 TEST_F(RecoveryTest, PcapngIsCutAtItsLastCompleteBlockAndGetsARecoveredManifest) {
     const auto packets = test::make_packets(50, kT0);
     PcapngFile f = pcapng_in_progress(packets);
