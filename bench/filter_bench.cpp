@@ -14,6 +14,7 @@
 #include <pcap/pcap.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
+#include <unistd.h>
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 
@@ -134,8 +135,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: %s [--benchmark_* flags] FILE.pcap\n", argv[0]);
         return 2;
     }
-    const char* eal_args[] = {"filter_bench", "--no-huge", "--no-shconf", "-m", "512", "--no-pci",
-                              "-l", "0", "--log-level", "lib.*:error"};
+    const char* eal_args[] = {"filter_bench", "--no-huge", "--no-shconf", "-m", "512", "--no-pci", "-l", "0",
+                              "--file-prefix", "lcbench-filter", "--no-telemetry", "--log-level", "lib.*:error"};
     if (rte_eal_init(int(sizeof eal_args / sizeof eal_args[0]), const_cast<char**>(eal_args)) < 0) {
         std::fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
         return 1;
@@ -155,6 +156,8 @@ int main(int argc, char** argv) {
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     rte_pktmbuf_free_bulk(g_mbufs.data(), unsigned(g_mbufs.size()));
+    const std::string runtime_dir = rte_eal_get_runtime_dir();
     rte_eal_cleanup();
+    ::rmdir(runtime_dir.c_str());
     return 0;
 }

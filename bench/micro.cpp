@@ -10,6 +10,7 @@
 #include <benchmark/benchmark.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
+#include <unistd.h>
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -320,9 +321,10 @@ BENCHMARK(BM_TimestampPerPacket)->Arg(0)->Arg(1);
 int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);
     // EAL only for the filter (rte_bpf_convert allocates with rte_malloc); everything else
-    // runs without it. No hugepages, no files.
-    const char* eal_args[] = {"linecap_micro", "--no-huge", "--no-shconf", "-m", "128", "--no-pci",
-                              "-l", "0", "--log-level", "*:error"};
+    // runs without it. No hugepages, no files (the runtime directory EAL makes anyway is
+    // removed at the end).
+    const char* eal_args[] = {"linecap_micro", "--no-huge", "--no-shconf", "-m", "128", "--no-pci", "-l", "0",
+                              "--file-prefix", "lcbench-micro", "--no-telemetry", "--log-level", "*:error"};
     if (rte_eal_init(int(sizeof eal_args / sizeof eal_args[0]), const_cast<char**>(eal_args)) >= 0) {
         linecap::g_eal = true;
         // A typical capture filter: two protocols and a port range.
@@ -336,6 +338,10 @@ int main(int argc, char** argv) {
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     linecap::g_filter.reset();
-    if (linecap::g_eal) rte_eal_cleanup();
+    if (linecap::g_eal) {
+        const std::string runtime_dir = rte_eal_get_runtime_dir();
+        rte_eal_cleanup();
+        ::rmdir(runtime_dir.c_str());
+    }
     return 0;
 }

@@ -119,6 +119,7 @@ output:
   block_size_kb: 1024
   o_direct: {"true" if o_direct else "false"}
   manifest: false
+  index: true   # as shipped: the background indexer runs (idle priority, on CPU 0)
 metrics:
   enabled: true
   listen: "127.0.0.1:{self.port}"

@@ -104,7 +104,7 @@ log "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 mkdir -p "$ROOT/bench/results"
 if [[ $mode == rfc2544 ]]; then
     json=rfc2544.json
-    [[ " $* " != *" --fs disk "* ]] || json=rfc2544-disk.json
+    [[ " $* " != *" --fs disk "* && " $* " != *" --fs=disk "* ]] || json=rfc2544-disk.json
     "$PY" "$ROOT/bench/rfc2544.py" --out-dir "$TMPFS_DIR" --disk-dir "$DISK_DIR" --workdir "$WORKDIR" \
         --json "$ROOT/bench/results/$json" "$@"
 else

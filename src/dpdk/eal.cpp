@@ -26,10 +26,12 @@ std::vector<std::string> eal_arguments(const Config& config) {
         args.push_back("--no-huge");
         args.push_back("--no-shconf");
     }
-    // EAL still makes an (empty) runtime directory for the file prefix; our own prefix,
-    // so that it can be removed at exit without touching another DPDK program's.
+    // EAL still makes a runtime directory for the file prefix: our own prefix, kept empty
+    // (no telemetry socket: linecapd exports its own metrics), so that it can be removed
+    // at exit without touching another DPDK program's — or another linecapd's.
     args.push_back("--file-prefix");
     args.push_back("linecapd");
+    args.push_back("--no-telemetry");
     if (config.eal.memory_mb > 0) {
         args.push_back("-m");
         args.push_back(std::to_string(config.eal.memory_mb));
@@ -77,10 +79,7 @@ Result<std::unique_ptr<Eal>> Eal::init(const Config& config) {
 
 Eal::~Eal() {
     rte_eal_cleanup();
-    // The telemetry socket is unlinked only at exit (atexit), after this. The directory
-    // is removed only if that leaves it empty (rmdir); another linecapd running meanwhile
-    // keeps nothing else there (--in-memory / --no-shconf).
-    ::unlink((runtime_dir_ + "/dpdk_telemetry.v2").c_str());
+    // Only if empty (rmdir); another linecapd running meanwhile keeps nothing there.
     ::rmdir(runtime_dir_.c_str());
 }
 

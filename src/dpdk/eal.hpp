@@ -23,7 +23,7 @@ public:
 
 private:
     Eal() = default;
-    std::string runtime_dir_;  // /var/run/dpdk/linecapd (empty: no files with --in-memory)
+    std::string runtime_dir_;  // /var/run/dpdk/linecapd: empty (--in-memory/--no-shconf, --no-telemetry)
 };
 
 }  // namespace linecap

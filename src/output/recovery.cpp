@@ -43,6 +43,8 @@ struct HiddenNames {
 };
 
 // ".NAME.pcap.idx.tmp.XXXXXX": store::build_index() writes the index there and renames it.
+// Removed at start without an age check (unlike `linecap index`, which waits an hour): the
+// daemon owns its output directory, and a kill leaves its indexer's temporary behind.
 bool is_index_temp_name(std::string_view name) {
     return name.size() > 1 && name.starts_with(".") && name.find(".idx.tmp.") != std::string_view::npos;
 }

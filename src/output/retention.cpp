@@ -474,7 +474,7 @@ void RetentionService::request_room(uint64_t bytes) {
     kick();
 }
 
-// No kick: a few hundred bytes more are seen at the next pass (at least once a second).
+// No kick: an index is under 1 % of its file; the next pass (at least once a second) sees it.
 void RetentionService::sidecar_changed(const std::string& name) { manager_.sidecar_changed(name); }
 
 void RetentionService::kick() {

@@ -58,7 +58,7 @@ bool get_varint(const uint8_t* p, uint64_t size, uint64_t* pos, uint32_t* out) {
     return false;
 }
 
-// Encodes the block lists of one key kind. `pairs` sorted by (key, block), unique.
+// Encodes the block lists of one key kind, keys ascending, each list ascending.
 template <typename K>
 void encode_table(const PostingsTable<K>& table, uint32_t block_count, size_t key_size,
                   std::vector<uint8_t>& section, std::vector<uint8_t>& postings, uint64_t* count) {

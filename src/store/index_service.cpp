@@ -10,7 +10,8 @@
 #include <spdlog/spdlog.h>
 
 #include <cstring>
-#include <unordered_set>
+#include <exception>
+#include <vector>
 
 #include "output/io_status.hpp"
 #include "store/catalog.hpp"
@@ -35,14 +36,21 @@ void lower_own_priority() {
 // Whether `pcap_path` has an index that describes the file as it is now. Reads only the
 // index header (a sweep over a large store must not read every index whole); a damaged
 // index body is found, and the index rebuilt, when a query loads it.
-bool has_current_index(const CaptureFileInfo& file) {
-    const int fd = ::open(index_path_for(file.path).c_str(), O_RDONLY | O_CLOEXEC);
+bool has_current_index(const std::string& pcap_path, uint64_t size, int64_t mtime_ns) {
+    const int fd = ::open(index_path_for(pcap_path).c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     IndexHeader h{};
     const bool read = ::pread(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h);
     ::close(fd);
     return read && std::memcmp(h.magic, kIndexMagic, sizeof h.magic) == 0 && h.version == kIndexVersion &&
-           h.pcap_size == file.size && h.pcap_mtime_ns == file.mtime_ns;
+           h.pcap_size == size && h.pcap_mtime_ns == mtime_ns;
+}
+
+bool has_current_index(const std::string& pcap_path) {
+    struct stat st {};
+    if (::stat(pcap_path.c_str(), &st) != 0) return false;
+    return has_current_index(pcap_path, static_cast<uint64_t>(st.st_size),
+                             int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec);
 }
 
 bool exists(const std::string& path) {
@@ -57,8 +65,12 @@ IndexService::IndexService(IndexServiceOptions options, IndexedHook indexed, Ind
 
 IndexService::~IndexService() { stop(); }
 
+// Once: not again after stop() (the thread would never be joined).
 void IndexService::start() {
-    if (thread_.joinable()) return;
+    {
+        const std::lock_guard lock(mutex_);
+        if (stopping_ || thread_.joinable()) return;
+    }
     thread_ = std::thread([this] { run(); });
     pthread_setname_np(thread_.native_handle(), "lc-indexer");
 }
@@ -66,63 +78,89 @@ void IndexService::start() {
 void IndexService::stop() {
     {
         const std::lock_guard lock(mutex_);
-        if (stopping_) return;
-        stopping_ = true;
-        drain_deadline_ = std::chrono::steady_clock::now() + options_.drain_limit;
+        if (!stopping_) {
+            stopping_ = true;
+            drain_deadline_ = std::chrono::steady_clock::now() + options_.drain_limit;
+        }
     }
     cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-    const std::lock_guard lock(mutex_);
-    if (!fresh_.empty())
-        spdlog::info("indexer: {} finished files left unindexed at stop; indexed at the next start", fresh_.size());
-}
-
-void IndexService::file_finished(const std::string& name) {
+    if (!thread_.joinable()) return;  // never started, or stopped already
+    thread_.join();
+    size_t left = fresh_.size();  // the thread is gone: fresh_ is nobody's now
     {
         const std::lock_guard lock(mutex_);
-        if (fresh_.size() + backlog_.size() >= options_.max_queued) {
+        left += inbox_.size();
+    }
+    if (left > 0) spdlog::info("indexer: {} finished files left unindexed at stop; indexed at the next start", left);
+}
+
+// The writer thread. The lock is held for a push only: the indexer holds it for a swap
+// and never while it works, so the writer cannot wait behind an idle-priority thread
+// for longer than that.
+void IndexService::file_finished(const std::string& name) {
+    std::string entry = name;  // allocated outside the lock
+    {
+        const std::lock_guard lock(mutex_);
+        if (inbox_.size() + queued_.load(std::memory_order_relaxed) >= options_.max_queued) {
             counters_.skipped_files.fetch_add(1, std::memory_order_relaxed);
             return;
         }
-        fresh_.push_back(name);
-        counters_.queued_files.store(fresh_.size() + backlog_.size(), std::memory_order_relaxed);
+        inbox_.push_back(std::move(entry));
+        idle_ = false;
+        counters_.queued_files.store(inbox_.size() + queued_.load(std::memory_order_relaxed),
+                                     std::memory_order_relaxed);
     }
     cv_.notify_one();
 }
 
 bool IndexService::wait_idle(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
-    return idle_cv_.wait_for(lock, timeout, [this] { return swept_ && !busy_ && fresh_.empty() && backlog_.empty(); });
+    return idle_cv_.wait_for(lock, timeout, [this] { return idle_; });
+}
+
+void IndexService::publish_queued() {
+    queued_.store(fresh_.size() + backlog_.size(), std::memory_order_relaxed);
+    counters_.queued_files.store(fresh_.size() + backlog_.size(), std::memory_order_relaxed);
 }
 
 bool IndexService::next(std::string& name) {
-    std::unique_lock lock(mutex_);
-    busy_ = false;
-    idle_cv_.notify_all();
-    cv_.wait(lock, [this] { return stopping_ || !fresh_.empty() || !backlog_.empty(); });
+    std::vector<std::string> arrived;
+    bool stopping = false;
+    std::chrono::steady_clock::time_point deadline;
+    {
+        std::unique_lock lock(mutex_);
+        if (fresh_.empty() && backlog_.empty() && inbox_.empty()) {
+            idle_ = true;
+            idle_cv_.notify_all();
+            cv_.wait(lock, [this] { return stopping_ || !inbox_.empty(); });
+        }
+        arrived.swap(inbox_);
+        stopping = stopping_;
+        deadline = drain_deadline_;
+    }
+    for (std::string& name : arrived) fresh_.push_back(std::move(name));
     // Stopping: only files finished during this run, and only until the deadline.
-    if (stopping_ && (fresh_.empty() || std::chrono::steady_clock::now() >= drain_deadline_)) return false;
+    if (stopping && (fresh_.empty() || std::chrono::steady_clock::now() >= deadline)) {
+        publish_queued();
+        return false;
+    }
     std::deque<std::string>& from = fresh_.empty() ? backlog_ : fresh_;
     name = std::move(from.front());
     from.pop_front();
-    counters_.queued_files.store(fresh_.size() + backlog_.size(), std::memory_order_relaxed);
-    busy_ = true;
+    publish_queued();
     return true;
 }
 
 void IndexService::run() {
     if (options_.idle_priority) lower_own_priority();
     if (options_.sweep_at_start) sweep();
-    {
-        const std::lock_guard lock(mutex_);
-        swept_ = true;
-    }
     for (std::string name; next(name);) index_one(name);
     const std::lock_guard lock(mutex_);
-    busy_ = false;
+    idle_ = true;
     idle_cv_.notify_all();
 }
 
+// On the indexer thread, before it takes any file: fresh_ and backlog_ are its own.
 void IndexService::sweep() {
     auto name_template = NameTemplate::compile(options_.file_template);
     if (!name_template) return;  // the configuration was validated: cannot happen
@@ -132,32 +170,36 @@ void IndexService::sweep() {
                      catalog.error().message);
         return;
     }
-    std::vector<std::string> missing;
-    for (const CaptureFileInfo& f : catalog->files)
-        if (!f.pcapng && !has_current_index(f)) missing.push_back(f.name);
-    if (missing.empty()) return;
-    spdlog::info("indexer: {} capture files in {} have no current index; indexing them in the background",
-                 missing.size(), options_.directory);
-    {
-        const std::lock_guard lock(mutex_);
-        const std::unordered_set<std::string> queued(fresh_.begin(), fresh_.end());
-        for (std::string& name : missing) {
-            if (queued.contains(name)) continue;
-            if (fresh_.size() + backlog_.size() >= options_.max_queued) {
-                counters_.skipped_files.fetch_add(1, std::memory_order_relaxed);
-                continue;
-            }
-            backlog_.push_back(std::move(name));
+    size_t queued = 0, skipped = 0;
+    for (const CaptureFileInfo& f : catalog->files) {
+        if (f.pcapng || has_current_index(f.path, f.size, f.mtime_ns)) continue;
+        if (backlog_.size() >= options_.max_queued) {
+            ++skipped;
+            continue;
         }
-        counters_.queued_files.store(fresh_.size() + backlog_.size(), std::memory_order_relaxed);
+        backlog_.push_back(f.name);
+        ++queued;
     }
+    counters_.skipped_files.fetch_add(skipped, std::memory_order_relaxed);
+    publish_queued();
+    if (queued > 0)
+        spdlog::info("indexer: {} capture files in {} have no current index; indexing them in the background",
+                     queued, options_.directory);
 }
 
 void IndexService::index_one(const std::string& name) {
     const std::string path = options_.directory + "/" + name;
     if (!exists(path)) return;  // deleted by retention before its turn
+    // A file can be queued twice — found by the sweep and finished by this run's writer
+    // around the same time — and is indexed once.
+    if (has_current_index(path)) return;
     const auto started = std::chrono::steady_clock::now();
-    Result<IndexStats> built = build_index(path);
+    Result<IndexStats> built = runtime_error("not built");
+    try {
+        built = build_index(path);
+    } catch (const std::exception& e) {  // std::bad_alloc on a huge file: that file fails, capture goes on
+        built = runtime_error(path + ": " + e.what());
+    }
     counters_.busy_ns.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                           std::chrono::steady_clock::now() - started)
                                                           .count()),

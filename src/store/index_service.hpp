@@ -5,7 +5,8 @@
 // Why after the file is finished rather than block by block on the writer thread: the
 // writer is what limits capture into files at small frames (bench/index_cost measures
 // both on the same data), so every cycle spent indexing there is capture capacity lost,
-// while a finished file is still in the page cache and costs one extra sequential read.
+// while a finished file is usually still in the page cache and costs one extra
+// sequential read (with output.o_direct it is read from the disk, at idle I/O priority).
 // The thread runs at idle CPU and I/O priority (SCHED_IDLE, IOPRIO_CLASS_IDLE): when the
 // control core is saturated by the writer, indexing waits instead of slowing capture,
 // and catches up when traffic drops. `linecap extract` scans the files it has not got to.
@@ -33,6 +34,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace linecap::store {
 
@@ -70,8 +72,8 @@ public:
     void start();
     void stop();
 
-    // Any thread: `name` (in the directory) was finished. Takes a lock for a push; never
-    // waits for indexing.
+    // Any thread (the writer): `name` (in the directory) was finished. Takes a lock for a
+    // push; never waits for indexing.
     void file_finished(const std::string& name);
 
     // Blocks until nothing is queued and nothing is being indexed (tests, benchmarks).
@@ -81,22 +83,27 @@ public:
 private:
     void run();
     void sweep();
-    void index_one(const std::string& name);
     bool next(std::string& name);  // false: stop now
+    void index_one(const std::string& name);
+    void publish_queued();
 
     const IndexServiceOptions options_;
     const IndexedHook indexed_;
     IndexingCounters& counters_;
 
+    // Shared with the writer and stop(), under mutex_: held for a push or a swap only.
     std::mutex mutex_;
     std::condition_variable cv_;
     std::condition_variable idle_cv_;
-    std::deque<std::string> fresh_;     // finished during this run
-    std::deque<std::string> backlog_;   // found unindexed at start
-    bool busy_ = false;
-    bool swept_ = false;
+    std::vector<std::string> inbox_;   // finished files not yet taken by the indexer
     bool stopping_ = false;
+    bool idle_ = false;                // nothing queued, nothing in hand (after the sweep)
     std::chrono::steady_clock::time_point drain_deadline_{};
+    std::atomic<size_t> queued_{0};    // fresh_ + backlog_, for the bound in file_finished
+
+    // The indexer thread's own.
+    std::deque<std::string> fresh_;    // finished during this run
+    std::deque<std::string> backlog_;  // found unindexed at start
     std::thread thread_;
 };
 

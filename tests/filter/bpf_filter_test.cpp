@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <pcap/pcap.h>
 #include <rte_eal.h>
+#include <unistd.h>
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -499,8 +500,11 @@ int main(int argc, char** argv) {
 
     // --no-huge implies --legacy-mem, which EAL refuses together with --in-memory;
     // --no-shconf gives the same "no files anywhere" property.
+    // EAL makes its runtime directory all the same: a prefix of ours, no telemetry socket
+    // in it, removed at the end.
     const char* eal_args[] = {"bpf_filter_test", "--no-huge", "--no-shconf", "-m", "256", "--no-pci",
-                              "-l", "0", "--log-level", "lib.*:error", "--log-level", "lib.bpf:info"};
+                              "-l", "0", "--file-prefix", "lc-bpf-filter-test", "--no-telemetry",
+                              "--log-level", "lib.*:error", "--log-level", "lib.bpf:info"};
     const int eal_argc = int(sizeof eal_args / sizeof eal_args[0]);
     if (rte_eal_init(eal_argc, const_cast<char**>(eal_args)) < 0) {
         std::printf("SKIP: rte_eal_init failed: %s\n", rte_strerror(rte_errno));
@@ -515,6 +519,8 @@ int main(int argc, char** argv) {
     std::printf("%zu packets from %zu file(s)\n", g_packets.size(), g_files.size());
     const int rc = RUN_ALL_TESTS();
     rte_mempool_free(g_pool);
+    const std::string runtime_dir = rte_eal_get_runtime_dir();
     rte_eal_cleanup();
+    ::rmdir(runtime_dir.c_str());
     return rc;
 }

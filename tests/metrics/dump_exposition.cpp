@@ -25,8 +25,8 @@ int main() {
     capture.indexing.failed_files.store(1);
     capture.indexing.skipped_files.store(2);
     capture.indexing.queued_files.store(3);
-    capture.indexing.pcap_bytes.store(7u << 30);
-    capture.indexing.index_bytes.store(42u << 20);
+    capture.indexing.pcap_bytes.store(7ull << 30);
+    capture.indexing.index_bytes.store(42ull << 20);
     capture.indexing.busy_ns.store(5'000'000'000);
     capture.lcore[0].total_cycles.set(1000);
     capture.lcore[0].busy_cycles.set(500);

@@ -67,7 +67,7 @@ protected:
 };
 
 TEST_F(IndexServiceTest, IndexesReportedFilesAndTellsTheHook) {
-    auto svc = service();
+    auto svc = service(65536, false);  // no sweep: it would race the files created below
     svc->start();
     const std::string a = make_capture(kT0, 50), b = make_capture(kT0 + 60'000'000'000ull, 70);
     svc->file_finished(a);
@@ -106,6 +106,16 @@ TEST_F(IndexServiceTest, SweepRebuildsMissingStaleAndDamagedIndexesOnly) {
     EXPECT_EQ(after.st_ino, before.st_ino) << "a current index was rebuilt";
     const std::lock_guard lock(mu);
     EXPECT_FALSE(indexed.contains(current));
+}
+
+TEST_F(IndexServiceTest, AFileQueuedTwiceIsIndexedOnce) {
+    const std::string a = make_capture(kT0, 10);
+    auto svc = service();  // the sweep finds `a` unindexed ...
+    svc->file_finished(a);  // ... and the writer reports it too
+    svc->start();
+    ASSERT_TRUE(svc->wait_idle(kWait));
+    EXPECT_EQ(counters.built_files.load(), 1u);
+    EXPECT_EQ(index_state(a), IndexState::valid);
 }
 
 TEST_F(IndexServiceTest, DeletedBeforeItsTurnIsNotAFailure) {
@@ -159,5 +169,14 @@ TEST_F(IndexServiceTest, StopIndexesTheFilesAlreadyReported) {
     for (const auto& n : names) EXPECT_EQ(index_state(n), IndexState::valid) << n;
     EXPECT_EQ(counters.built_files.load(), 3u);
 }
+
+TEST_F(IndexServiceTest, StopBeforeStartAndTwiceIsSafe) {
+    auto svc = service(65536, false);
+    svc->stop();
+    svc->start();  // refused after stop: no thread to leak
+    svc->file_finished(make_capture(kT0, 5));
+    svc->stop();
+    EXPECT_EQ(counters.built_files.load(), 0u);
+}  // the destructor stops a third time
 
 }  // namespace
