@@ -88,6 +88,13 @@ void set_tsc_per_item(benchmark::State& state, uint64_t tsc_start, uint64_t item
     state.counters["tsc_per_item"] = items ? double(cycles) / double(items) : 0.0;
 }
 
+// TSC cycles, packets and record bytes per second of a benchmark over `size`-byte frames.
+void set_record_rates(benchmark::State& state, uint64_t tsc_start, uint64_t items, size_t size) {
+    set_tsc_per_item(state, tsc_start, items);
+    state.SetItemsProcessed(int64_t(items));
+    state.SetBytesProcessed(int64_t(items * pcap::record_size(uint32_t(size))));
+}
+
 // --- record encoding ----------------------------------------------------------------------
 
 void BM_EncodeRecordHeader(benchmark::State& state) {
@@ -129,9 +136,7 @@ void BM_AppendRecord(benchmark::State& state) {
         ++items;
     }
     benchmark::DoNotOptimize(block.used);
-    set_tsc_per_item(state, t0, items);
-    state.SetItemsProcessed(int64_t(items));
-    state.SetBytesProcessed(int64_t(items * pcap::record_size(uint32_t(size))));
+    set_record_rates(state, t0, items, size);
 }
 BENCHMARK(BM_AppendRecord)->Arg(64)->Arg(128)->Arg(512)->Arg(1024)->Arg(1514);
 
@@ -139,20 +144,26 @@ BENCHMARK(BM_AppendRecord)->Arg(64)->Arg(128)->Arg(512)->Arg(1024)->Arg(1514);
 // Block size cycles through a window larger than L2 so stores miss as they do in the daemon
 // (32 blocks x 1 MiB per queue); range(1) = bytes of block memory cycled through.
 
-void BM_CaptureBurst(benchmark::State& state) {
-    const size_t size = size_t(state.range(0));
-    const size_t window = size_t(state.range(1)) << 20;
-    FakeBurst burst(kBurst, size);
-    BlockMem mem = block_memory(window);
-    WriteBlock block;
-    size_t next_block = 0;
-    auto fresh_block = [&] {
-        block.data = mem.get() + next_block * kBlockBytes;
+// A write block that moves on through `window` bytes of block memory each time it fills.
+struct CycledBlock {
+    explicit CycledBlock(size_t window) : mem(block_memory(window)), count(window / kBlockBytes) { next(); }
+    void next() {
+        block.data = mem.get() + index * kBlockBytes;
         block.capacity = kBlockBytes;
         block.reset();
-        next_block = (next_block + 1) % (window / kBlockBytes);
-    };
-    fresh_block();
+        index = (index + 1) % count;
+    }
+    BlockMem mem;
+    size_t count;
+    size_t index = 0;
+    WriteBlock block;
+};
+
+void BM_CaptureBurst(benchmark::State& state) {
+    const size_t size = size_t(state.range(0));
+    FakeBurst burst(kBurst, size);
+    CycledBlock cycled(size_t(state.range(1)) << 20);
+    WriteBlock& block = cycled.block;
     uint64_t ts = 1'700'000'000'000'000'000ull;
     uint64_t items = 0;
     const uint64_t t0 = rte_rdtsc();
@@ -162,7 +173,7 @@ void BM_CaptureBurst(benchmark::State& state) {
             const rte_mbuf* m = pkts[i];
             if (i + 1 < kBurst) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
             const uint32_t caplen = record_caplen(m, 262144);
-            if (unlikely(block.room() < pcap::record_size(caplen))) fresh_block();
+            if (unlikely(block.room() < pcap::record_size(caplen))) cycled.next();
             if (block.packets == 0) block.first_ts_ns = ts;
             block.last_ts_ns = ts;
             append_record(block, m, caplen, ts);
@@ -171,9 +182,7 @@ void BM_CaptureBurst(benchmark::State& state) {
         items += kBurst;
     }
     benchmark::DoNotOptimize(block.used);
-    set_tsc_per_item(state, t0, items);
-    state.SetItemsProcessed(int64_t(items));
-    state.SetBytesProcessed(int64_t(items * pcap::record_size(uint32_t(size))));
+    set_record_rates(state, t0, items, size);
 }
 BENCHMARK(BM_CaptureBurst)->Args({64, 1})->Args({64, 32})->Args({1514, 32})->Args({64, 256});
 
@@ -181,34 +190,23 @@ BENCHMARK(BM_CaptureBurst)->Args({64, 1})->Args({64, 32})->Args({1514, 32})->Arg
 // check, one timestamp split and one bookkeeping update per burst.
 void BM_AppendBurst(benchmark::State& state) {
     const size_t size = size_t(state.range(0));
-    const size_t window = size_t(state.range(1)) << 20;
     FakeBurst burst(kBurst, size);
-    BlockMem mem = block_memory(window);
-    WriteBlock block;
-    size_t next_block = 0;
-    auto fresh_block = [&] {
-        block.data = mem.get() + next_block * kBlockBytes;
-        block.capacity = kBlockBytes;
-        block.reset();
-        next_block = (next_block + 1) % (window / kBlockBytes);
-    };
-    fresh_block();
+    CycledBlock cycled(size_t(state.range(1)) << 20);
+    WriteBlock& block = cycled.block;
     uint64_t ts = 1'700'000'000'000'000'000ull;
     uint64_t items = 0;
     const uint64_t t0 = rte_rdtsc();
     for (auto _ : state) {
         rte_mbuf** pkts = burst.ptrs.data();
         const BurstSize s = measure_burst<FileFormat::pcap>(pkts, kBurst, nullptr, 262144);
-        if (unlikely(block.room() < s.record_bytes)) fresh_block();
+        if (unlikely(block.room() < s.record_bytes)) cycled.next();
         if (block.packets == 0) block.first_ts_ns = ts;
         append_burst<FileFormat::pcap>(block, pkts, kBurst, nullptr, 262144, ts, s);
         ts += 1000;
         items += kBurst;
     }
     benchmark::DoNotOptimize(block.used);
-    set_tsc_per_item(state, t0, items);
-    state.SetItemsProcessed(int64_t(items));
-    state.SetBytesProcessed(int64_t(items * pcap::record_size(uint32_t(size))));
+    set_record_rates(state, t0, items, size);
 }
 BENCHMARK(BM_AppendBurst)->Args({64, 1})->Args({64, 32})->Args({1514, 32})->Args({64, 256});
 

@@ -200,7 +200,7 @@ Status CaptureEngine::build_writer() {
             spec.device = pc.device;
             const QueueCounters* counters = &queue_counters_[specs.size()];
             spec.capture_counts = [counters] {
-                return CaptureCounts{counters->rx_packets.get(), counters->filtered_packets.get(),
+                return CaptureCounts{counters->filtered_packets.get(),
                                      counters->writer_full_packets.get()};
             };
             specs.push_back(spec);

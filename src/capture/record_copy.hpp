@@ -43,26 +43,31 @@ static inline uint32_t record_bytes(uint32_t caplen) {
     return static_cast<uint32_t>(pcapng::record_size(caplen));
 }
 
-// The caller has checked block.room() >= record_bytes<F>(caplen).
+// Encodes one record at `dst` (header, data, pcapng trailer); returns where it ends.
+// `t` is ts_ns split for pcap (pcap::record_time), done once per burst by the caller.
 template <FileFormat F>
-static inline void append_record(WriteBlock& block, const rte_mbuf* m, uint32_t caplen, uint64_t ts_ns) {
-    uint8_t* dst = block.tail();
+static inline uint8_t* write_record(uint8_t* dst, const rte_mbuf* m, uint32_t caplen, uint64_t ts_ns,
+                                    [[maybe_unused]] pcap::RecordTime t) {
     if constexpr (F == FileFormat::pcap) {
-        dst += pcap::encode_record_header(dst, ts_ns, caplen, m->pkt_len);
+        dst += pcap::encode_record_header(dst, t, caplen, m->pkt_len);
         copy_packet_data(dst, m, caplen);
+        return dst + caplen;
     } else {
-        dst += pcapng::encode_epb_header(dst, ts_ns, caplen, m->pkt_len);
-        copy_packet_data(dst, m, caplen);
-        pcapng::encode_epb_trailer(dst + caplen, caplen);
+        uint8_t* data = dst + pcapng::encode_epb_header(dst, ts_ns, caplen, m->pkt_len);
+        copy_packet_data(data, m, caplen);
+        pcapng::encode_epb_trailer(data + caplen, caplen);
+        return dst + record_bytes<F>(caplen);
     }
+}
+
+// The caller has checked block.room() >= record_bytes<F>(caplen). pcap unless told
+// otherwise (what the tests of the record layout exercise).
+template <FileFormat F = FileFormat::pcap>
+static inline void append_record(WriteBlock& block, const rte_mbuf* m, uint32_t caplen, uint64_t ts_ns) {
+    write_record<F>(block.tail(), m, caplen, ts_ns, pcap::record_time(ts_ns));
     block.used += record_bytes<F>(caplen);
     block.packets += 1;
     block.wire_bytes += m->pkt_len;
-}
-
-// pcap unless told otherwise: what the tests of the record layout exercise.
-static inline void append_record(WriteBlock& block, const rte_mbuf* m, uint32_t caplen, uint64_t ts_ns) {
-    append_record<FileFormat::pcap>(block, m, caplen, ts_ns);
 }
 
 // --- whole bursts (the worker's fast path) ---------------------------------------------------
@@ -91,7 +96,7 @@ static inline BurstSize measure_burst(rte_mbuf* const* pkts, uint16_t n, const u
         const uint32_t len = pkts[i]->pkt_len;
         s.wire_bytes += len;
         if (keep != nullptr && keep[i] == 0) continue;
-        s.record_bytes += record_bytes<F>(std::min(len, snaplen));
+        s.record_bytes += record_bytes<F>(record_caplen(pkts[i], snaplen));
         s.kept += 1;
         s.kept_wire_bytes += len;
     }
@@ -104,22 +109,11 @@ template <FileFormat F>
 static inline void append_burst(WriteBlock& block, rte_mbuf* const* pkts, uint16_t n, const uint64_t* keep,
                                 uint32_t snaplen, uint64_t ts_ns, const BurstSize& size) {
     uint8_t* dst = block.tail();
-    [[maybe_unused]] const pcap::RecordTime t = pcap::record_time(ts_ns);
+    const pcap::RecordTime t = pcap::record_time(ts_ns);
     for (uint16_t i = 0; i < n; ++i) {
         if (i + kAppendPrefetch < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kAppendPrefetch], void*));
         if (keep != nullptr && keep[i] == 0) continue;
-        const rte_mbuf* m = pkts[i];
-        const uint32_t caplen = record_caplen(m, snaplen);
-        if constexpr (F == FileFormat::pcap) {
-            dst += pcap::encode_record_header(dst, t, caplen, m->pkt_len);
-            copy_packet_data(dst, m, caplen);
-            dst += caplen;
-        } else {
-            uint8_t* data = dst + pcapng::encode_epb_header(dst, ts_ns, caplen, m->pkt_len);
-            copy_packet_data(data, m, caplen);
-            pcapng::encode_epb_trailer(data + caplen, caplen);
-            dst += record_bytes<F>(caplen);
-        }
+        dst = write_record<F>(dst, pkts[i], record_caplen(pkts[i], snaplen), ts_ns, t);
     }
     block.used += size.record_bytes;
     block.packets += size.kept;

@@ -51,59 +51,50 @@ template <FileFormat F>
 inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc, uint64_t ts_ns) {
     const CapturePolicy* policy = q.policy->load(std::memory_order_acquire);
 
-    uint64_t keep[kMaxBurst];
-    uint32_t filtered = 0;
+    uint64_t keep_mask[kMaxBurst];
+    const uint64_t* keep = nullptr;  // null: every packet is kept
     if (policy->filter) {
-        policy->filter->run(pkts, n, keep);
+        policy->filter->run(pkts, n, keep_mask);
+        keep = keep_mask;
     }
 
-    // Fast path: the whole burst fits the current block (every burst but the one that
-    // fills a block).
-    const BurstSize size = measure_burst<F>(pkts, n, policy->filter ? keep : nullptr, policy->snaplen);
+    const BurstSize size = measure_burst<F>(pkts, n, keep, policy->snaplen);
+    uint32_t dropped = 0;
     WriteBlock* const current = q.block;
     if (likely(current != nullptr && current->room() >= size.record_bytes)) {
+        // Fast path: the whole burst fits the current block (every burst but the one
+        // that fills a block).
         if (size.kept != 0) {
             if (current->packets == 0) {
                 current->first_ts_ns = ts_ns;
                 current->first_tsc = now_tsc;
             }
-            append_burst<F>(*current, pkts, n, policy->filter ? keep : nullptr, policy->snaplen, ts_ns, size);
+            append_burst<F>(*current, pkts, n, keep, policy->snaplen, ts_ns, size);
         }
-        rte_pktmbuf_free_bulk(pkts, n);
-        q.counters->rx_packets.add(n);
-        q.counters->rx_bytes.add(size.wire_bytes);
-        if (size.kept != n) q.counters->filtered_packets.add(n - size.kept);
-        return;
-    }
-
-    uint64_t rx_bytes = 0;
-    uint32_t dropped = 0;
-    for (uint16_t i = 0; i < n; ++i) {
-        const rte_mbuf* m = pkts[i];
-        if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
-        rx_bytes += m->pkt_len;
-        if (policy->filter && keep[i] == 0) {
-            ++filtered;
-            continue;
+    } else {
+        for (uint16_t i = 0; i < n; ++i) {
+            const rte_mbuf* m = pkts[i];
+            if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
+            if (keep != nullptr && keep[i] == 0) continue;
+            const uint32_t caplen = record_caplen(m, policy->snaplen);
+            WriteBlock* block = block_with_room(q, record_bytes<F>(caplen));
+            if (unlikely(block == nullptr)) {
+                ++dropped;
+                continue;
+            }
+            if (block->packets == 0) {
+                block->first_ts_ns = ts_ns;
+                block->first_tsc = now_tsc;
+            }
+            block->last_ts_ns = ts_ns;
+            append_record<F>(*block, m, caplen, ts_ns);
         }
-        const uint32_t caplen = record_caplen(m, policy->snaplen);
-        WriteBlock* block = block_with_room(q, record_bytes<F>(caplen));
-        if (unlikely(block == nullptr)) {
-            ++dropped;
-            continue;
-        }
-        if (block->packets == 0) {
-            block->first_ts_ns = ts_ns;
-            block->first_tsc = now_tsc;
-        }
-        block->last_ts_ns = ts_ns;
-        append_record<F>(*block, m, caplen, ts_ns);
     }
     rte_pktmbuf_free_bulk(pkts, n);
 
     q.counters->rx_packets.add(n);
-    q.counters->rx_bytes.add(rx_bytes);
-    if (filtered) q.counters->filtered_packets.add(filtered);
+    q.counters->rx_bytes.add(size.wire_bytes);
+    if (size.kept != n) q.counters->filtered_packets.add(n - size.kept);
     if (dropped) q.counters->writer_full_packets.add(dropped);
 }
 

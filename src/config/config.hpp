@@ -77,6 +77,7 @@ struct RetentionConfig {
     uint64_t max_age_s = 0;          // 0 = keep forever
     std::string hold_file;           // legal hold list: paths never deleted
 
+    bool any_budget() const { return max_bytes > 0 || max_percent > 0 || min_free_bytes > 0 || max_age_s > 0; }
     bool operator==(const RetentionConfig&) const = default;
 };
 

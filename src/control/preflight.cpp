@@ -374,8 +374,7 @@ bool check_output_directory(const Config& config, Findings& f) {
                                      " MiB free, less than two rotated files (" + std::to_string(need >> 20) + " MiB)";
             // With a retention budget the daemon makes room itself (a disk kept full by
             // retention is its normal state), so a restart must not be refused.
-            const RetentionConfig& r = config.output.retention;
-            if (r.max_bytes || r.max_percent > 0 || r.min_free_bytes || r.max_age_s) {
+            if (config.output.retention.any_budget()) {
                 warning(f, what + "; retention will delete the oldest files to make room");
             } else {
                 error(f, what + "; free space or lower output.rotate.size_mb");

@@ -24,7 +24,7 @@ Error call_error(const char* call, int rc) {
 // Reads back the key the device actually uses: a PMD that ignores or rewrites it would
 // silently split conversations over two queues (and two files).
 void verify_symmetric_key(const std::string& name, uint16_t id, size_t key_size) {
-    std::vector<uint8_t> key(key_size ? key_size : 40);
+    std::vector<uint8_t> key(key_size);  // plan_rss sized it from dev_info (40 when the PMD reports 0)
     rte_eth_rss_conf conf{};
     conf.rss_key = key.data();
     conf.rss_key_len = static_cast<uint8_t>(key.size());

@@ -41,6 +41,19 @@ void add_gauge(MetricFamily& f, Labels labels, double value) {
     f.metric.push_back(std::move(m));
 }
 
+// A family of one unlabelled series, appended to `out`.
+void push_gauge(std::vector<MetricFamily>& out, const char* name, const char* help, double value) {
+    MetricFamily f = family(name, help, MetricType::Gauge);
+    add_gauge(f, {}, value);
+    out.push_back(std::move(f));
+}
+
+void push_counter(std::vector<MetricFamily>& out, const char* name, const char* help, double value) {
+    MetricFamily f = family(name, help, MetricType::Counter);
+    add_counter(f, {}, value);
+    out.push_back(std::move(f));
+}
+
 Labels port_labels(const std::string& port) { return {{"port", port}}; }
 
 Labels queue_labels(const StreamSample& s) { return {{"port", s.port}, {"queue", std::to_string(s.queue)}}; }
@@ -152,33 +165,26 @@ MetricFamily write_latency(const LatencySample& sample) {
 // Always exported (zeros without a writer): the horizon is meaningful with or without
 // retention limits — it is how far back the kept files reach.
 void add_retention_families(std::vector<MetricFamily>& out, const RetentionSample& r) {
-    const auto gauge = [&](const char* name, const char* help, double value) {
-        MetricFamily f = family(name, help, MetricType::Gauge);
-        add_gauge(f, {}, value);
-        out.push_back(std::move(f));
-    };
-    const auto counter = [&](const char* name, const char* help, uint64_t value) {
-        MetricFamily f = family(name, help, MetricType::Counter);
-        add_counter(f, {}, value);
-        out.push_back(std::move(f));
-    };
-    gauge("linecap_retention_horizon_seconds",
-          "Age of the oldest packet still kept in a finished capture file (how far back a question can be "
-          "answered); 0 when no file is kept.",
-          r.horizon_seconds);
-    gauge("linecap_retention_files", "Finished capture files kept in the output directory.",
-          static_cast<double>(r.files));
-    gauge("linecap_retention_bytes", "Bytes of the finished capture files kept, manifests and indexes included.",
-          static_cast<double>(r.bytes));
-    gauge("linecap_retention_held_files", "Kept capture files that are on the legal hold list.",
-          static_cast<double>(r.held_files));
-    gauge("linecap_retention_budget_unmet",
-          "1 while a retention limit cannot be met (the remaining files are on hold, the hold list is unreadable, "
-          "or deleting failed).",
-          r.budget_unmet ? 1 : 0);
-    counter("linecap_retention_deleted_files_total", "Capture files deleted by retention.", r.deleted_files);
-    counter("linecap_retention_deleted_bytes_total", "Bytes deleted by retention (capture files and their sidecars).",
-            r.deleted_bytes);
+    push_gauge(out, "linecap_retention_horizon_seconds",
+               "Age of the oldest packet still kept in a finished capture file (how far back a question can be "
+               "answered); 0 when no file is kept.",
+               r.horizon_seconds);
+    push_gauge(out, "linecap_retention_files", "Finished capture files kept in the output directory.",
+               static_cast<double>(r.files));
+    push_gauge(out, "linecap_retention_bytes",
+               "Bytes of the finished capture files kept, manifests and indexes included.",
+               static_cast<double>(r.bytes));
+    push_gauge(out, "linecap_retention_held_files", "Kept capture files that are on the legal hold list.",
+               static_cast<double>(r.held_files));
+    push_gauge(out, "linecap_retention_budget_unmet",
+               "1 while a retention limit cannot be met (the remaining files are on hold, the hold list is "
+               "unreadable, or deleting failed).",
+               r.budget_unmet ? 1 : 0);
+    push_counter(out, "linecap_retention_deleted_files_total", "Capture files deleted by retention.",
+                 static_cast<double>(r.deleted_files));
+    push_counter(out, "linecap_retention_deleted_bytes_total",
+                 "Bytes deleted by retention (capture files and their sidecars).",
+                 static_cast<double>(r.deleted_bytes));
 }
 
 // Only with output.index on. The queue is what an operator watches: it grows while the
@@ -192,21 +198,13 @@ void add_indexing_families(std::vector<MetricFamily>& out, const IndexingSample&
     add_counter(files, {{"result", "failed"}}, s.failed_files);
     add_counter(files, {{"result", "skipped"}}, s.skipped_files);
     out.push_back(std::move(files));
-    MetricFamily queued = family("linecap_index_queued_files",
-                                 "Finished capture files waiting to be indexed.", MetricType::Gauge);
-    add_gauge(queued, {}, static_cast<double>(s.queued_files));
-    out.push_back(std::move(queued));
-    MetricFamily pcap = family("linecap_index_source_bytes_total", "Bytes of capture files indexed.",
-                               MetricType::Counter);
-    add_counter(pcap, {}, s.pcap_bytes);
-    out.push_back(std::move(pcap));
-    MetricFamily index = family("linecap_index_bytes_total", "Bytes of index files written.", MetricType::Counter);
-    add_counter(index, {}, s.index_bytes);
-    out.push_back(std::move(index));
-    MetricFamily busy = family("linecap_index_busy_seconds_total",
-                               "Wall time the indexer spent building indexes (at idle priority).", MetricType::Counter);
-    add_counter(busy, {}, s.busy_seconds);
-    out.push_back(std::move(busy));
+    push_gauge(out, "linecap_index_queued_files", "Finished capture files waiting to be indexed.",
+               static_cast<double>(s.queued_files));
+    push_counter(out, "linecap_index_source_bytes_total", "Bytes of capture files indexed.",
+                 static_cast<double>(s.pcap_bytes));
+    push_counter(out, "linecap_index_bytes_total", "Bytes of index files written.", static_cast<double>(s.index_bytes));
+    push_counter(out, "linecap_index_busy_seconds_total",
+                 "Wall time the indexer spent building indexes (at idle priority).", s.busy_seconds);
 }
 
 void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& snapshot) {
@@ -227,10 +225,8 @@ void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& 
         out.push_back(std::move(free));
         out.push_back(std::move(size));
     }
-    MetricFamily backlog = family("linecap_writer_backlog_blocks",
-                                  "Full write blocks waiting for the writer, all streams.", MetricType::Gauge);
-    add_gauge(backlog, {}, static_cast<double>(snapshot.backlog_blocks));
-    out.push_back(std::move(backlog));
+    push_gauge(out, "linecap_writer_backlog_blocks", "Full write blocks waiting for the writer, all streams.",
+               static_cast<double>(snapshot.backlog_blocks));
     if (snapshot.write_latency) out.push_back(write_latency(*snapshot.write_latency));
     add_retention_families(out, snapshot.retention);
     if (snapshot.indexing) add_indexing_families(out, *snapshot.indexing);

@@ -39,4 +39,9 @@ std::string in_progress_name(std::string_view final_name);
 // The final name an in-progress name stands for; nullopt if `name` is not one.
 std::optional<std::string> final_name_of_in_progress(std::string_view name);
 
+// A finished capture file's name: "*.pcap" or "*.pcapng", not hidden.
+inline bool is_capture_name(std::string_view name) {
+    return !name.empty() && name[0] != '.' && (name.ends_with(".pcap") || name.ends_with(".pcapng"));
+}
+
 }  // namespace linecap

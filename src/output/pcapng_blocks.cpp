@@ -41,11 +41,10 @@ public:
         option(code, words, sizeof words);
     }
 
-    std::vector<uint8_t> finish(bool with_options) {
-        if (with_options) {
-            u16(kOptEndOfOpt);
-            u16(0);
-        }
+    // Ends the options (opt_endofopt) and the block.
+    std::vector<uint8_t> finish() {
+        u16(kOptEndOfOpt);
+        u16(0);
         const uint32_t total = static_cast<uint32_t>(bytes_.size() + 4);
         u32(total);
         std::memcpy(bytes_.data() + 4, &total, sizeof total);
@@ -74,7 +73,7 @@ std::vector<uint8_t> file_header(const InterfaceInfo& interface, const std::stri
     shb.u16(0);  // minor
     shb.u64(~uint64_t{0});  // section length: -1, not known in advance
     shb.option(kShbUserAppl, user_application);
-    std::vector<uint8_t> out = shb.finish(true);
+    std::vector<uint8_t> out = shb.finish();
 
     BlockBuilder idb(kInterfaceDescriptionBlock);
     idb.u16(kLinktypeEthernet);
@@ -83,7 +82,7 @@ std::vector<uint8_t> file_header(const InterfaceInfo& interface, const std::stri
     idb.option(kIfName, interface.name);
     if (!interface.description.empty()) idb.option(kIfDescription, interface.description);
     idb.option(kIfTsresol, &kNanosecondResolution, 1);
-    const std::vector<uint8_t> idb_bytes = idb.finish(true);
+    const std::vector<uint8_t> idb_bytes = idb.finish();
     out.insert(out.end(), idb_bytes.begin(), idb_bytes.end());
     return out;
 }
@@ -98,7 +97,7 @@ std::vector<uint8_t> statistics_block(const IsbCounts& counts) {
     isb.option_u64(kIsbIfDrop, counts.ifdrop);
     isb.option_u64(kIsbFilterAccept, counts.filteraccept);
     if (!counts.comment.empty()) isb.option(kOptComment, counts.comment);
-    return isb.finish(true);
+    return isb.finish();
 }
 
 }  // namespace linecap::pcapng

@@ -18,8 +18,10 @@
 #include <fstream>
 
 #include "output/capture_scan.hpp"
+#include "output/file_naming.hpp"
 #include "output/manifest.hpp"
 #include "output/unique_fd.hpp"
+#include "util/human_bytes.hpp"
 
 namespace linecap {
 namespace {
@@ -27,10 +29,6 @@ namespace {
 constexpr uint64_t kSecond = 1000000000ull;
 constexpr auto kPeriod = std::chrono::seconds(1);
 constexpr const char* kSidecars[] = {".manifest", ".idx"};
-
-bool is_capture_name(const std::string& name) {
-    return !name.empty() && name[0] != '.' && (name.ends_with(".pcap") || name.ends_with(".pcapng"));
-}
 
 int64_t mtime_ns(const struct stat& st) { return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec; }
 
@@ -44,19 +42,6 @@ std::string trim(const std::string& s) {
 std::string strip_trailing_slashes(std::string s) {
     while (s.size() > 1 && s.back() == '/') s.pop_back();
     return s;
-}
-
-std::string human(uint64_t bytes) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = static_cast<double>(bytes);
-    int u = 0;
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        ++u;
-    }
-    char text[32];
-    std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-    return text;
 }
 
 }  // namespace
@@ -157,10 +142,7 @@ RetentionManager::RetentionManager(const OutputConfig& config, int dir_fd, Reten
       counters_(counters),
       hold_(config.retention.hold_file, config.directory) {}
 
-bool RetentionManager::enabled() const {
-    const RetentionConfig& r = config_.retention;
-    return r.max_bytes > 0 || r.max_percent > 0 || r.min_free_bytes > 0 || r.max_age_s > 0;
-}
+bool RetentionManager::enabled() const { return config_.retention.any_budget(); }
 
 void RetentionManager::add(FinishedFile file) {
     const std::lock_guard lock(pending_mutex_);
@@ -266,7 +248,7 @@ void RetentionManager::scan() {
         insert(std::move(f));
     }
     spdlog::info("retention: {} finished capture files in {} ({}){}", by_age_.size(), config_.directory,
-                 human(stored_bytes_), enabled() ? "" : "; no retention limits set, nothing will be deleted");
+                 human_bytes(stored_bytes_), enabled() ? "" : "; no retention limits set, nothing will be deleted");
 }
 
 bool RetentionManager::remove_files(const FinishedFile& file) {
@@ -388,18 +370,18 @@ void RetentionManager::enforce(uint64_t now_ns) {
                 reason == "max_age"           ? "last packet " + format_utc_ns(victim.last_ns) + " older than " +
                                                    std::to_string(r.max_age_s) + " s"
                 : reason == "min_free_bytes" || reason == "disk full"
-                    ? "free " + human(fs ? fs->free_bytes : 0) + ", want " + human(free_wanted)
-                    : "using " + human(used + victim.bytes) + " of " + human(limit);
+                    ? "free " + human_bytes(fs ? fs->free_bytes : 0) + ", want " + human_bytes(free_wanted)
+                    : "using " + human_bytes(used + victim.bytes) + " of " + human_bytes(limit);
             spdlog::info("retention: deleted {}/{} ({}, packets {} .. {}): {} ({})", config_.directory, victim.name,
-                         human(victim.bytes), format_utc_ns(victim.first_ns), format_utc_ns(victim.last_ns), reason,
+                         human_bytes(victim.bytes), format_utc_ns(victim.first_ns), format_utc_ns(victim.last_ns), reason,
                          budget);
         }
 
         const bool unmet = over_bytes() || short_of_free();
         counters_.budget_unmet.store(unmet ? 1 : 0, std::memory_order_relaxed);
         if (unmet && !unmet_logged_) {
-            const std::string what = over_bytes() ? "using " + human(used) + " of " + human(limit)
-                                                  : "free " + human(free) + ", want " + human(free_wanted);
+            const std::string what = over_bytes() ? "using " + human_bytes(used) + " of " + human_bytes(limit)
+                                                  : "free " + human_bytes(free) + ", want " + human_bytes(free_wanted);
             spdlog::warn("retention: cannot meet the limits ({}): {}", what,
                          blocked_by_hold  ? (hold_.readable() ? "the remaining files are on the legal hold list"
                                                               : "the legal hold list cannot be read")

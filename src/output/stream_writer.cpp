@@ -199,12 +199,11 @@ void StreamWriter::finalise_file() {
         if (const IoStatus status = file_.append(block, 0); !status.ok()) {
             spdlog::warn("{}: {} without its statistics block: {} (the file is complete otherwise)", label_,
                          path_of(file_.in_progress_name()), status.message());
-            if (status.disk_full() && context_.retention != nullptr) context_.retention->request_room(context_.room_bytes);
+            ask_room_if_full(status);
         }
     }
 
-    const bool durable = context_.config.fsync != FsyncPolicy::none;
-    const FinaliseResult result = file_.finalise(durable);
+    const FinaliseResult result = file_.finalise(durable());
     unsynced_ = false;
     counters_.open_file_bytes.store(0, std::memory_order_relaxed);
     const uint64_t span_start = span_.start_ns;
@@ -249,25 +248,28 @@ void StreamWriter::finalise_file() {
     if (context_.file_finished) context_.file_finished(file_.final_name());
 }
 
+// A full disk: retention (when it has a budget) deletes the oldest files to make room.
+void StreamWriter::ask_room_if_full(const IoStatus& status) {
+    if (status.disk_full() && context_.retention != nullptr) context_.retention->request_room(context_.room_bytes);
+}
+
 void StreamWriter::write_manifest(const Manifest& manifest, uint64_t* bytes) {
-    const bool durable = context_.config.fsync != FsyncPolicy::none;
-    const IoStatus status = linecap::write_manifest(context_.dir_fd, manifest, durable, bytes);
+    const IoStatus status = linecap::write_manifest(context_.dir_fd, manifest, durable(), bytes);
     if (status.ok()) return;
     if (pending_manifests_.empty())
         spdlog::warn("{}: manifest for {}: {}; retrying every second", label_, path_of(manifest.file),
                      status.message());
-    if (status.disk_full() && context_.retention != nullptr) context_.retention->request_room(context_.room_bytes);
+    ask_room_if_full(status);
     pending_manifests_.push_back(manifest);
 }
 
 void StreamWriter::retry_manifests(Clock::time_point now) {
     if (pending_manifests_.empty() || now - last_manifest_retry_ < kManifestRetryInterval) return;
     last_manifest_retry_ = now;
-    const bool durable = context_.config.fsync != FsyncPolicy::none;
     std::vector<Manifest> still;
     for (Manifest& m : pending_manifests_) {
         if (!name_exists(context_.dir_fd, m.file)) continue;  // deleted meanwhile (retention)
-        if (linecap::write_manifest(context_.dir_fd, m, durable).ok())
+        if (linecap::write_manifest(context_.dir_fd, m, durable()).ok())
             spdlog::info("{}: manifest for {} written", label_, path_of(m.file));
         else
             still.push_back(std::move(m));
@@ -280,7 +282,7 @@ void StreamWriter::count_lost(const WriteBlock& block, const IoStatus& status,
     add(status.disk_full() ? counters_.disk_full_packets : counters_.write_error_packets,
         block.packets);
     (status.disk_full() ? span_.disk_full : span_.write_error) += block.packets;
-    if (status.disk_full() && context_.retention != nullptr) context_.retention->request_room(context_.room_bytes);
+    ask_room_if_full(status);
     if (loss_.add(block.packets))
         spdlog::warn("{}: {} {} failed: {}; counting packets as lost ({}) until a write succeeds",
                      label_, status.operation(), path_of(file_name), errno_text(status.error()),

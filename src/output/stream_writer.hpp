@@ -96,6 +96,9 @@ private:
     std::vector<uint8_t> encode_file_header(uint32_t snaplen) const;
     CaptureCounts capture_counts() const;
     void write_manifest(const Manifest& manifest, uint64_t* bytes);
+    void ask_room_if_full(const IoStatus& status);
+    // fsync finished files and manifests (output.fsync other than none).
+    bool durable() const { return context_.config.fsync != FsyncPolicy::none; }
     void retry_manifests(std::chrono::steady_clock::time_point now);
     void write_records(const WriteBlock& block);
     bool open_file(const WriteBlock& block);

@@ -25,10 +25,6 @@ constexpr int kExitOk = 0;
 constexpr int kExitFindings = 1;
 constexpr int kExitUsage = 64;
 
-bool is_capture_name(const std::string& name) {
-    return !name.empty() && name[0] != '.' && (name.ends_with(".pcap") || name.ends_with(".pcapng"));
-}
-
 std::string seconds_text(uint64_t ns) {
     char text[32];
     std::snprintf(text, sizeof text, "%.3f s", static_cast<double>(ns) / 1e9);

@@ -76,7 +76,6 @@ BlockMemory heap_block_memory();
 // counters so that output does not depend on capture; it is called on the writer thread
 // when a file is finished (relaxed loads of the worker's counters).
 struct CaptureCounts {
-    uint64_t rx_packets = 0;
     uint64_t filtered_packets = 0;
     uint64_t writer_full_packets = 0;
 };

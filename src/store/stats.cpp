@@ -10,6 +10,7 @@
 #include "store/index_format.hpp"
 #include "store/pcap_file.hpp"
 #include "store/time_spec.hpp"
+#include "util/human_bytes.hpp"
 
 namespace linecap::store {
 namespace {
@@ -37,19 +38,6 @@ std::optional<uint64_t> manifest_drops(const std::string& pcap_path, bool* exist
         }
     }
     return std::nullopt;
-}
-
-std::string human_bytes(uint64_t b) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    double v = static_cast<double>(b);
-    int u = 0;
-    while (v >= 1024 && u < 5) {
-        v /= 1024;
-        ++u;
-    }
-    char text[32];
-    std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
-    return text;
 }
 
 std::string human_duration(uint64_t ns) {
@@ -201,7 +189,7 @@ std::string format_stats(const StoreStats& st, bool per_file, uint64_t gap_thres
     add("store      %s\n", st.directory.c_str());
     add("files      %zu finished (%zu indexed, %zu scanned, %zu unreadable), %zu in progress\n", st.files, st.indexed,
         st.scanned, st.unreadable, st.in_progress);
-    add("size       %s (%llu bytes)\n", human_bytes(st.bytes).c_str(), static_cast<unsigned long long>(st.bytes));
+    add("size       %s (%llu bytes)\n", human_bytes(st.bytes, 2).c_str(), static_cast<unsigned long long>(st.bytes));
     add("packets    %llu\n", static_cast<unsigned long long>(st.packets));
     if (st.packets)
         add("span       %s .. %s (%s)\n", format_time(st.first_ts_ns).c_str(), format_time(st.last_ts_ns).c_str(),
@@ -211,7 +199,7 @@ std::string format_stats(const StoreStats& st, bool per_file, uint64_t gap_thres
     if (!st.any_manifest) out += "drops      (no manifests in the store)\n";
     out += "\nstreams\n";
     for (const StreamStats& s : st.streams) {
-        add("  %-24s %5zu files  %12s  %12llu packets", s.stream.c_str(), s.files, human_bytes(s.bytes).c_str(),
+        add("  %-24s %5zu files  %12s  %12llu packets", s.stream.c_str(), s.files, human_bytes(s.bytes, 2).c_str(),
             static_cast<unsigned long long>(s.packets));
         if (s.drops) add("  %llu dropped", static_cast<unsigned long long>(*s.drops));
         out += "\n";
@@ -226,7 +214,7 @@ std::string format_stats(const StoreStats& st, bool per_file, uint64_t gap_thres
     if (per_file) {
         out += "\nfiles\n";
         for (const FileStats& f : st.file_list) {
-            add("  %s  %s  %llu packets  %s", f.name.c_str(), human_bytes(f.size).c_str(),
+            add("  %s  %s  %llu packets  %s", f.name.c_str(), human_bytes(f.size, 2).c_str(),
                 static_cast<unsigned long long>(f.packets), f.source.c_str());
             if (f.packets)
                 add("  %s .. %s", format_time(f.first_ts_ns).c_str(), format_time(f.last_ts_ns).c_str());

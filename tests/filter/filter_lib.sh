@@ -10,10 +10,14 @@ craft_pcap() { python3 "$CRAFT_PCAP" "$@"; }
 # records FILE_OR_DIR...: total number of complete pcap records in the files, counting a
 # directory's hidden in-progress files (.*.part) too and ignoring a partly written last
 # record. For polling while the daemon writes: wait_for "(( \$(records DIR) >= N ))".
-records() {
+records() { _count_records total "$@"; }
+
+# records_each FILE...: the number of complete records of each file, one per line.
+records_each() { _count_records each "$@"; }
+
+_count_records() {  # MODE (total|each) FILE_OR_DIR...
     python3 - "$@" <<'PY'
 import os, struct, sys
-total = 0
 def count(path):
     n = 0
     try:
@@ -33,33 +37,18 @@ def count(path):
         off += 16 + caplen
         n += 1
     return n
-for arg in sys.argv[1:]:
-    if os.path.isdir(arg):
+mode, total = sys.argv[1], 0
+for arg in sys.argv[2:]:
+    if mode == "each":
+        print(count(arg))
+    elif os.path.isdir(arg):
         for name in os.listdir(arg):
             if name.endswith(".pcap") or name.endswith(".pcap.part"):
                 total += count(os.path.join(arg, name))
     else:
         total += count(arg)
-print(total)
-PY
-}
-
-# records_each FILE...: the number of complete records of each file, one per line.
-records_each() {
-    python3 - "$@" <<'PY'
-import struct, sys
-for path in sys.argv[1:]:
-    with open(path, "rb") as f:
-        data = f.read()
-    bo = "<" if len(data) >= 4 and struct.unpack("<I", data[:4])[0] in (0xA1B2C3D4, 0xA1B23C4D) else ">"
-    n, off = 0, 24
-    while off + 16 <= len(data):
-        caplen = struct.unpack(bo + "I", data[off + 8:off + 12])[0]
-        if off + 16 + caplen > len(data):
-            break
-        off += 16 + caplen
-        n += 1
-    print(n)
+if mode == "total":
+    print(total)
 PY
 }
 

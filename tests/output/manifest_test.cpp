@@ -117,7 +117,7 @@ protected:
     std::unique_ptr<Writer> make_writer(const std::string& directory) {
         config.directory = directory;
         StreamSpec spec{StreamId{"p0", 2, 5}, 0, kSnaplen};
-        spec.capture_counts = [this] { return CaptureCounts{0, filtered.load(), writer_full.load()}; };
+        spec.capture_counts = [this] { return CaptureCounts{filtered.load(), writer_full.load()}; };
         auto created = Writer::create(config, {spec}, heap_block_memory());
         EXPECT_TRUE(created.ok());
         return created.ok() ? std::move(created).value() : nullptr;

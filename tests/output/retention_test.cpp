@@ -57,6 +57,16 @@ protected:
         if (!env.filesystem) env.filesystem = [this] { return fs; };
         return std::make_unique<RetentionManager>(config, dir_fd, std::move(env), counters);
     }
+    // A file system of `capacity` bytes whose only content is the test directory.
+    RetentionEnvironment filesystem_holding_the_directory(uint64_t capacity) const {
+        RetentionEnvironment env;
+        env.filesystem = [this, capacity] {
+            uint64_t used = 0;
+            for (const auto& e : std::filesystem::directory_iterator(dir.path())) used += e.file_size();
+            return FilesystemSpace{capacity - used, capacity};
+        };
+        return env;
+    }
     std::vector<std::string> kept(const RetentionManager& m) const {
         std::vector<std::string> names;
         for (const FinishedFile& f : m.files()) names.push_back(f.name);
@@ -165,13 +175,7 @@ TEST_F(RetentionTest, MinFreeBytes) {
     uint64_t size = 0;
     for (int i = 0; i < 4; ++i) size = capture("f" + std::to_string(i) + ".pcap", kT0 + i * kSecond);
     // A filesystem of 6 files' size holding these 4: free = 2 files.
-    const auto used = [&] {
-        uint64_t n = 0;
-        for (const auto& e : std::filesystem::directory_iterator(dir.path())) n += e.file_size();
-        return n;
-    };
-    RetentionEnvironment env;
-    env.filesystem = [&] { return FilesystemSpace{6 * size - used(), 6 * size}; };
+    const RetentionEnvironment env = filesystem_holding_the_directory(6 * size);
     config.retention.min_free_bytes = 3 * size + 1;
     auto m = manager(env);
     m->enforce(kT0);
@@ -264,13 +268,7 @@ TEST_F(RetentionTest, AnUnreadableHoldListHoldsEverything) {
 TEST_F(RetentionTest, ADiskFullRequestMakesRoomOnlyWhenRetentionIsOn) {
     uint64_t size = 0;
     for (int i = 0; i < 4; ++i) size = capture("f" + std::to_string(i) + ".pcap", kT0 + i * kSecond);
-    const auto used = [&] {
-        uint64_t n = 0;
-        for (const auto& e : std::filesystem::directory_iterator(dir.path())) n += e.file_size();
-        return n;
-    };
-    RetentionEnvironment env;
-    env.filesystem = [&] { return FilesystemSpace{4 * size - used(), 4 * size}; };  // full
+    const RetentionEnvironment env = filesystem_holding_the_directory(4 * size);  // full
     {
         auto off = manager(env);
         off->request_room(size + 1);
