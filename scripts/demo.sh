@@ -7,27 +7,40 @@
 # veth pair, replays generated traffic into it with tcpreplay, and runs linecapd on the
 # root-namespace end through net_af_xdp. While it runs it shows the Prometheus metrics;
 # at the end the finished .pcap files and capinfos' view of them. Everything it set up is
-# removed on exit; the capture files stay in /tmp/linecap-demo/.
+# removed on exit; the capture files stay in /tmp/linecap-demo/ ($LINECAP_DEMO_DIR). Exit 0 when
+# linecapd ran, stopped cleanly and finished at least one file. tests/infra/demo_bare_test.sh
+# runs it from a bare machine (scripts/run-tests.sh, first).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=${1:-30}
 [[ $(id -u) -eq 0 ]] || { echo "demo.sh: run as root (DPDK, hugepages, network namespaces)" >&2; exit 1; }
 
 bash scripts/install-deps.sh
-[[ -d build ]] || meson setup build >/dev/null
-ninja -C build src/linecapd >/dev/null
+build=${LINECAP_BUILD_DIR:-build}
+[[ -d $build ]] || meson setup "$build" >/dev/null
+ninja -C "$build" src/linecapd >/dev/null
+export LINECAPD=${LINECAPD:-$PWD/$build/src/linecapd}
 
 # The test library brings the namespace/veth/replay helpers and one cleanup trap.
 TEST_NAME=demo
 source tests/lib/common.sh
 set +e +o pipefail   # a demo reports and goes on; the trap still cleans up
-reserved_here=0
-if ! bash scripts/hugepages.sh status 2>/dev/null | grep -q 'reserved by'; then
-    bash scripts/hugepages.sh reserve 512 && reserved_here=1
-fi
-((reserved_here)) && on_exit "bash scripts/hugepages.sh release"
 
-out=/tmp/linecap-demo
+# Hugepages, hugetlbfs and bpffs: decided from the machine's state (hugepages.sh ready's exit
+# status). What is missing is reserved with a private state directory, so the release at exit
+# puts back exactly what this run found, whatever anyone else reserved before or meanwhile.
+pages=512
+if ! bash scripts/hugepages.sh ready "$pages"; then
+    hp_state=$(mktemp -d /run/linecap-demo-hp.XXXXXX)
+    on_exit "LINECAP_TEST_STATE_DIR='$hp_state' bash scripts/hugepages.sh release; rm -rf '$hp_state'"
+    free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages 2>/dev/null || echo 0)
+    want=$(($(cat /proc/sys/vm/nr_hugepages) + (free < pages ? pages - free : 0)))
+    LINECAP_TEST_STATE_DIR=$hp_state bash scripts/hugepages.sh reserve "$want" \
+        && bash scripts/hugepages.sh ready "$pages" \
+        || { echo "demo.sh: could not prepare hugepages (see above)" >&2; exit 1; }
+fi
+
+out=${LINECAP_DEMO_DIR:-/tmp/linecap-demo}
 mkdir -p "$out"
 make_tmpdir
 veth_pair demo
@@ -61,8 +74,12 @@ echo "==> metrics at http://127.0.0.1:$port/metrics (excerpt)"
 curl -s "http://127.0.0.1:$port/metrics" 2>/dev/null | grep -E '^linecap_(rx|written|dropped)_packets_total' | head -20 \
     || echo "(metrics endpoint not available in this build)"
 wait "$replay_pid" 2>/dev/null
-stop_linecapd
+rc=0
+stop_linecapd || rc=$?
 grep -E 'reached the port|finalised' "$LINECAPD_LOG" | tail -5
+((rc == 0)) || { tail -20 "$LINECAPD_LOG"; echo "demo.sh: linecapd exited $rc" >&2; exit 1; }
 echo "==> finished files in $out"
+compgen -G "$out/*.pcap" >/dev/null || { echo "demo.sh: no finished capture file in $out" >&2; exit 1; }
 ls -la "$out"/*.pcap
 capinfos -c -d "$out"/*.pcap 2>/dev/null | grep -E 'File name|Number of packets|Capture duration'
+exit 0

@@ -7,14 +7,23 @@
 #   release     restore nr_hugepages to the saved value and unmount (and rmdir) only what
 #               reserve mounted (and created); no-op without a state file.
 #   status      show the page counts, the mounts and the saved state.
+#   ready N     exit 0 when DPDK can run now: at least N 2 MiB pages free, hugetlbfs mounted,
+#               bpffs mounted on /sys/fs/bpf; else exit 1, naming what is missing. Callers
+#               decide whether to reserve from this exit status, never from status' prose.
+#   bare        exit 0 when the machine is as a fresh boot leaves it: no 2 MiB page reserved,
+#               neither hugetlbfs nor bpffs mounted, no state file; else exit 1, saying why.
 # STATE_DIR is $LINECAP_TEST_STATE_DIR, default /run/linecap-test. Needs root for
-# reserve/release. Exit status: 0 ok, 1 failure, 2 usage.
+# reserve/release. Exit status: 0 ok (ready/bare: yes), 1 failure (ready/bare: no), 2 usage.
+# LINECAP_PROC and LINECAP_SYSFS (default /proc, /sys) point ready/bare/status at fake trees
+# (tests).
 set -euo pipefail
 
 STATE_DIR=${LINECAP_TEST_STATE_DIR:-/run/linecap-test}
 STATE=$STATE_DIR/hugepages.state
-NR=/proc/sys/vm/nr_hugepages
-HP_SYSFS=/sys/kernel/mm/hugepages/hugepages-2048kB
+PROC=${LINECAP_PROC:-/proc}
+NR=$PROC/sys/vm/nr_hugepages
+MOUNTS=$PROC/mounts
+HP_SYSFS=${LINECAP_SYSFS:-/sys}/kernel/mm/hugepages/hugepages-2048kB
 HUGE_MNT=/dev/hugepages
 BPF_MNT=/sys/fs/bpf
 
@@ -25,7 +34,11 @@ die() {
 }
 
 is_mounted() { # is_mounted DIR FSTYPE
-    awk -v d="$1" -v t="$2" '$2 == d && $3 == t { found = 1 } END { exit !found }' /proc/mounts
+    awk -v d="$1" -v t="$2" '$2 == d && $3 == t { found = 1 } END { exit !found }' "$MOUNTS"
+}
+
+mounted_on() { # mounted_on FSTYPE -> the mount points of that type, space separated
+    awk -v t="$1" '$3 == t { printf "%s ", $2 }' "$MOUNTS"
 }
 
 need_root() { [[ $(id -u) -eq 0 ]] || die "$1 needs root"; }
@@ -80,8 +93,8 @@ cmd_reserve() {
 
     if is_mounted "$HUGE_MNT" hugetlbfs; then
         :
-    elif awk '$3 == "hugetlbfs" { found = 1 } END { exit !found }' /proc/mounts; then
-        say "hugetlbfs already mounted elsewhere: $(awk '$3 == "hugetlbfs" { print $2 }' /proc/mounts | tr '\n' ' ')"
+    elif [[ -n $(mounted_on hugetlbfs) ]]; then
+        say "hugetlbfs already mounted elsewhere: $(mounted_on hugetlbfs)"
     else
         if [[ ! -d $HUGE_MNT ]]; then
             mkdir -p "$HUGE_MNT"
@@ -151,8 +164,8 @@ cmd_release() {
 
 cmd_status() {
     printf 'nr_hugepages:   %s (2 MiB pages; free %s)\n' "$(cat "$NR" 2>/dev/null || echo '?')" "$(hp_free)"
-    printf 'hugetlbfs:      %s\n' "$(awk '$3 == "hugetlbfs" { printf "%s ", $2 }' /proc/mounts)"
-    printf 'bpffs:          %s\n' "$(awk '$3 == "bpf" { printf "%s ", $2 }' /proc/mounts)"
+    printf 'hugetlbfs:      %s\n' "$(mounted_on hugetlbfs)"
+    printf 'bpffs:          %s\n' "$(mounted_on bpf)"
     if [[ -f $STATE ]]; then
         printf 'state (%s):\n' "$STATE"
         sed 's/^/  /' "$STATE"
@@ -161,8 +174,44 @@ cmd_status() {
     fi
 }
 
+# What `ready N` lacks, one item per line (nothing: ready).
+missing_for() {
+    local want=$1 free
+    free=$(hp_free)
+    ((free >= want)) || echo "$free of $want 2 MiB pages free"
+    [[ -n $(mounted_on hugetlbfs) ]] || echo "hugetlbfs not mounted"
+    is_mounted "$BPF_MNT" bpf || echo "bpffs not mounted on $BPF_MNT"
+}
+
+cmd_ready() {
+    [[ ${1:-} =~ ^[0-9]+$ ]] || usage
+    local missing
+    missing=$(missing_for "$1")
+    [[ -z $missing ]] && return 0
+    printf 'not ready: %s\n' "$(paste -sd';' <<<"$missing" | sed 's/;/; /g')"
+    return 1
+}
+
+# What is not bare, one item per line (nothing: bare).
+not_bare() {
+    local nr
+    nr=$(cat "$NR" 2>/dev/null || echo 0)
+    ((nr == 0)) || echo "nr_hugepages=$nr"
+    [[ -z $(mounted_on hugetlbfs) ]] || echo "hugetlbfs on $(mounted_on hugetlbfs)"
+    [[ -z $(mounted_on bpf) ]] || echo "bpffs on $(mounted_on bpf)"
+    [[ ! -e $STATE ]] || echo "state file $STATE"
+}
+
+cmd_bare() {
+    local why
+    why=$(not_bare)
+    [[ -z $why ]] && return 0
+    printf 'not bare: %s\n' "$(paste -sd';' <<<"$why" | sed 's/ *;/; /g; s/ *$//')"
+    return 1
+}
+
 usage() {
-    echo "usage: $0 reserve N_2MB_PAGES | release | status" >&2
+    echo "usage: $0 reserve N_2MB_PAGES | release | status | ready N_2MB_PAGES | bare" >&2
     exit 2
 }
 
@@ -170,5 +219,7 @@ case ${1:-} in
     reserve) cmd_reserve "${2:-}" ;;
     release) cmd_release ;;
     status) cmd_status ;;
+    ready) cmd_ready "${2:-}" ;;
+    bare) cmd_bare ;;
     *) usage ;;
 esac

@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# The test command: dependencies, configure, build, machine preparation, the whole meson test
-# suite one test at a time, cleanup, and one closing line "N passed, N failed, N skipped".
+# The test command: dependencies, configure, build, the bare-machine test, machine
+# preparation, the whole meson test suite one test at a time, cleanup, and one closing line
+# "N passed, N failed, N skipped".
 #
 #   scripts/run-tests.sh [MESON_TEST_ARGS...]     e.g. scripts/run-tests.sh --suite infra
+#
+# Without arguments the tests of suite `bare` (the README's demo from a bare machine) run
+# first, before this script reserves anything: on a fresh machine (CI) they really run, on a
+# prepared one they skip and say why. With arguments, only what they select runs, after the
+# preparation.
 #
 # Exit status 0 only when no test failed and at least one test passed. Everything this
 # script sets up (hugepages, hugetlbfs/bpffs mounts) is undone by its EXIT/INT/TERM trap,
@@ -17,11 +23,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 BUILD=${LINECAP_BUILD_DIR:-build}
 HUGEPAGES=${LINECAP_HUGEPAGES:-1024}
 TESTLOG=$BUILD/meson-logs/testlog.json
+BARE_TESTLOG=$BUILD/meson-logs/bare-testlog.json
 
 CHILD_PID=          # the running step (ninja, meson), killed by the trap when interrupted
 RESERVED=0          # 1 when this run reserved hugepages and must release them
 STAGE_FAILED=       # a step before the tests that failed ("build", ...)
-MESON_RC=
+MESON_RC=           # the first non-zero exit status of a meson test run (0: none)
 INTERRUPTED=
 START=$SECONDS
 
@@ -67,30 +74,34 @@ sweep_stale() {
     done
 }
 
-# summarize: "PASSED FAILED SKIPPED" on the first line, then one line per failed test.
+# summarize: "PASSED FAILED SKIPPED" on the first line, then one line per failed test, over
+# both runs' logs (the bare-machine run's and the main one's).
 summarize() {
-    [[ -f $TESTLOG ]] || { echo "0 0 0"; return; }
-    python3 - "$TESTLOG" <<'PY'
-import json, sys
+    python3 - "$BARE_TESTLOG" "$TESTLOG" <<'PY'
+import json, os, sys
 passed = failed = skipped = 0
 bad = []
-with open(sys.argv[1], encoding="utf-8", errors="replace") as f:
-    for line in f:
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            t = json.loads(line)
-        except ValueError:
-            continue
-        r = t.get("result")
-        if r in ("OK", "EXPECTEDFAIL"):
-            passed += 1
-        elif r == "SKIP":
-            skipped += 1
-        else:  # FAIL TIMEOUT ERROR UNEXPECTEDPASS INTERRUPT, anything unknown
-            failed += 1
-            bad.append(f"{t.get('name', '?')} ({r})")
+lines = []
+for path in sys.argv[1:]:
+    if os.path.exists(path):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines += f.readlines()
+for line in lines:
+    line = line.strip()
+    if not line:
+        continue
+    try:
+        t = json.loads(line)
+    except ValueError:
+        continue
+    r = t.get("result")
+    if r in ("OK", "EXPECTEDFAIL"):
+        passed += 1
+    elif r == "SKIP":
+        skipped += 1
+    else:  # FAIL TIMEOUT ERROR UNEXPECTEDPASS INTERRUPT, anything unknown
+        failed += 1
+        bad.append(f"{t.get('name', '?')} ({r})")
 print(passed, failed, skipped)
 for b in bad:
     print(b)
@@ -161,7 +172,7 @@ trap 'on_signal TERM' TERM
 trap 'on_signal HUP' HUP
 
 sweep_stale
-rm -f -- "$TESTLOG"   # the summary must never count an earlier run's results
+rm -f -- "$TESTLOG" "$BARE_TESTLOG"   # the summary must never count an earlier run's results
 
 if [[ ${LINECAP_SKIP_DEPS:-0} != 1 ]]; then
     step "dependencies"
@@ -184,6 +195,16 @@ fi
 step "build"
 run_child ninja -C "$BUILD" || { STAGE_FAILED="build: ninja -C $BUILD (see above)"; exit 1; }
 
+test_args=(--print-errorlogs --num-processes 1)
+[[ -z ${LINECAP_TIMEOUT_MULTIPLIER:-} ]] || test_args+=(-t "$LINECAP_TIMEOUT_MULTIPLIER")
+MESON_RC=0
+selection=("$@")
+if (($# == 0)); then
+    step "tests on the bare machine (before anything is reserved)"
+    run_child meson test -C "$BUILD" "${test_args[@]}" --suite bare --logbase bare-testlog || MESON_RC=$?
+    selection=(--no-suite bare)
+fi
+
 step "machine: $HUGEPAGES hugepages of 2 MiB, hugetlbfs, bpffs"
 if [[ -f ${LINECAP_TEST_STATE_DIR:-/run/linecap-test}/hugepages.state ]]; then
     note "hugepages were reserved before this run (state file exists): using them, not releasing"
@@ -197,8 +218,7 @@ else
 fi
 
 step "tests"
-test_args=(--print-errorlogs --num-processes 1)
-[[ -z ${LINECAP_TIMEOUT_MULTIPLIER:-} ]] || test_args+=(-t "$LINECAP_TIMEOUT_MULTIPLIER")
-MESON_RC=0
-run_child meson test -C "$BUILD" "${test_args[@]}" "$@" || MESON_RC=$?
+rc=0
+run_child meson test -C "$BUILD" "${test_args[@]}" "${selection[@]}" || rc=$?
+((MESON_RC != 0)) || MESON_RC=$rc
 exit 0
