@@ -108,7 +108,7 @@ Status CaptureEngine::init() {
     for (size_t p = 0; p < config_.ports.size(); ++p) {
         const PortConfig& pc = config_.ports[p];
         auto port = Port::open(pc, infos[p], pool_by_socket[infos[p].socket]->get(),
-                               sizing[infos[p].socket].data_room);
+                               sizing[infos[p].socket].data_room, config_.capture.mbufs);
         if (!port) return port.error();
         port_views_.push_back(PortView{pc.name, pc.device, infos[p].port_id, pc.rx_queues});
         ports_.push_back(std::move(port.value()));

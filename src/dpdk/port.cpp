@@ -2,9 +2,11 @@
 
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <rte_mempool.h>
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -35,7 +37,43 @@ void verify_symmetric_key(const std::string& name, uint16_t id, size_t key_size)
     }
 }
 
+// The worker lcores' per-lcore caches and bursts need mbufs beyond the descriptors; a queue
+// left with fewer spare than this starves as soon as traffic flows.
+constexpr unsigned kSpareMbufsPerQueue = 512;
+
 }  // namespace
+
+std::string rx_queue_setup_hint(const RxQueueSetupFacts& f) {
+    const std::string mbufs_now =
+        f.configured_mbufs ? "capture.mbufs is " + std::to_string(f.configured_mbufs)
+                           : "capture.mbufs is 0 (sized from the descriptors)";
+    const bool below = f.desc_min && f.descriptors < f.desc_min;
+    const bool above = f.desc_max && f.descriptors > f.desc_max;
+    const bool misaligned = f.desc_align > 1 && f.descriptors % f.desc_align != 0;
+    if (below || above || misaligned) {
+        return f.driver + " takes " + std::to_string(f.desc_min) + ".." + std::to_string(f.desc_max) +
+               " rx descriptors in steps of " + std::to_string(std::max(f.desc_align, 1u)) +
+               ": set ports[].rx_descriptors (now " + std::to_string(f.descriptors) + ") within that";
+    }
+    if (f.infinite_rx) {
+        return f.driver + " with infinite_rx copies every packet of each rx_pcap file into mbufs of the port's "
+               "pool when its queue is set up, and the pool (" + std::to_string(f.pool_mbufs) + " mbufs, " +
+               std::to_string(f.pool_free) + " free; " + mbufs_now +
+               ") cannot hold them: set capture.mbufs to at least the packets of all the files plus " +
+               std::to_string(f.queues * (f.descriptors + kSpareMbufsPerQueue)) + " (" +
+               std::to_string(f.queues) + " queues x (" + std::to_string(f.descriptors) +
+               " descriptors + " + std::to_string(kSpareMbufsPerQueue) + ")), or replay a shorter file";
+    }
+    if (f.pool_free < f.descriptors + kSpareMbufsPerQueue) {
+        return "the pool has " + std::to_string(f.pool_free) + " free mbufs of " + std::to_string(f.pool_mbufs) +
+               " for " + std::to_string(f.descriptors) + " descriptors (" + mbufs_now +
+               "): raise capture.mbufs or lower ports[].rx_descriptors";
+    }
+    return "the device accepts " + std::to_string(f.desc_min) + ".." + std::to_string(f.desc_max) +
+           " rx descriptors (asked " + std::to_string(f.descriptors) + "); the pool has " +
+           std::to_string(f.pool_free) + " free mbufs of " + std::to_string(f.pool_mbufs) + " (" + mbufs_now +
+           "); see the driver's log line above for what it rejected";
+}
 
 std::string ethdev_name(const PortConfig& port) {
     return port.device.substr(0, port.device.find(','));
@@ -75,7 +113,8 @@ Result<PortInfo> find_port(const PortConfig& config) {
 }
 
 Result<std::unique_ptr<Port>> Port::open(const PortConfig& config, const PortInfo& info,
-                                         rte_mempool* pool, unsigned mbuf_data_room) {
+                                         rte_mempool* pool, unsigned mbuf_data_room,
+                                         unsigned configured_mbufs) {
     std::unique_ptr<Port> port(new Port(config.name, info));
     const uint16_t id = info.port_id;
     auto fail = [&](Error e) { return e.context("port " + config.name + " (" + config.device + ")"); };
@@ -163,7 +202,23 @@ Result<std::unique_ptr<Port>> Port::open(const PortConfig& config, const PortInf
     for (unsigned q = 0; q < queues; ++q) {
         rc = rte_eth_rx_queue_setup(id, static_cast<uint16_t>(q), nb_rxd, static_cast<unsigned>(info.socket),
                                     &rxconf, pool);
-        if (rc != 0) return fail(call_error("rte_eth_rx_queue_setup", rc).context("rx queue " + std::to_string(q)));
+        if (rc != 0) {
+            RxQueueSetupFacts facts;
+            facts.driver = info.driver;
+            facts.infinite_rx = info.driver == "net_pcap" && config.device.find("infinite_rx=1") != std::string::npos;
+            facts.queues = queues;
+            facts.descriptors = nb_rxd;
+            facts.desc_min = dev_info.rx_desc_lim.nb_min;
+            facts.desc_max = dev_info.rx_desc_lim.nb_max;
+            facts.desc_align = dev_info.rx_desc_lim.nb_align;
+            facts.pool_mbufs = pool->size;
+            facts.pool_free = rte_mempool_avail_count(pool);
+            facts.configured_mbufs = configured_mbufs;
+            // A configuration the device cannot take: exit 78, with the key to change.
+            return fail(config_error("rte_eth_rx_queue_setup: " + errtext(rc) + " (" + std::to_string(rc) +
+                                     "): " + rx_queue_setup_hint(facts))
+                            .context("rx queue " + std::to_string(q)));
+        }
     }
 
     for (uint16_t q = 0; q < tx_queues; ++q) {

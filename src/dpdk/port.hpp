@@ -33,14 +33,36 @@ struct PortInfo {
 // get at least that many — every drop must be counted.
 unsigned effective_rx_descriptors(const PortInfo& info, unsigned requested);
 
+// What is known when a device rejects an rx queue setup, for an error a user can act on:
+// the request, the device's limits (rte_eth_dev_info) and the pool the queue draws from.
+struct RxQueueSetupFacts {
+    std::string driver;
+    bool infinite_rx = false;      // net_pcap infinite_rx=1: every packet of its file held in mbufs
+    unsigned queues = 0;
+    unsigned descriptors = 0;      // per queue, as asked for
+    unsigned desc_min = 0;         // rx_desc_lim (0: the device does not say)
+    unsigned desc_max = 0;
+    unsigned desc_align = 0;
+    unsigned pool_mbufs = 0;       // the pool's size
+    unsigned pool_free = 0;        // free in it when the queue was set up
+    unsigned configured_mbufs = 0; // capture.mbufs (0: sized automatically)
+};
+
+// The likely cause of a rejected rx queue setup and the key to change, in one sentence
+// ("rx_descriptors outside the device's limits", "not enough mbufs for the descriptors",
+// net_pcap infinite_rx's copy of its file); pure, so it is unit-tested with fake facts.
+std::string rx_queue_setup_hint(const RxQueueSetupFacts& facts);
+
 // Looks the device up after EAL probed it.
 Result<PortInfo> find_port(const PortConfig& config);
 
 class Port {
 public:
     // Configures rx queues (RSS as planned), MTU, promiscuous mode and starts the port.
+    // `configured_mbufs` (capture.mbufs, 0 = automatic) only goes into error messages.
     static Result<std::unique_ptr<Port>> open(const PortConfig& config, const PortInfo& info,
-                                              rte_mempool* pool, unsigned mbuf_data_room);
+                                              rte_mempool* pool, unsigned mbuf_data_room,
+                                              unsigned configured_mbufs = 0);
     ~Port();  // stop + close
     Port(const Port&) = delete;
     Port& operator=(const Port&) = delete;

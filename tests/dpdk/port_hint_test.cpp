@@ -1,0 +1,75 @@
+// rx_queue_setup_hint: a rejected rx queue setup names its likely cause and the key to change,
+// from the facts port.cpp gathers (rte_eth_dev_info limits, the pool, the device string).
+#include <gtest/gtest.h>
+
+#include "dpdk/port.hpp"
+
+namespace linecap {
+namespace {
+
+RxQueueSetupFacts ixgbe_like() {
+    RxQueueSetupFacts f;
+    f.driver = "net_ixgbe";
+    f.queues = 2;
+    f.descriptors = 4096;
+    f.desc_min = 32;
+    f.desc_max = 4096;
+    f.desc_align = 8;
+    f.pool_mbufs = 16383;
+    f.pool_free = 16383;
+    return f;
+}
+
+TEST(RxQueueSetupHint, DescriptorsAboveTheDeviceLimitNameTheKeyAndTheLimits) {
+    RxQueueSetupFacts f = ixgbe_like();
+    f.descriptors = 8192;
+    const std::string hint = rx_queue_setup_hint(f);
+    EXPECT_NE(hint.find("ports[].rx_descriptors (now 8192)"), std::string::npos) << hint;
+    EXPECT_NE(hint.find("32..4096"), std::string::npos) << hint;
+    EXPECT_NE(hint.find("steps of 8"), std::string::npos) << hint;
+}
+
+TEST(RxQueueSetupHint, MisalignedDescriptors) {
+    RxQueueSetupFacts f = ixgbe_like();
+    f.descriptors = 1020;
+    EXPECT_NE(rx_queue_setup_hint(f).find("ports[].rx_descriptors (now 1020)"), std::string::npos);
+}
+
+TEST(RxQueueSetupHint, NetPcapInfiniteRxNamesMbufsAndTheFileCopy) {
+    // The case: net_pcap, rx_descriptors 1024, infinite_rx, a pool sized from the
+    // descriptors that cannot also hold the file's packets.
+    RxQueueSetupFacts f;
+    f.driver = "net_pcap";
+    f.infinite_rx = true;
+    f.queues = 1;
+    f.descriptors = 1024;
+    f.desc_max = 65535;
+    f.pool_mbufs = 4095;
+    f.pool_free = 3800;
+    const std::string hint = rx_queue_setup_hint(f);
+    EXPECT_NE(hint.find("infinite_rx"), std::string::npos) << hint;
+    EXPECT_NE(hint.find("set capture.mbufs to at least the packets of all the files plus 1536"), std::string::npos)
+        << hint;
+    EXPECT_NE(hint.find("4095 mbufs, 3800 free"), std::string::npos) << hint;
+    EXPECT_NE(hint.find("capture.mbufs is 0 (sized from the descriptors)"), std::string::npos) << hint;
+}
+
+TEST(RxQueueSetupHint, TooFewMbufsForTheDescriptors) {
+    RxQueueSetupFacts f = ixgbe_like();
+    f.pool_mbufs = 2047;
+    f.pool_free = 1500;
+    f.configured_mbufs = 2047;
+    const std::string hint = rx_queue_setup_hint(f);
+    EXPECT_NE(hint.find("1500 free mbufs of 2047 for 4096 descriptors"), std::string::npos) << hint;
+    EXPECT_NE(hint.find("capture.mbufs is 2047"), std::string::npos) << hint;
+    EXPECT_NE(hint.find("raise capture.mbufs or lower ports[].rx_descriptors"), std::string::npos) << hint;
+}
+
+TEST(RxQueueSetupHint, OtherwiseTheLimitsAndThePool) {
+    const std::string hint = rx_queue_setup_hint(ixgbe_like());
+    EXPECT_NE(hint.find("32..4096 rx descriptors (asked 4096)"), std::string::npos) << hint;
+    EXPECT_NE(hint.find("16383 free mbufs of 16383"), std::string::npos) << hint;
+}
+
+}  // namespace
+}  // namespace linecap
