@@ -2,10 +2,14 @@
 // works, so linecap's figures can be set against them:
 //
 //   linecap_fsbench write DIR MIB [--block KIB] [--file MIB] [--direct] [--fsync] [--keep]
+//                                 [--budget MIB] [--prealloc]
 //       sequential pwrite of MIB MiB in blocks of KIB KiB (default 1024, like
 //       output.block_size_kb) into fresh files of --file MiB (default 256), fsync per file
 //       with --fsync (linecap's default fsync: rotate), O_DIRECT with --direct. Files are
-//       removed as they are finished unless --keep (so tmpfs does not fill up).
+//       removed as they are finished unless --keep (so tmpfs does not fill up); with
+//       --budget, kept files are deleted oldest first once they exceed MIB MiB, as
+//       linecapd's retention (output.retention.max_bytes) does. --prealloc: fallocate each
+//       file to its full size before writing it.
 //   linecap_fsbench memcpy MIB [--chunk BYTES]
 //       single-thread memcpy bandwidth into a 256 MiB window (the copy a write() into
 //       tmpfs or the page cache does).
@@ -18,6 +22,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -34,6 +39,7 @@ double seconds_since(Clock::time_point t) {
 int usage() {
     std::fprintf(stderr,
                  "usage: linecap_fsbench write DIR MIB [--block KIB] [--file MIB] [--direct] [--fsync] [--keep]\n"
+                 "                             [--budget MIB] [--prealloc]\n"
                  "       linecap_fsbench memcpy MIB [--chunk BYTES]\n");
     return 64;
 }
@@ -56,7 +62,8 @@ int cmd_write(int argc, char** argv) {
     const uint64_t total = std::strtoull(argv[3], nullptr, 10) << 20;
     size_t block = 1024 << 10;
     uint64_t file_bytes = 256ull << 20;
-    bool direct = false, fsync_files = false, keep = false;
+    bool direct = false, fsync_files = false, keep = false, prealloc = false;
+    uint64_t budget = 0;
     for (int i = 4; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--block" && i + 1 < argc) block = size_t(std::strtoull(argv[++i], nullptr, 10)) << 10;
@@ -64,6 +71,8 @@ int cmd_write(int argc, char** argv) {
         else if (a == "--direct") direct = true;
         else if (a == "--fsync") fsync_files = true;
         else if (a == "--keep") keep = true;
+        else if (a == "--budget" && i + 1 < argc) budget = std::strtoull(argv[++i], nullptr, 10) << 20;
+        else if (a == "--prealloc") prealloc = true;
         else return usage();
     }
     if (total == 0 || block == 0 || file_bytes < block) return usage();
@@ -74,12 +83,21 @@ int cmd_write(int argc, char** argv) {
     auto slice_start = start;
     uint64_t written = 0, slice = 0;
     unsigned files = 0;
+    std::deque<std::pair<std::string, uint64_t>> kept;  // oldest first
+    uint64_t kept_bytes = 0;
     while (written < total) {
         const std::string path = dir + "/.linecap-fsbench." + std::to_string(getpid()) + "." + std::to_string(files++);
         const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (direct ? O_DIRECT : 0), 0600);
         if (fd < 0) {
             std::fprintf(stderr, "open %s: %s\n", path.c_str(), std::strerror(errno));
             return 1;
+        }
+        if (prealloc) {
+            const uint64_t want = std::min(file_bytes, total - written);
+            if (const int rc = ::posix_fallocate(fd, 0, off_t(want)); rc != 0) {
+                std::fprintf(stderr, "fallocate %s: %s\n", path.c_str(), std::strerror(rc));
+                return 1;
+            }
         }
         uint64_t off = 0;
         while (off < file_bytes && written < total) {
@@ -101,11 +119,24 @@ int cmd_write(int argc, char** argv) {
         }
         if (fsync_files) ::fsync(fd);
         ::close(fd);
-        if (!keep) ::unlink(path.c_str());
+        if (!keep) {
+            ::unlink(path.c_str());
+            continue;
+        }
+        kept.emplace_back(path, off);
+        kept_bytes += off;
+        while (budget > 0 && kept_bytes > budget && !kept.empty()) {
+            ::unlink(kept.front().first.c_str());
+            kept_bytes -= kept.front().second;
+            kept.pop_front();
+        }
     }
+    for (const auto& [path, bytes] : kept) ::unlink(path.c_str());  // the caller's directory stays as found
     const double secs = seconds_since(start);
-    std::printf("mode=write dir=%s bytes=%llu block=%zu direct=%d fsync=%d seconds=%.3f gbps=%.3f series_gbps=",
-                dir.c_str(), (unsigned long long)written, block, direct, fsync_files, secs, double(written) / secs / 1e9);
+    std::printf("mode=write dir=%s bytes=%llu block=%zu direct=%d fsync=%d keep=%d budget=%llu prealloc=%d "
+                "seconds=%.3f gbps=%.3f series_gbps=",
+                dir.c_str(), (unsigned long long)written, block, direct, fsync_files, keep,
+                (unsigned long long)budget, prealloc, secs, double(written) / secs / 1e9);
     for (size_t i = 0; i < series.size(); ++i) std::printf("%s%.3f", i ? "," : "", series[i]);
     std::printf("\n");
     std::free(buf);

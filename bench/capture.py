@@ -1,0 +1,169 @@
+"""Running linecapd on the benchmark source and summarising a run from its metrics."""
+
+import json
+import os
+import re
+import statistics
+import time
+
+from harness import LINECAPD, NICE, RUNNING, Janitor, Proc, free_port, wait_until
+from machine import load_now
+from metrics import msum, mvalues, rss_kib, scrape, scrape_ok, thread_cpu
+
+
+LCORES = {
+    # workers: (eal.lcores, what it means)
+    "1w": ("0-1", "1 worker on CPU 1; main/control + writer thread on CPU 0"),
+    "2w": ("0@0,1@1,2@1", "2 workers (2 queues) time-sharing CPU 1; main/control + writer on CPU 0"),
+    "2w2cpu": ("0@0,1@0,2@1", "2 workers on CPU 0 and CPU 1; the CPU 0 worker shares with main/control + writer"),
+}
+
+
+def linecapd_config(path, outdir, sources, mode, args, metrics_port, packets_per_file, extra_output="", bpf=""):
+    lcores = LCORES[mode][0]
+    queues = len(sources)
+    device = "net_pcap0," + ",".join(f"rx_pcap={s}" for s in sources) + ",infinite_rx=1"
+    # infinite_rx keeps every packet of the file in an mbuf from the port's pool and copies
+    # from it on every rx: the pool needs those plus the usual descriptors, bursts, caches.
+    mbufs = packets_per_file * queues + 16384
+    with open(path, "w") as f:
+        f.write(f"""# written by bench/bench.py
+eal:
+  lcores: "{lcores}"
+ports:
+  - name: bench
+    device: "{device}"
+    rx_queues: {queues}
+    rx_descriptors: 1024
+    mtu: 1500
+{f"    filter: {json.dumps(bpf)}" + chr(10) if bpf else ""}capture:
+  burst_size: {args.burst}
+  mbufs: {mbufs}
+output:
+  directory: "{outdir}"
+  rotate: {{ size_mb: {args.rotate_mb}, interval_s: 0 }}
+  block_size_kb: {args.block_kb}
+  blocks_per_queue: {args.blocks}
+  writer_threads: {args.writer_threads}
+  o_direct: {"true" if args.o_direct else "false"}
+  manifest: false
+  index: {"true" if args.index else "false"}
+  fsync: rotate
+{extra_output}metrics:
+  enabled: true
+  listen: "127.0.0.1:{metrics_port}"
+log:
+  level: info
+""")
+
+
+def run_linecapd(tag, workdir, outdir, sources, mode, args, packets_per_file, seconds=None, warmup=None,
+                 soak=False, sample_period=1.0, bpf=""):
+    seconds = seconds if seconds is not None else args.seconds
+    warmup = warmup if warmup is not None else args.warmup
+    os.makedirs(outdir, exist_ok=True)
+    janitor = Janitor(outdir, keep_s=args.index_keep_s if args.index else 0.0)
+    janitor.sweep(everything=True)
+    port = free_port()
+    cfg = os.path.join(workdir, f"{tag}.yaml")
+    linecapd_config(cfg, outdir, sources, mode, args, port, packets_per_file, bpf=bpf)
+    url = f"http://127.0.0.1:{port}/metrics"
+    load_before = load_now()
+    proc = Proc(NICE + [LINECAPD, "--config", cfg], os.path.join(workdir, f"{tag}.log"))
+    RUNNING.append(proc)
+    janitor.start()
+    samples = []
+    try:
+        wait_until(lambda: "capture running" in proc.text(), 60, f"{tag}: linecapd start", proc)
+        wait_until(lambda: scrape_ok(url), 30, f"{tag}: metrics endpoint", proc)
+        time.sleep(warmup)
+        t_end = time.time() + seconds
+        while True:
+            t = time.time()
+            s = scrape(url)
+            samples.append({"t": t, "m": s, "threads": thread_cpu(proc.p.pid), "rss_kib": rss_kib(proc.p.pid)})
+            if t >= t_end or not proc.alive():
+                break
+            time.sleep(max(0.0, min(sample_period, t_end - time.time())))
+    finally:
+        rc = proc.stop(timeout=60)
+        RUNNING.remove(proc)
+        janitor.stop()
+    load_after = load_now()
+    if rc != 0:
+        raise RuntimeError(f"{tag}: linecapd exited {rc}: {proc.text()[-2000:]}")
+    if len(samples) < 2:
+        raise RuntimeError(f"{tag}: not enough samples")
+    return summarise_linecapd(tag, samples, proc.text(), load_before, load_after, soak)
+
+
+def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
+    a, b = samples[0], samples[-1]
+    dt = b["t"] - a["t"]
+
+    def delta(name, **want):
+        return msum(b["m"], name, **want) - msum(a["m"], name, **want)
+
+    rx = delta("linecap_rx_packets_total")
+    written = delta("linecap_written_packets_total")
+    filtered = delta("linecap_filtered_packets_total")
+    wire_bytes = delta("linecap_written_bytes_total")
+    file_bytes = delta("linecap_output_file_bytes_total")
+    reasons = {}
+    for (n, labels), _ in b["m"].items():
+        if n == "linecap_dropped_packets_total":
+            r = dict(labels).get("reason")
+            reasons[r] = reasons.get(r, 0) + 0
+    for r in list(reasons):
+        reasons[r] = delta("linecap_dropped_packets_total", reason=r)
+    cpp = [v for s in samples[1:] for v in mvalues(s["m"], "linecap_worker_cycles_per_packet") if v == v]
+    busy = [v for s in samples[1:] for v in mvalues(s["m"], "linecap_worker_busy_ratio") if v == v]
+
+    # Thread CPU use over the window (share of one CPU), by thread name.
+    cpu = {}
+    for name, (c1, last) in b["threads"].items():
+        c0 = a["threads"].get(name, (c1, last))[0]
+        cpu[name] = {"cpu_pct": round(100 * (c1 - c0) / dt, 1), "cpu": last}
+    writer_cpu = sum(v["cpu_pct"] for k, v in cpu.items() if k.startswith("lc-writer"))
+    # Writes that took longer than 10 ms: stalls that the block pool must ride out.
+    slow_writes = latency_count_total = 0
+    for (n, labels), v in b["m"].items():
+        if n == "linecap_write_latency_seconds_bucket" and dict(labels).get("le") == "0.01":
+            slow_writes = delta("linecap_write_latency_seconds_count") - (v - msum(a["m"], n, le="0.01"))
+    latency_count = delta("linecap_write_latency_seconds_count")
+    latency_sum = delta("linecap_write_latency_seconds_sum")
+    summary = re.findall(r".*reached the port.*", logtext)
+    res = {
+        "tag": tag,
+        "seconds": round(dt, 2),
+        "rx_mpps": rx / dt / 1e6,
+        "written_mpps": written / dt / 1e6,
+        "filtered_mpps": filtered / dt / 1e6,
+        "indexed_files": int(delta("linecap_index_files_total", result="built")),
+        "index_queued": msum(b["m"], "linecap_index_queued_files"),
+        "index_busy_s": delta("linecap_index_busy_seconds_total"),
+        "written_gbit": wire_bytes * 8 / dt / 1e9,
+        "file_gbps": file_bytes / dt / 1e9,
+        "drops": {k: v / dt / 1e6 for k, v in reasons.items()},  # Mpps per reason
+        "drops_total": {k: int(v) for k, v in reasons.items()},
+        "drop_pct": 100.0 * (rx - written - filtered) / rx if rx else 0.0,
+        "cycles_per_packet": statistics.median(cpp) if cpp else float("nan"),
+        "busy_ratio": statistics.median(busy) if busy else float("nan"),
+        "writer_cpu_pct": writer_cpu,
+        "write_latency_us": 1e6 * latency_sum / latency_count if latency_count else float("nan"),
+        "writes": int(latency_count),
+        "writes_over_10ms": int(slow_writes),
+        "threads": cpu,
+        "rss_kib": [s["rss_kib"] for s in samples],
+        "rss_t": [round(s["t"] - a["t"], 1) for s in samples],
+        "load_before": load_before,
+        "load_after": load_after,
+        "summary": summary[-1].strip() if summary else "",
+    }
+    # Per-second written rate, to show a slow start on fresh memory.
+    series = []
+    for s0, s1 in zip(samples, samples[1:]):
+        d = msum(s1["m"], "linecap_written_packets_total") - msum(s0["m"], "linecap_written_packets_total")
+        series.append(round(d / (s1["t"] - s0["t"]) / 1e6, 2))
+    res["written_mpps_series"] = series
+    return res

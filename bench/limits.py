@@ -1,0 +1,55 @@
+"""The machine's own limits, measured the way linecap works: sequential write speed of a
+file system (linecap_fsbench), memcpy bandwidth, and the micro benchmarks."""
+
+import json
+import os
+import subprocess
+
+from harness import FSBENCH, MICRO, NICE
+
+
+def fsbench_write(directory, mib, block_kb, fsync, direct=False):
+    args = NICE + [FSBENCH, "write", directory, str(mib), "--block", str(block_kb), "--file", "256"]
+    if fsync:
+        args.append("--fsync")
+    if direct:
+        args.append("--direct")
+    out = subprocess.run(args, capture_output=True, text=True)
+    if out.returncode != 0:
+        return {"error": out.stderr.strip()}
+    kv = dict(x.split("=", 1) for x in out.stdout.split())
+    return {"gbps": float(kv["gbps"]), "series": [float(x) for x in kv["series_gbps"].split(",") if x],
+            "bytes": int(kv["bytes"]), "direct": direct, "fsync": fsync, "block_kb": block_kb}
+
+
+def fsbench_memcpy(mib, chunk):
+    out = subprocess.run(NICE + [FSBENCH, "memcpy", str(mib), "--chunk", str(chunk)], capture_output=True, text=True)
+    kv = dict(x.split("=", 1) for x in out.stdout.split())
+    return {"gbps": float(kv["gbps"]), "chunk": chunk}
+
+
+def run_micro(workdir):
+    if not os.path.exists(MICRO):
+        return {"error": "linecap_micro not built (Google Benchmark missing)"}
+    out = os.path.join(workdir, "micro.json")
+    r = subprocess.run(NICE + ["taskset", "-c", "1", MICRO, "--benchmark_format=json", f"--benchmark_out={out}",
+                        "--benchmark_out_format=json", "--benchmark_min_time=0.2"],
+                       capture_output=True, text=True)
+    if r.returncode != 0 or not os.path.exists(out):
+        return {"error": r.stderr[-500:]}
+    with open(out) as f:
+        data = json.load(f)
+    rows = []
+    for b in data.get("benchmarks", []):
+        if b.get("run_type") == "aggregate":
+            continue
+        rows.append({
+            "name": b["name"],
+            "label": b.get("label", ""),
+            "ns_per_iter": b.get("real_time"),
+            "mitems_per_s": b.get("items_per_second", 0) / 1e6,
+            "gbytes_per_s": b.get("bytes_per_second", 0) / 1e9,
+            "tsc_per_item": b.get("tsc_per_item"),
+            "error": b.get("error_message", ""),
+        })
+    return {"rows": rows, "context": data.get("context", {})}

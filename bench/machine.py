@@ -1,0 +1,57 @@
+"""The conditions a figure was measured under: CPU, kernel, load, file systems."""
+
+import datetime
+import os
+import re
+import subprocess
+import time
+
+from harness import ROOT
+
+
+def sh(cmd, check=False):
+    r = subprocess.run(cmd, shell=True, capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{cmd}: {r.stderr.strip()}")
+    return r.stdout.strip()
+
+
+def load_now():
+    """Load averages and a one-shot CPU busy share over 0.5 s (all CPUs)."""
+    def stat():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        idle = v[3] + v[4]
+        return sum(v), idle
+    t1, i1 = stat()
+    time.sleep(0.5)
+    t2, i2 = stat()
+    busy = 1.0 - (i2 - i1) / max(1, t2 - t1)
+    la = os.getloadavg()
+    return {"loadavg": [round(x, 2) for x in la], "cpu_busy_pct": round(100 * busy, 1)}
+
+
+def machine_conditions():
+    lscpu = sh("lscpu")
+    model = re.search(r"Model name:\s*(.*)", lscpu)
+    mhz = re.findall(r"cpu MHz\s*:\s*([\d.]+)", open("/proc/cpuinfo").read())
+    return {
+        "date": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu_model": model.group(1).strip() if model else "?",
+        "cpu_mhz": mhz[0] if mhz else "?",
+        "cpus": os.cpu_count(),
+        "hypervisor": (re.search(r"Hypervisor vendor:\s*(.*)", lscpu) or [None, "none"])[1],
+        "l2": (re.search(r"L2 cache:\s*(.*)", lscpu) or [None, "?"])[1],
+        "l3": (re.search(r"L3 cache:\s*(.*)", lscpu) or [None, "?"])[1],
+        "kernel": os.uname().release,
+        "mem_total_gib": round(int(re.search(r"MemTotal:\s*(\d+)", open("/proc/meminfo").read()).group(1)) / 2**20, 1),
+        "dpdk": sh("pkg-config --modversion libdpdk") or "?",
+        "linecap": sh(f"git -C {ROOT} describe --always --dirty 2>/dev/null") or "?",
+    }
+
+
+def fs_of(path):
+    out = sh(f"findmnt -n -o FSTYPE,SOURCE,OPTIONS --target {path}")
+    parts = out.split(None, 2)
+    return {"path": path, "fstype": parts[0] if parts else "?", "source": parts[1] if len(parts) > 1 else "?",
+            "options": parts[2] if len(parts) > 2 else ""}
