@@ -33,9 +33,7 @@ pages=512
 if ! bash scripts/hugepages.sh ready "$pages"; then
     hp_state=$(mktemp -d /run/linecap-demo-hp.XXXXXX)
     on_exit "LINECAP_TEST_STATE_DIR='$hp_state' bash scripts/hugepages.sh release; rm -rf '$hp_state'"
-    free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages 2>/dev/null || echo 0)
-    want=$(($(cat /proc/sys/vm/nr_hugepages) + (free < pages ? pages - free : 0)))
-    LINECAP_TEST_STATE_DIR=$hp_state bash scripts/hugepages.sh reserve "$want" \
+    LINECAP_TEST_STATE_DIR=$hp_state bash scripts/hugepages.sh provide "$pages" \
         && bash scripts/hugepages.sh ready "$pages" \
         || { echo "demo.sh: could not prepare hugepages (see above)" >&2; exit 1; }
 fi

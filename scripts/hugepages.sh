@@ -7,6 +7,8 @@
 #   release     restore nr_hugepages to the saved value and unmount (and rmdir) only what
 #               reserve mounted (and created); no-op without a state file.
 #   status      show the page counts, the mounts and the saved state.
+#   provide N   reserve what `ready N` lacks: nr_hugepages raised by the pages missing for N
+#               free ones (others may hold some), hugetlbfs and bpffs mounted; state as reserve.
 #   ready N     exit 0 when DPDK can run now: at least N 2 MiB pages free, hugetlbfs mounted,
 #               bpffs mounted on /sys/fs/bpf; else exit 1, naming what is missing. Callers
 #               decide whether to reserve from this exit status, never from status' prose.
@@ -115,6 +117,14 @@ cmd_reserve() {
     fi
 }
 
+cmd_provide() {
+    [[ ${1:-} =~ ^[0-9]+$ ]] || usage
+    local free nr
+    free=$(hp_free)
+    nr=$(cat "$NR")
+    cmd_reserve "$((nr + (free < $1 ? $1 - free : 0)))"
+}
+
 cmd_release() {
     need_root release
     if [[ ! -f $STATE ]]; then
@@ -211,12 +221,13 @@ cmd_bare() {
 }
 
 usage() {
-    echo "usage: $0 reserve N_2MB_PAGES | release | status | ready N_2MB_PAGES | bare" >&2
+    echo "usage: $0 reserve N_2MB_PAGES | provide N_2MB_PAGES | release | status | ready N_2MB_PAGES | bare" >&2
     exit 2
 }
 
 case ${1:-} in
     reserve) cmd_reserve "${2:-}" ;;
+    provide) cmd_provide "${2:-}" ;;
     release) cmd_release ;;
     status) cmd_status ;;
     ready) cmd_ready "${2:-}" ;;

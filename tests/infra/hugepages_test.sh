@@ -50,4 +50,12 @@ rc=0
 $HP reserve >/dev/null 2>&1 || rc=$?
 [[ $rc == 2 ]] || fail "reserve without N: exit $rc, expected 2 (usage)"
 
+# provide N: as many pages more as are missing for N free ones; release undoes it.
+free_file=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
+free=$(cat "$free_file")
+$HP provide "$((free + 2))" >/dev/null || fail "provide $((free + 2)) failed"
+(($(cat "$free_file") >= free + 2)) || fail "provide $((free + 2)): only $(cat "$free_file") pages free"
+$HP release >/dev/null || fail "release after provide failed"
+[[ $(cat /proc/sys/vm/nr_hugepages) == "$before_nr" ]] || fail "nr_hugepages not restored after provide"
+
 log "all checks passed (nr_hugepages $before_nr -> $now -> $before_nr)"
