@@ -71,7 +71,7 @@ AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& other) noexcept {
 }
 
 IoStatus CaptureFile::open(int dir_fd, std::string final_name, std::span<const uint8_t> header,
-                           std::span<uint8_t> direct_io_staging, bool hash) {
+                           std::span<uint8_t> direct_io_staging) {
     if (is_open()) return IoStatus::failure("open", EBUSY);
     close_state();
 
@@ -87,10 +87,6 @@ IoStatus CaptureFile::open(int dir_fd, std::string final_name, std::span<const u
     if (!direct_io_staging.empty()) {
         staging_ = direct_io_staging;
         enable_direct_io();
-    }
-    if (hash) {
-        hash_.reset();
-        hashing_ = true;
     }
 
     if (IoStatus status = append(header, 0); !status.ok()) {
@@ -128,7 +124,6 @@ IoStatus CaptureFile::append(std::span<const uint8_t> bytes, uint32_t packets) {
     }
     size_ += bytes.size();
     packets_ += packets;
-    if (hashing_) hash_.update(bytes);
     return {};
 }
 
@@ -180,10 +175,6 @@ FinaliseResult CaptureFile::finalise(bool durable) {
     }
     if (durable && ::fsync(fd_.get()) != 0) result.status = IoStatus::failure("fsync", errno);
     result.size = size_;
-    if (hashing_) {
-        const Sha256::Digest digest = hash_.finish();
-        if (hash_.ok()) result.sha256 = Sha256::hex(digest);
-    }
 
     if (::renameat(dir_fd_, in_progress_name_.c_str(), dir_fd_, final_name_.c_str()) != 0) {
         result.status = IoStatus::failure("rename", errno);
@@ -206,7 +197,6 @@ void CaptureFile::close_state() {
     staging_ = {};
     staged_offset_ = 0;
     staged_bytes_ = 0;
-    hashing_ = false;
 }
 
 }  // namespace linecap

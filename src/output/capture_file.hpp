@@ -20,7 +20,6 @@
 #include <string>
 
 #include "output/io_status.hpp"
-#include "output/sha256.hpp"
 #include "output/unique_fd.hpp"
 
 namespace linecap {
@@ -58,7 +57,6 @@ struct FinaliseResult {
     bool renamed = false;  // the file now has its final name
     IoStatus status;       // first failure, if any
     uint64_t size = 0;     // bytes in the file
-    std::string sha256;    // hex digest of those bytes, when opened with hashing on
 };
 
 class CaptureFile {
@@ -73,10 +71,10 @@ public:
     // another name") and writes `header`. With a non-empty `direct_io_staging` (at least
     // direct_io_staging_size(largest append) bytes, 4 KiB aligned) it tries O_DIRECT; a
     // file system that refuses it leaves the file buffered, see direct_io_refused().
-    // On failure nothing is left behind and the file stays closed. With `hash`, every byte
-    // that ends up in the file goes through SHA-256 as it is written (FinaliseResult).
+    // On failure nothing is left behind and the file stays closed. (The digest for the
+    // manifest is not taken here: see ManifestHasher.)
     IoStatus open(int dir_fd, std::string final_name, std::span<const uint8_t> header,
-                  std::span<uint8_t> direct_io_staging = {}, bool hash = false);
+                  std::span<uint8_t> direct_io_staging = {});
 
     // Appends whole records; on failure the file is cut back to its previous size.
     IoStatus append(std::span<const uint8_t> bytes, uint32_t packets);
@@ -114,8 +112,6 @@ private:
     bool direct_io_ = false;
     bool direct_io_refused_ = false;
     std::span<uint8_t> staging_;
-    bool hashing_ = false;
-    Sha256 hash_;
     uint64_t staged_offset_ = 0;  // aligned file offset of staging_[0]
     size_t staged_bytes_ = 0;     // unaligned tail held in staging_ (< 4 KiB between appends)
 };

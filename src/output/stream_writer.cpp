@@ -10,6 +10,7 @@
 
 #include "linecap_build.h"
 #include "output/file_naming.hpp"
+#include "output/manifest_hasher.hpp"
 #include "output/pcap_format.hpp"
 #include "output/pcapng_blocks.hpp"
 #include "output/retention.hpp"
@@ -28,8 +29,6 @@ constexpr unsigned kMaxNameAlternatives = 1000;
 void add(std::atomic<uint64_t>& counter, uint64_t n) {
     counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
-
-constexpr auto kManifestRetryInterval = std::chrono::seconds(1);
 
 uint64_t since(uint64_t now, uint64_t before) { return now >= before ? now - before : 0; }
 
@@ -56,9 +55,10 @@ uint64_t LossEpisode::end() {
     return lost;
 }
 
-StreamWriter::StreamWriter(const WriterContext& context, const StreamSpec& spec, uint32_t snaplen,
+StreamWriter::StreamWriter(const WriterContext& context, uint32_t index, const StreamSpec& spec, uint32_t snaplen,
                            StreamCounters& counters, AlignedBuffer direct_io_staging)
     : context_(context),
+      index_(index),
       id_(spec.id),
       device_(spec.device),
       capture_counts_(spec.capture_counts),
@@ -87,11 +87,21 @@ std::vector<uint8_t> StreamWriter::encode_file_header(uint32_t snaplen) const {
 
 CaptureCounts StreamWriter::capture_counts() const { return capture_counts_ ? capture_counts_() : CaptureCounts{}; }
 
-void StreamWriter::process(const WriteBlock& block) {
-    assert(block.used <= block.capacity && block.data != nullptr);
+bool StreamWriter::process(WriteBlock* block) {
+    assert(block->used <= block->capacity && block->data != nullptr);
     follow_snaplen();
-    if (block.packets > 0 && block.used > 0) write_records(block);
-    if (block.rotate_after && file_.is_open()) finalise_file();
+    const bool rotate = block->rotate_after;
+    const bool in_file = block->packets > 0 && block->used > 0 && write_records(*block);
+    // The hasher sees the block before the file's end (finalise_file below), in file order;
+    // from here on the block is the hasher's.
+    if (context_.hasher != nullptr) {
+        if (in_file)
+            context_.hasher->appended(block);
+        else
+            context_.hasher->give_back(block);
+    }
+    if (rotate && file_.is_open()) finalise_file();
+    return context_.hasher == nullptr;
 }
 
 // The acquire pairs with set_snaplen's release through the worker: the control thread
@@ -106,14 +116,14 @@ void StreamWriter::follow_snaplen() {
     if (file_.is_open()) finalise_file();
 }
 
-void StreamWriter::write_records(const WriteBlock& block) {
+bool StreamWriter::write_records(const WriteBlock& block) {
     const uint64_t rotate_size = context_.config.rotate_size_bytes;
     // Rotate on size only at a block boundary and only if the file already holds records,
     // so a file never exceeds the limit unless one block alone does.
     if (file_.is_open() && file_.packets() > 0 && rotate_size > 0 &&
         file_.size() + block.used > rotate_size)
         finalise_file();
-    if (!file_.is_open() && !open_file(block)) return;
+    if (!file_.is_open() && !open_file(block)) return false;
 
     const auto start = Clock::now();
     const IoStatus status = file_.append({block.data, block.used}, block.packets);
@@ -121,7 +131,7 @@ void StreamWriter::write_records(const WriteBlock& block) {
     context_.latency->record(now - start);
     if (!status.ok()) {
         count_lost(block, status, file_.in_progress_name());
-        return;
+        return false;
     }
 
     add(counters_.written_packets, block.packets);
@@ -134,6 +144,7 @@ void StreamWriter::write_records(const WriteBlock& block) {
                      path_of(file_.in_progress_name()), lost);
     unsynced_ = true;
     sync_if_due(now);
+    return true;
 }
 
 bool StreamWriter::open_file(const WriteBlock& block) {
@@ -151,7 +162,7 @@ bool StreamWriter::open_file(const WriteBlock& block) {
         if (name_exists(context_.dir_fd, in_progress_name(name)) ||
             name_exists(context_.dir_fd, name))
             continue;
-        status = file_.open(context_.dir_fd, name, file_header_, direct_io_staging_.span(), context_.config.manifest);
+        status = file_.open(context_.dir_fd, name, file_header_, direct_io_staging_.span());
         if (status.ok() || status.error() != EEXIST) break;
     }
     if (!status.ok()) {
@@ -159,6 +170,7 @@ bool StreamWriter::open_file(const WriteBlock& block) {
         return false;
     }
 
+    if (context_.hasher != nullptr) context_.hasher->opened(index_, file_header_);
     file_seq_ = next_seq_++;
     file_first_ns_ = block.first_ts_ns;
     file_last_ns_ = block.first_ts_ns;
@@ -200,6 +212,8 @@ void StreamWriter::finalise_file() {
             spdlog::warn("{}: {} without its statistics block: {} (the file is complete otherwise)", label_,
                          path_of(file_.in_progress_name()), status.message());
             ask_room_if_full(status);
+        } else if (context_.hasher != nullptr) {
+            context_.hasher->appended(index_, block);
         }
     }
 
@@ -215,17 +229,21 @@ void StreamWriter::finalise_file() {
         spdlog::error("{}: finalising {}: {}{}", label_, path_of(file_.in_progress_name()),
                       result.status.message(),
                       result.renamed ? "" : "; left under its in-progress name for recovery");
-    if (!result.renamed) return;
+    if (!result.renamed) {
+        if (context_.hasher != nullptr) context_.hasher->abandoned(index_);
+        return;
+    }
     add(counters_.files_finalised, 1);
     spdlog::info("finalised {} ({} packets, {} bytes)", path_of(file_.final_name()), packets, result.size);
 
-    uint64_t sidecar_bytes = 0;
-    if (context_.config.manifest) {
+    const FinishedFile finished{file_.final_name(), result.size, file_first_ns_, file_last_ns_};
+    if (context_.hasher != nullptr) {
+        // Everything but the digest; the hasher adds it once it has hashed the file's last
+        // bytes, writes the manifest, then tells retention and the file_finished hook.
         Manifest m;
         m.file = file_.final_name();
         m.format = to_string(context_.config.format);
         m.size = result.size;
-        m.sha256 = result.sha256;
         m.packets = packets;
         m.first_ns = file_first_ns_;
         m.last_ns = file_last_ns_;
@@ -238,43 +256,16 @@ void StreamWriter::finalise_file() {
         m.run = context_.run_id;
         m.seq = file_seq_;
         m.linecap_version = LINECAP_VERSION;
-        if (m.sha256.empty())
-            spdlog::error("{}: SHA-256 of {} failed; no manifest", label_, path_of(m.file));
-        else
-            write_manifest(m, &sidecar_bytes);
+        context_.hasher->finished(index_, std::move(m), finished);
+        return;
     }
-    if (context_.retention != nullptr)
-        context_.retention->add(FinishedFile{file_.final_name(), result.size + sidecar_bytes, file_first_ns_, file_last_ns_});
+    if (context_.retention != nullptr) context_.retention->add(finished);
     if (context_.file_finished) context_.file_finished(file_.final_name());
 }
 
 // A full disk: retention (when it has a budget) deletes the oldest files to make room.
 void StreamWriter::ask_room_if_full(const IoStatus& status) {
     if (status.disk_full() && context_.retention != nullptr) context_.retention->request_room(context_.room_bytes);
-}
-
-void StreamWriter::write_manifest(const Manifest& manifest, uint64_t* bytes) {
-    const IoStatus status = linecap::write_manifest(context_.dir_fd, manifest, durable(), bytes);
-    if (status.ok()) return;
-    if (pending_manifests_.empty())
-        spdlog::warn("{}: manifest for {}: {}; retrying every second", label_, path_of(manifest.file),
-                     status.message());
-    ask_room_if_full(status);
-    pending_manifests_.push_back(manifest);
-}
-
-void StreamWriter::retry_manifests(Clock::time_point now) {
-    if (pending_manifests_.empty() || now - last_manifest_retry_ < kManifestRetryInterval) return;
-    last_manifest_retry_ = now;
-    std::vector<Manifest> still;
-    for (Manifest& m : pending_manifests_) {
-        if (!name_exists(context_.dir_fd, m.file)) continue;  // deleted meanwhile (retention)
-        if (linecap::write_manifest(context_.dir_fd, m, durable()).ok())
-            spdlog::info("{}: manifest for {} written", label_, path_of(m.file));
-        else
-            still.push_back(std::move(m));
-    }
-    pending_manifests_ = std::move(still);
 }
 
 void StreamWriter::count_lost(const WriteBlock& block, const IoStatus& status,
@@ -289,10 +280,7 @@ void StreamWriter::count_lost(const WriteBlock& block, const IoStatus& status,
                      status.disk_full() ? "disk_full" : "write_error");
 }
 
-void StreamWriter::tick(Clock::time_point now) {
-    sync_if_due(now);
-    retry_manifests(now);
-}
+void StreamWriter::tick(Clock::time_point now) { sync_if_due(now); }
 
 // FsyncPolicy::interval bounds what a crash can take from an open file; finalise() syncs
 // as well, because a renamed file must be complete on disk too.
@@ -308,13 +296,6 @@ void StreamWriter::sync_if_due(Clock::time_point now) {
 
 void StreamWriter::finish() {
     if (file_.is_open()) finalise_file();
-    if (!pending_manifests_.empty()) {
-        last_manifest_retry_ = {};
-        retry_manifests(Clock::now());
-        for (const Manifest& m : pending_manifests_)
-            spdlog::error("{}: no manifest for {} (could not be written)", label_, path_of(m.file));
-        pending_manifests_.clear();
-    }
 }
 
 std::string StreamWriter::path_of(const std::string& name) const {

@@ -2,8 +2,9 @@
 // stream's full blocks into capture files — opening a file named after its first packet,
 // rotating on size, finalising on the worker's rotation mark, periodic fsync — and
 // counts what reached a file or why it did not. When a file is finished it also writes
-// the pcapng statistics block (pcapng format), the manifest (output.manifest) and tells
-// retention about the file; on a full disk it asks retention for room.
+// the pcapng statistics block (pcapng format) and hands the file's manifest to the
+// ManifestHasher (output.manifest), which completes and writes it and tells retention —
+// without manifests it tells retention itself; on a full disk it asks retention for room.
 //
 // The span of a file, for its statistics: from the moment the stream's previous file was
 // finished (or the writer started) to the moment this one is. Packets, drops by the
@@ -31,6 +32,7 @@
 
 namespace linecap {
 
+class ManifestHasher;
 class RetentionService;
 
 // What all streams of a writer share. Read-only after Writer::create except for the
@@ -41,6 +43,7 @@ struct WriterContext {
     WriteLatency* latency = nullptr;
     std::atomic<bool>* direct_io_warned = nullptr;  // one warning per writer, not per file
     RetentionService* retention = nullptr;   // null: no retention (unit tests)
+    ManifestHasher* hasher = nullptr;        // null: no manifests (output.manifest false)
     std::string run_id;                      // this run of the writer, for manifests
     uint64_t run_start_ns = 0;               // UTC ns: where the first span starts
     uint64_t room_bytes = 0;                 // free space to ask retention for on ENOSPC
@@ -66,7 +69,7 @@ private:
 
 class StreamWriter {
 public:
-    StreamWriter(const WriterContext& context, const StreamSpec& spec, uint32_t snaplen,
+    StreamWriter(const WriterContext& context, uint32_t index, const StreamSpec& spec, uint32_t snaplen,
                  StreamCounters& counters, AlignedBuffer direct_io_staging);
     ~StreamWriter();
     StreamWriter(const StreamWriter&) = delete;
@@ -76,8 +79,10 @@ public:
     void set_snaplen(uint32_t snaplen) { snaplen_.store(snaplen, std::memory_order_release); }
 
     // Writes the block's records (if any) and honours its rotation mark. Never throws.
-    void process(const WriteBlock& block);
-    // Periodic work: the fsync interval, manifests that could not be written yet.
+    // Returns true when the block is still the caller's (to reset and give back); false when
+    // it went to the ManifestHasher, which gives it back once hashed.
+    bool process(WriteBlock* block);
+    // Periodic work: the fsync interval.
     void tick(std::chrono::steady_clock::time_point now);
     // Finalises the open file, if any (shutdown).
     void finish();
@@ -95,12 +100,11 @@ private:
 
     std::vector<uint8_t> encode_file_header(uint32_t snaplen) const;
     CaptureCounts capture_counts() const;
-    void write_manifest(const Manifest& manifest, uint64_t* bytes);
     void ask_room_if_full(const IoStatus& status);
     // fsync finished files and manifests (output.fsync other than none).
     bool durable() const { return context_.config.fsync != FsyncPolicy::none; }
-    void retry_manifests(std::chrono::steady_clock::time_point now);
-    void write_records(const WriteBlock& block);
+    // Returns whether the block's records reached the open file.
+    bool write_records(const WriteBlock& block);
     bool open_file(const WriteBlock& block);
     void finalise_file();
     void count_lost(const WriteBlock& block, const IoStatus& status, const std::string& file_name);
@@ -109,6 +113,7 @@ private:
     void follow_snaplen();
 
     const WriterContext& context_;
+    const uint32_t index_;                     // of the stream (WriteBlock::stream)
     const StreamId id_;
     const std::string device_;
     const std::function<CaptureCounts()> capture_counts_;
@@ -125,8 +130,6 @@ private:
     uint64_t file_first_ns_ = 0;               // first and last packet in the open file
     uint64_t file_last_ns_ = 0;
     Span span_;
-    std::vector<Manifest> pending_manifests_;  // finished files whose manifest failed
-    std::chrono::steady_clock::time_point last_manifest_retry_{};
     LossEpisode loss_;
     bool unsynced_ = false;
     std::chrono::steady_clock::time_point last_sync_{};

@@ -14,6 +14,7 @@
 
 #include "output/capture_file.hpp"
 #include "output/io_status.hpp"
+#include "output/manifest_hasher.hpp"
 #include "output/pcap_format.hpp"
 #include "output/retention.hpp"
 #include "output/stream_writer.hpp"
@@ -81,6 +82,7 @@ struct StreamSlot {
 
 struct Writer::Impl {
     ~Impl() {
+        if (hasher) hasher->stop();  // gives back the blocks it holds, tells retention of files
         if (retention) retention->stop();
         for (auto& slot : slots)
             for (WriteBlock& block : slot->blocks)
@@ -100,10 +102,11 @@ struct Writer::Impl {
             WriteBlock* block = slot.stream.full_blocks.pop();
             if (block == nullptr) continue;
             found = true;
-            slot.writer->process(*block);
-            block->reset();
-            // Cannot fail: the free ring has room for every block of the stream.
-            slot.stream.free_blocks.push(block);
+            if (slot.writer->process(block)) {
+                block->reset();
+                // Cannot fail: the free ring has room for every block of the stream.
+                slot.stream.free_blocks.push(block);
+            }
         }
         return found;
     }
@@ -142,6 +145,7 @@ struct Writer::Impl {
     bool stopped = false;
     RetentionCounters retention_counters;
     std::unique_ptr<RetentionService> retention;  // reads `slots`: declared after them
+    std::unique_ptr<ManifestHasher> hasher;       // output.manifest; gives blocks back to `slots`
 
     // The files being written, for the retention budgets (see retention.hpp). With size
     // rotation each stream reserves two rotation sizes: the file being written and the
@@ -207,7 +211,8 @@ Result<std::unique_ptr<Writer>> Writer::create(const OutputConfig& config,
             if (staging.data() == nullptr)
                 return runtime_error(label + ": allocating the O_DIRECT staging buffer failed");
         }
-        slot.writer = std::make_unique<StreamWriter>(impl->context, spec, snaplen, slot.counters, std::move(staging));
+        slot.writer =
+            std::make_unique<StreamWriter>(impl->context, index, spec, snaplen, slot.counters, std::move(staging));
     }
 
     // One retention for all streams and writer threads. The StreamWriters keep a reference
@@ -217,6 +222,12 @@ Result<std::unique_ptr<Writer>> Writer::create(const OutputConfig& config,
         config, impl->dir_fd.get(), RetentionEnvironment{{}, [raw] { return raw->in_progress(); }},
         impl->retention_counters);
     impl->context.retention = impl->retention.get();
+    if (config.manifest) {
+        std::vector<Stream*> streams_by_index;
+        for (auto& slot : impl->slots) streams_by_index.push_back(&slot->stream);
+        impl->hasher = std::make_unique<ManifestHasher>(impl->context, std::move(streams_by_index));
+        impl->context.hasher = impl->hasher.get();
+    }
     impl->context.room_bytes = 2 * block_bytes * std::max<size_t>(streams.size(), 1);
     if (config.retention.max_bytes > 0 && config.rotate_size_bytes > 0 &&
         2 * config.rotate_size_bytes * streams.size() >= config.retention.max_bytes)
@@ -259,6 +270,12 @@ Status Writer::start() {
     impl.started = true;
     impl.running.store(true, std::memory_order_release);
     impl.retention->start();
+    if (impl.hasher) {
+        if (Status s = impl.hasher->start(); !s) {
+            impl.running.store(false, std::memory_order_release);
+            return s;
+        }
+    }
     const size_t n = impl.thread_count();
     try {
         for (size_t t = 0; t < n; ++t) {
@@ -285,6 +302,8 @@ void Writer::stop() {
     // The threads drained and finalised their own streams. This covers a writer that was
     // never started or only partly started; joining made their work visible here.
     impl.drain_and_finish(0, 1);
+    // The hasher completes the manifests of the files just finished and tells retention.
+    if (impl.hasher) impl.hasher->stop();
     // Last: it learns about the files just finished and makes one more pass.
     impl.retention->stop();
 }
