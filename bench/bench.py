@@ -69,7 +69,14 @@ def main():
     ap.add_argument("--nice", type=int, default=0,
                     help="run every measured program (linecapd, testpmd, dumpcap, fsbench) at this nice level, "
                          "e.g. -20 on a machine shared with other work")
-    ap.add_argument("--quick", action="store_true", help="64-byte frames and IMIX only, tmpfs, short windows")
+    ap.add_argument("--quick", action="store_true",
+                    help="only the shipped-defaults table (tmpfs and disk, 64/1514/IMIX, each feature's row), "
+                         "short windows")
+    ap.add_argument("--no-defaults", action="store_true", help="skip the shipped-defaults table")
+    ap.add_argument("--only-defaults", action="store_true", help="only the shipped-defaults table")
+    ap.add_argument("--budget-mib", type=int, default=3072,
+                    help="defaults table: output.retention.max_bytes in MiB (files are kept; the oldest are "
+                         "deleted beyond it), and the same budget for the raw write measurement")
     ap.add_argument("--no-refs", action="store_true", help="skip testpmd/dumpcap")
     ap.add_argument("--repeat", type=int, default=1, help="repetitions of every linecapd point (median + spread)")
     ap.add_argument("--repeat-sizes", default="", type=lambda s: [x for x in s.split(",") if x],
@@ -80,8 +87,7 @@ def main():
     ap.add_argument("--results", help="report: re-render from a results.json")
     args = ap.parse_args()
     if args.quick:
-        if args.sizes == SIZES:
-            args.sizes = ["64", "imix"]
+        args.only_defaults = True
         args.seconds = min(args.seconds, 5)
         args.warmup = min(args.warmup, 2)
         args.fs_mib = min(args.fs_mib, 2048)

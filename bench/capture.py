@@ -19,37 +19,51 @@ LCORES = {
 }
 
 
-def linecapd_config(path, outdir, sources, mode, args, metrics_port, packets_per_file, extra_output="", bpf=""):
+def yaml_value(v):
+    """A YAML scalar or flow mapping for the values a configuration section holds."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k}: {yaml_value(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, (int, float)):
+        return str(v)
+    return json.dumps(str(v))
+
+
+def bench_output(args):
+    """The suite's own output settings (capture alone: no manifest, index only with --index)."""
+    return {"rotate": {"size_mb": args.rotate_mb, "interval_s": 0}, "block_size_kb": args.block_kb,
+            "blocks_per_queue": args.blocks, "writer_threads": args.writer_threads, "o_direct": args.o_direct,
+            "manifest": False, "index": bool(args.index), "fsync": "rotate"}
+
+
+def linecapd_config(path, outdir, sources, mode, args, metrics_port, packets_per_file, bpf="", output=None,
+                    rx_descriptors=1024, burst=None):
+    """`output`: the output section without its directory (default: bench_output(args))."""
     lcores = LCORES[mode][0]
     queues = len(sources)
     device = "net_pcap0," + ",".join(f"rx_pcap={s}" for s in sources) + ",infinite_rx=1"
     # infinite_rx keeps every packet of the file in an mbuf from the port's pool and copies
     # from it on every rx: the pool needs those plus the usual descriptors, bursts, caches.
-    mbufs = packets_per_file * queues + 16384
+    mbufs = packets_per_file * queues + max(16384, 4 * rx_descriptors * queues)
+    output = dict(output if output is not None else bench_output(args))
+    output_lines = "".join(f"  {k}: {yaml_value(v)}\n" for k, v in output.items())
     with open(path, "w") as f:
-        f.write(f"""# written by bench/bench.py
+        f.write(f"""# written by bench/capture.py
 eal:
   lcores: "{lcores}"
 ports:
   - name: bench
     device: "{device}"
     rx_queues: {queues}
-    rx_descriptors: 1024
+    rx_descriptors: {rx_descriptors}
     mtu: 1500
 {f"    filter: {json.dumps(bpf)}" + chr(10) if bpf else ""}capture:
-  burst_size: {args.burst}
+  burst_size: {burst or args.burst}
   mbufs: {mbufs}
 output:
   directory: "{outdir}"
-  rotate: {{ size_mb: {args.rotate_mb}, interval_s: 0 }}
-  block_size_kb: {args.block_kb}
-  blocks_per_queue: {args.blocks}
-  writer_threads: {args.writer_threads}
-  o_direct: {"true" if args.o_direct else "false"}
-  manifest: false
-  index: {"true" if args.index else "false"}
-  fsync: rotate
-{extra_output}metrics:
+{output_lines}metrics:
   enabled: true
   listen: "127.0.0.1:{metrics_port}"
 log:
@@ -57,21 +71,32 @@ log:
 """)
 
 
+def empty_dir(directory):
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
+        if os.path.isfile(path) or os.path.islink(path):
+            os.unlink(path)
+
+
 def run_linecapd(tag, workdir, outdir, sources, mode, args, packets_per_file, seconds=None, warmup=None,
-                 soak=False, sample_period=1.0, bpf=""):
+                 soak=False, sample_period=1.0, bpf="", output=None, keep=False, **config):
+    """One linecapd run. Finished files are deleted by a janitor as they appear, unless `keep`:
+    then they stay (the configuration's retention deletes the oldest) until the run is over.
+    `output` and `config` go to linecapd_config."""
     seconds = seconds if seconds is not None else args.seconds
     warmup = warmup if warmup is not None else args.warmup
     os.makedirs(outdir, exist_ok=True)
-    janitor = Janitor(outdir, keep_s=args.index_keep_s if args.index else 0.0)
-    janitor.sweep(everything=True)
+    empty_dir(outdir)
+    janitor = None if keep else Janitor(outdir, keep_s=args.index_keep_s if args.index else 0.0)
     port = free_port()
     cfg = os.path.join(workdir, f"{tag}.yaml")
-    linecapd_config(cfg, outdir, sources, mode, args, port, packets_per_file, bpf=bpf)
+    linecapd_config(cfg, outdir, sources, mode, args, port, packets_per_file, bpf=bpf, output=output, **config)
     url = f"http://127.0.0.1:{port}/metrics"
     load_before = load_now()
     proc = Proc(NICE + [LINECAPD, "--config", cfg], os.path.join(workdir, f"{tag}.log"))
     RUNNING.append(proc)
-    janitor.start()
+    if janitor:
+        janitor.start()
     samples = []
     try:
         wait_until(lambda: "capture running" in proc.text(), 60, f"{tag}: linecapd start", proc)
@@ -88,7 +113,9 @@ def run_linecapd(tag, workdir, outdir, sources, mode, args, packets_per_file, se
     finally:
         rc = proc.stop(timeout=60)
         RUNNING.remove(proc)
-        janitor.stop()
+        if janitor:
+            janitor.stop()
+        empty_dir(outdir)
     load_after = load_now()
     if rc != 0:
         raise RuntimeError(f"{tag}: linecapd exited {rc}: {proc.text()[-2000:]}")
@@ -125,6 +152,7 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
         c0 = a["threads"].get(name, (c1, last))[0]
         cpu[name] = {"cpu_pct": round(100 * (c1 - c0) / dt, 1), "cpu": last}
     writer_cpu = sum(v["cpu_pct"] for k, v in cpu.items() if k.startswith("lc-writer"))
+    hash_cpu = sum(v["cpu_pct"] for k, v in cpu.items() if k.startswith("lc-hash"))
     # Writes that took longer than 10 ms: stalls that the block pool must ride out.
     slow_writes = latency_count_total = 0
     for (n, labels), v in b["m"].items():
@@ -150,6 +178,10 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
         "cycles_per_packet": statistics.median(cpp) if cpp else float("nan"),
         "busy_ratio": statistics.median(busy) if busy else float("nan"),
         "writer_cpu_pct": writer_cpu,
+        "hash_cpu_pct": hash_cpu,
+        # Everything written since the start (warm-up included): the volume the raw write
+        # speed is measured for.
+        "file_bytes_total": int(msum(b["m"], "linecap_output_file_bytes_total")),
         "write_latency_us": 1e6 * latency_sum / latency_count if latency_count else float("nan"),
         "writes": int(latency_count),
         "writes_over_10ms": int(slow_writes),

@@ -8,18 +8,24 @@ import subprocess
 from harness import FSBENCH, MICRO, NICE
 
 
-def fsbench_write(directory, mib, block_kb, fsync, direct=False):
-    args = NICE + [FSBENCH, "write", directory, str(mib), "--block", str(block_kb), "--file", "256"]
+def fsbench_write(directory, mib, block_kb, fsync, direct=False, file_mib=256, budget_mib=None):
+    """Sequential 1 MiB-style writes of `mib` MiB into files of `file_mib` MiB; with
+    `budget_mib` the files are kept and the oldest deleted beyond the budget (as linecapd's
+    retention does), else each is deleted when written."""
+    args = NICE + [FSBENCH, "write", directory, str(mib), "--block", str(block_kb), "--file", str(file_mib)]
     if fsync:
         args.append("--fsync")
     if direct:
         args.append("--direct")
+    if budget_mib is not None:
+        args += ["--keep", "--budget", str(budget_mib)]
     out = subprocess.run(args, capture_output=True, text=True)
     if out.returncode != 0:
         return {"error": out.stderr.strip()}
     kv = dict(x.split("=", 1) for x in out.stdout.split())
     return {"gbps": float(kv["gbps"]), "series": [float(x) for x in kv["series_gbps"].split(",") if x],
-            "bytes": int(kv["bytes"]), "direct": direct, "fsync": fsync, "block_kb": block_kb}
+            "bytes": int(kv["bytes"]), "direct": direct, "fsync": fsync, "block_kb": block_kb,
+            "kept": budget_mib is not None, "budget_mib": budget_mib, "file_mib": file_mib}
 
 
 def fsbench_memcpy(mib, chunk):

@@ -4,6 +4,7 @@ sections of the live-path search and the soak when their JSON files are there.""
 import json
 import os
 
+from capture import yaml_value
 from harness import log
 
 
@@ -98,21 +99,25 @@ def conditions_text(results):
         f"at end {c['load_end']['loadavg']} ({c['load_end']['cpu_busy_pct']}% busy)",
         f"- source: net_pcap infinite_rx, one file of {a['packets']} frames per queue, UDP/IPv4, 1024 flows; "
         f"sizes are captured frame lengths (no FCS); imix = 7:4:1 of 60/590/1514 bytes",
-        f"- linecapd: burst {a['burst']}, blocks {a['blocks']} × {a['block_kb']} KiB per queue (hugepages), "
-        f"{a['writer_threads']} writer thread(s), O_DIRECT {a['o_direct']}, files rotate at {a['rotate_mb']} MiB, "
-        f"fsync on rotate, no manifest, "
-        + (f"background indexer on (files kept {a.get('index_keep_s', 2)} s for it)" if a.get("index") else "no index")
-        + "; finished files are deleted by the harness as they appear",
         f"- window: {a['warmup']} s warm-up, then {a['seconds']} s measured (metrics scraped once a second)"
         + (f"; {'sizes ' + ','.join(a['repeat_sizes']) if a.get('repeat_sizes') else 'each point'} measured "
            f"{a['repeat']} times: median, (min–max) of the written rate" if a.get("repeat", 1) > 1 else "")
         + (f"; every measured program ran at nice {a['nice']}" if a.get("nice") else ""),
     ]
+    if results.get("runs"):
+        lines.insert(4, f"- linecapd in the suite rows (the defaults table uses the shipped settings): burst "
+                     f"{a['burst']}, blocks {a['blocks']} × {a['block_kb']} KiB per queue (hugepages), "
+                     f"{a['writer_threads']} writer thread(s), O_DIRECT {a['o_direct']}, files rotate at "
+                     f"{a['rotate_mb']} MiB, fsync on rotate, no manifest, "
+                     + (f"background indexer on (files kept {a.get('index_keep_s', 2)} s for it)" if a.get("index")
+                        else "no index")
+                     + "; finished files are deleted by the harness as they appear")
     for k in ("fs_tmpfs", "fs_disk"):
         if k in c:
             lines.append(f"- {k[3:]}: {c[k]['path']} ({c[k]['fstype']} {c[k]['source']}, {c[k]['options']})")
     for k, v in results["lcores"].items():
-        lines.append(f"- workers `{k}`: {v}")
+        if k == "1w" or results.get("runs"):
+            lines.append(f"- workers `{k}`: {v}")
     lim = results["limits"]
     parts = []
     for k in ("fs_tmpfs", "fs_disk"):
@@ -124,8 +129,9 @@ def conditions_text(results):
     if "memcpy_1m" in lim:
         parts.append(f"memcpy {lim['memcpy_1m']['gbps']:.1f} GB/s (1 MiB chunks), "
                      f"{lim['memcpy_80']['gbps']:.1f} GB/s (80 B)")
-    lines.append("- raw limits measured at the start of this run (1 MiB pwrite, fsync per 256 MiB file; the table's "
-                 "*fs raw* is measured again before each size): " + "; ".join(parts))
+    if parts:
+        lines.append("- raw limits measured at the start of this run (1 MiB pwrite, fsync per 256 MiB file; the "
+                     "table's *fs raw* is measured again before each size): " + "; ".join(parts))
     return "\n".join(lines)
 
 
@@ -137,10 +143,53 @@ def micro_rows(results):
     return rows
 
 
+DEFAULTS_HEADERS = ["fs", "size", "configuration", "rx Mpps", "written Mpps", "written GB/s", "drops Mpps by reason",
+                    "raw GB/s (same volume, kept)", "raw Mpps", "written/raw", "feature on/off", "writer CPU",
+                    "hash CPU", "index queued"]
+
+
+def defaults_rows(results):
+    rows = []
+    for r in results.get("defaults", {}).get("rows", []):
+        if "error" in r:
+            rows.append([r["fs"], r["size"], r["config"], "error: " + r["error"][:60]] + [""] * 10)
+            continue
+        drops = ", ".join(f"{k} {v:.2f}" for k, v in sorted(r["drops"].items()) if v > 0.0005) or "0"
+        rows.append([r["fs"], r["size"], r["config"], f(r["rx_mpps"]), f(r["written_mpps"]), f(r["file_gbps"]), drops,
+                     f(r.get("raw_gbps")), f(r.get("raw_mpps")), f(r.get("of_raw")), f(r.get("on_off")),
+                     f(r["writer_cpu_pct"], "{:.0f}%"), f(r.get("hash_cpu_pct"), "{:.0f}%"),
+                     f(r.get("index_queued"), "{:.0f}")])
+    return rows
+
+
+def defaults_text(results):
+    d = results.get("defaults")
+    if not d:
+        return ""
+    shipped = ", ".join(f"{k}: {yaml_value(v)}" for k, v in d["shipped"].items())
+    return (f"config/linecap.yaml's output settings ({shipped}), "
+            f"rx_descriptors {d['rx_descriptors']}, burst {d['burst']}, one worker, net_pcap infinite_rx source; "
+            f"files kept, output.retention.max_bytes {d['budget_mib']} MiB deletes the oldest (no janitor). "
+            f"*raw* = linecap_fsbench right after each row, same file system, same volume (everything the row "
+            f"wrote, warm-up included), files of the rotation size kept under the same budget, same fsync and "
+            f"O_DIRECT. *written/raw* = written GB/s / raw GB/s. *feature on/off* = written rate with the feature / "
+            f"without it (the shipped-defaults row of the same fs and size is the other side); the filter row "
+            f"uses `{d['filter']}`, which every frame passes. *hash CPU* = the manifest hasher thread.")
+
+
 def report(results, outdir):
     os.makedirs(outdir, exist_ok=True)
     rows = table_rows(results)
-    text = [text_table(HEADERS, rows), ""]
+    text = []
+    if defaults_rows(results):
+        text += ["Shipped defaults, files kept, and the cost of each feature:",
+                 text_table(DEFAULTS_HEADERS, defaults_rows(results)), "", defaults_text(results), ""]
+    if not rows and not results.get("refs"):
+        text += ["Conditions:", conditions_text(results)]
+        print("\n".join(text))
+        write_files(results, outdir, defaults_only=True)
+        return
+    text += [text_table(HEADERS, rows), ""]
     if filter_rows(results):
         text += ["With a filter (64-byte TCP/IPv4 frames, one worker, tmpfs; same source for both rows):",
                  text_table(FILTER_HEADERS, filter_rows(results)), ""]
@@ -152,8 +201,8 @@ def report(results, outdir):
                  text_table(["benchmark", "", "ns/iter", "TSC/item", "M items/s", "GB/s", ""], micro_rows(results))]
     text += ["", "Conditions:", conditions_text(results)]
     print("\n".join(text))
-    md = ["# linecap benchmark results", "", conditions_text(results), "",
-          "## End to end: net_pcap infinite_rx → linecapd → files", "", md_table(HEADERS, rows), "",
+    md = ["# linecap benchmark results", "", conditions_text(results), ""] + defaults_md(results) + [
+          "## End to end: net_pcap infinite_rx → linecapd → files (suite settings)", "", md_table(HEADERS, rows), "",
           "Columns: *rx* = what the worker took from the port; *written* = records in files; drops in Mpps "
           "by reason; *cyc/pkt* and *busy* = `linecap_worker_cycles_per_packet` and `linecap_worker_busy_ratio` "
           "(median over the window); *writer GB/s* = bytes appended to files; *fs raw* = the same file system's "
@@ -174,10 +223,26 @@ def report(results, outdir):
                md_table(["benchmark", "", "ns/iter", "TSC/item", "M items/s", "GB/s", ""], micro_rows(results)), ""]
     md += ["![Mpps against packet size and workers](results.png)", ""]
     md += extra_sections(outdir)
+    write_files(results, outdir, md)
+
+
+def defaults_md(results):
+    if not defaults_rows(results):
+        return []
+    return ["## Shipped defaults, files kept, and the cost of each feature", "", md_table(DEFAULTS_HEADERS,
+            defaults_rows(results)), "", defaults_text(results), ""]
+
+
+def write_files(results, outdir, md=None, defaults_only=False):
+    if md is None:
+        md = ["# linecap benchmark results", "", conditions_text(results), ""] + defaults_md(results)
     with open(os.path.join(outdir, "results.md"), "w") as fh:
         fh.write("\n".join(md))
     with open(os.path.join(outdir, "results.json"), "w") as fh:
         json.dump(results, fh, indent=1, default=str)
+    if defaults_only:
+        log(f"results: {outdir}/results.md, results.json")
+        return
     try:
         import plot
         plot.plot(results, os.path.join(outdir, "results.png"))

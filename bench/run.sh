@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # linecap benchmarks in one command (as root, on a fresh Debian 12 checkout):
 #
-#   bench/run.sh                      the whole suite: prints the table, writes
+#   bench/run.sh                      the whole suite: the shipped-defaults table first, then
+#                                     the suite's rows; prints the tables, writes
 #                                     bench/results/results.{md,json,png}
-#   bench/run.sh --quick              64-byte frames and IMIX into tmpfs only, short windows
+#   bench/run.sh --quick              only the shipped-defaults table (tmpfs and disk, 64/1514/IMIX,
+#                                     one row per optional feature, raw write speed of the same
+#                                     volume beside each row), short windows
 #   bench/run.sh soak --duration 600  linecapd for 10 minutes, RSS sampled every 10 s
 #   bench/run.sh micro                the Google Benchmark micro benchmarks only
 #   bench/run.sh rfc2544              zero-loss throughput on the live path (tcpreplay →
@@ -16,7 +19,7 @@
 #
 # It installs what it needs (scripts/install-deps.sh, python3-matplotlib for the plot),
 # builds linecapd and the bench programs into $LINECAP_BUILD (default build-bench/),
-# reserves hugepages if fewer than 768 are free, mounts a private tmpfs (size
+# reserves hugepages if fewer than 768 are free (scripts/hugepages.sh ready/provide), mounts a private tmpfs (size
 # $BENCH_TMPFS_SIZE, default 6G) and makes a scratch directory on the real disk under
 # $BENCH_DISK_DIR (default /var/tmp) — and undoes all of that when it exits, however it
 # exits. Numbers are only as good as the machine is quiet: the table records the load.
@@ -55,6 +58,10 @@ if [[ ${BENCH_SKIP_DEPS:-0} != 1 ]]; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-matplotlib >&2 \
             || log "python3-matplotlib could not be installed: no plot"
     fi
+    if ! "$PY" -c 'import yaml' 2>/dev/null; then
+        log "installing python3-yaml (the defaults table reads config/linecap.yaml)"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-yaml >&2
+    fi
 fi
 if [[ ! -f $BUILD/build.ninja ]]; then
     log "meson setup $BUILD"
@@ -70,14 +77,11 @@ if [[ $mode == micro ]]; then
 fi
 
 # --- hugepages -------------------------------------------------------------------------------
-free_pages=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages 2>/dev/null || echo 0)
-if ((free_pages < 768)) || ! awk '$3 == "hugetlbfs" { f = 1 } END { exit !f }' /proc/mounts \
-    || ! awk '$2 == "/sys/fs/bpf" && $3 == "bpf" { f = 1 } END { exit !f }' /proc/mounts; then
+if ! "$ROOT/scripts/hugepages.sh" ready 768 >&2; then
     # A private state directory: release restores exactly what this run found.
     HP_STATE=$(mktemp -d /run/linecap-bench-hp.XXXXXX)
     CLEANUP+=("LINECAP_TEST_STATE_DIR='$HP_STATE' '$ROOT/scripts/hugepages.sh' release >&2; rm -rf '$HP_STATE'")
-    want=$(($(cat /proc/sys/vm/nr_hugepages) + (free_pages < 768 ? 768 - free_pages : 0)))
-    LINECAP_TEST_STATE_DIR=$HP_STATE "$ROOT/scripts/hugepages.sh" reserve "$want" >&2
+    LINECAP_TEST_STATE_DIR=$HP_STATE "$ROOT/scripts/hugepages.sh" provide 768 >&2
 fi
 
 # The runtime directories EAL makes for the reference programs' file prefixes (lcbench*;

@@ -3,6 +3,7 @@ every size, file system and worker layout; the filtered/unfiltered pair."""
 
 import os
 
+import defaults
 from capture import LCORES, run_linecapd
 from harness import log
 from limits import fsbench_memcpy, fsbench_write, run_micro
@@ -12,6 +13,9 @@ from sources import gen_source, record_bytes_for
 
 
 def suite(args):
+    """Everything, in the order of the report: the defaults table, the machine's limits, the
+    micro benchmarks, then per size the references and linecapd (suite settings) on every
+    file system and worker layout, and the filter pair."""
     os.sched_setaffinity(0, {0})  # the harness and its janitor stay off the worker's CPU
     workdir = args.workdir
     os.makedirs(workdir, exist_ok=True)
@@ -24,6 +28,13 @@ def suite(args):
         results["conditions"][f"fs_{name}"] = fs_of(d)
     sizes = args.sizes
     packets = args.packets
+
+    # The table's first rows: the shipped defaults, files kept, and the cost of each feature.
+    if not args.no_defaults:
+        results["defaults"] = defaults.run(args, workdir, filesystems, packets)
+    if args.only_defaults:
+        results["conditions"]["load_end"] = load_now()
+        return results
 
     # Machine limits first (this also warms tmpfs: memory the host took back comes home).
     if not args.no_limits:
