@@ -2,14 +2,15 @@
 // works, so linecap's figures can be set against them:
 //
 //   linecap_fsbench write DIR MIB [--block KIB] [--file MIB] [--direct] [--fsync] [--keep]
-//                                 [--budget MIB] [--prealloc]
+//                                 [--budget MIB] [--prealloc | --prealloc-chunk MIB]
 //       sequential pwrite of MIB MiB in blocks of KIB KiB (default 1024, like
 //       output.block_size_kb) into fresh files of --file MiB (default 256), fsync per file
 //       with --fsync (linecap's default fsync: rotate), O_DIRECT with --direct. Files are
 //       removed as they are finished unless --keep (so tmpfs does not fill up); with
 //       --budget, kept files are deleted oldest first once they exceed MIB MiB, as
 //       linecapd's retention (output.retention.max_bytes) does. --prealloc: fallocate each
-//       file to its full size before writing it.
+//       file to its full size before writing it; --prealloc-chunk MIB: fallocate (keeping
+//       the size) MIB ahead of the write offset whenever the writes reach the allocated end.
 //   linecap_fsbench memcpy MIB [--chunk BYTES]
 //       single-thread memcpy bandwidth into a 256 MiB window (the copy a write() into
 //       tmpfs or the page cache does).
@@ -39,7 +40,7 @@ double seconds_since(Clock::time_point t) {
 int usage() {
     std::fprintf(stderr,
                  "usage: linecap_fsbench write DIR MIB [--block KIB] [--file MIB] [--direct] [--fsync] [--keep]\n"
-                 "                             [--budget MIB] [--prealloc]\n"
+                 "                             [--budget MIB] [--prealloc | --prealloc-chunk MIB]\n"
                  "       linecap_fsbench memcpy MIB [--chunk BYTES]\n");
     return 64;
 }
@@ -63,7 +64,7 @@ int cmd_write(int argc, char** argv) {
     size_t block = 1024 << 10;
     uint64_t file_bytes = 256ull << 20;
     bool direct = false, fsync_files = false, keep = false, prealloc = false;
-    uint64_t budget = 0;
+    uint64_t budget = 0, chunk = 0;
     for (int i = 4; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--block" && i + 1 < argc) block = size_t(std::strtoull(argv[++i], nullptr, 10)) << 10;
@@ -73,6 +74,7 @@ int cmd_write(int argc, char** argv) {
         else if (a == "--keep") keep = true;
         else if (a == "--budget" && i + 1 < argc) budget = std::strtoull(argv[++i], nullptr, 10) << 20;
         else if (a == "--prealloc") prealloc = true;
+        else if (a == "--prealloc-chunk" && i + 1 < argc) chunk = std::strtoull(argv[++i], nullptr, 10) << 20;
         else return usage();
     }
     if (total == 0 || block == 0 || file_bytes < block) return usage();
@@ -99,8 +101,15 @@ int cmd_write(int argc, char** argv) {
                 return 1;
             }
         }
-        uint64_t off = 0;
+        uint64_t off = 0, allocated = 0;
         while (off < file_bytes && written < total) {
+            if (chunk > 0 && off + block > allocated) {
+                if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, off_t(allocated), off_t(chunk)) != 0) {
+                    std::fprintf(stderr, "fallocate %s: %s\n", path.c_str(), std::strerror(errno));
+                    return 1;
+                }
+                allocated += chunk;
+            }
             const ssize_t n = ::pwrite(fd, buf, block, off_t(off));
             if (n != ssize_t(block)) {
                 std::fprintf(stderr, "pwrite %s: %s\n", path.c_str(), n < 0 ? std::strerror(errno) : "short write");

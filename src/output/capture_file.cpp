@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -71,7 +72,7 @@ AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& other) noexcept {
 }
 
 IoStatus CaptureFile::open(int dir_fd, std::string final_name, std::span<const uint8_t> header,
-                           std::span<uint8_t> direct_io_staging) {
+                           std::span<uint8_t> direct_io_staging, uint64_t preallocate_up_to) {
     if (is_open()) return IoStatus::failure("open", EBUSY);
     close_state();
 
@@ -88,6 +89,7 @@ IoStatus CaptureFile::open(int dir_fd, std::string final_name, std::span<const u
         staging_ = direct_io_staging;
         enable_direct_io();
     }
+    preallocate_up_to_ = preallocate_up_to;
 
     if (IoStatus status = append(header, 0); !status.ok()) {
         // Only a partial header: nothing worth keeping.
@@ -111,8 +113,23 @@ void CaptureFile::enable_direct_io() {
     }
 }
 
+// Best effort: a file system without fallocate (EOPNOTSUPP) or without the room (ENOSPC)
+// simply gets plain writes, which report a full disk the way the writer counts it.
+void CaptureFile::preallocate(uint64_t end) {
+    if (preallocate_up_to_ == 0 || end <= preallocated_) return;
+    const uint64_t target = std::min(std::max(end, preallocated_ + kPreallocateStep), preallocate_up_to_);
+    if (target <= preallocated_) return;
+    if (::fallocate(fd_.get(), FALLOC_FL_KEEP_SIZE, static_cast<off_t>(preallocated_),
+                    static_cast<off_t>(target - preallocated_)) != 0) {
+        preallocate_up_to_ = 0;
+        return;
+    }
+    preallocated_ = target;
+}
+
 IoStatus CaptureFile::append(std::span<const uint8_t> bytes, uint32_t packets) {
     if (!is_open()) return IoStatus::failure("write", EBADF);
+    preallocate(size_ + bytes.size());
     IoStatus status = direct_io_ ? append_direct(bytes) : append_buffered(bytes);
     if (!status.ok()) {
         // Cut off whatever part of the block reached the file, so it keeps only complete
@@ -120,6 +137,7 @@ IoStatus CaptureFile::append(std::span<const uint8_t> bytes, uint32_t packets) {
         // go to explicit offsets) and finalise() truncates once more.
         while (::ftruncate(fd_.get(), static_cast<off_t>(size_)) != 0 && errno == EINTR) {
         }
+        preallocated_ = std::min(preallocated_, size_);  // the truncate gave back what lay beyond
         return status;
     }
     size_ += bytes.size();
@@ -197,6 +215,8 @@ void CaptureFile::close_state() {
     staging_ = {};
     staged_offset_ = 0;
     staged_bytes_ = 0;
+    preallocate_up_to_ = 0;
+    preallocated_ = 0;
 }
 
 }  // namespace linecap

@@ -162,7 +162,11 @@ bool StreamWriter::open_file(const WriteBlock& block) {
         if (name_exists(context_.dir_fd, in_progress_name(name)) ||
             name_exists(context_.dir_fd, name))
             continue;
-        status = file_.open(context_.dir_fd, name, file_header_, direct_io_staging_.span());
+        // Preallocated up to the rotation size (files rarely end much before it), or step by
+        // step without one.
+        const uint64_t rotate = context_.config.rotate_size_bytes;
+        status = file_.open(context_.dir_fd, name, file_header_, direct_io_staging_.span(),
+                            rotate > 0 ? rotate : UINT64_MAX);
         if (status.ok() || status.error() != EEXIST) break;
     }
     if (!status.ok()) {

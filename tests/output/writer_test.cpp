@@ -4,11 +4,14 @@
 
 #include <dirent.h>
 
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <set>
 
+#include "output/capture_file.hpp"
 #include "output/file_naming.hpp"
 #include "output_test_support.hpp"
 
@@ -93,6 +96,33 @@ TEST_F(WriterTest, FileIsHiddenInProgressAndRenamedWhenFinalised) {
     expect_files({packets});
     writer->stop();
     EXPECT_EQ(dir.names(), std::vector<std::string>{name});
+}
+
+TEST_F(WriterTest, SpaceIsAllocatedAheadOfTheWritesAndGivenBackWhenFinished) {
+    config.rotate_size_bytes = 64ull << 20;
+    auto writer = make_writer();
+    ASSERT_TRUE(writer);
+    ASSERT_TRUE(writer->start().ok());
+    FakeWorker worker(writer->stream(0));
+    const auto packets = test::make_packets(20, kT0);
+    const std::string name = default_name(kT0);
+    worker.send_block(packets);
+    ASSERT_TRUE(test::wait_until([&] { return writer->counters(0).written_packets.load() == 20; }));
+
+    struct stat st {};
+    ASSERT_EQ(::stat(dir.file(in_progress_name(name)).c_str(), &st), 0);
+    const auto logical = static_cast<off_t>(test::pcap_file_bytes(kFullSnaplen, packets).size());
+    EXPECT_EQ(st.st_size, logical);  // readers and recovery see only what was written
+    if (uint64_t(st.st_blocks) * 512 < kPreallocateStep)
+        GTEST_SKIP() << "the file system of " << dir.path() << " does not preallocate (fallocate refused)";
+
+    worker.send_rotation_mark();
+    ASSERT_TRUE(test::wait_until([&] { return writer->counters(0).files_finalised.load() == 1; }));
+    ASSERT_EQ(::stat(dir.file(name).c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, logical);
+    EXPECT_LT(uint64_t(st.st_blocks) * 512, uint64_t(logical) + 65536) << "preallocated space kept after finishing";
+    writer->stop();
+    expect_files({packets});
 }
 
 TEST_F(WriterTest, RotationMarkOnABlockWithPacketsFinalisesAfterWritingIt) {
