@@ -175,6 +175,12 @@ IoStatus CaptureFile::sync() {
     return {};
 }
 
+void CaptureFile::discard() {
+    if (!is_open()) return;
+    ::unlinkat(dir_fd_, in_progress_name_.c_str(), 0);
+    close_state();
+}
+
 FinaliseResult CaptureFile::finalise(bool durable) {
     FinaliseResult result;
     if (!is_open()) {

@@ -90,6 +90,10 @@ public:
     // fdatasync: bounds what a crash can take from the open file.
     IoStatus sync();
 
+    // Removes the open file and closes it: for a file that holds no record, whose name (its
+    // first packet's time) would be wrong once its first block could not be written.
+    void discard();
+
     // ftruncate to the exact size, fsync (if `durable`), rename to the final name, fsync
     // the directory (if `durable`). Always closes. If the file could not be brought to its
     // exact size it keeps its in-progress name (startup recovery repairs it); an fsync

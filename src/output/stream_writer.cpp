@@ -131,6 +131,15 @@ bool StreamWriter::write_records(const WriteBlock& block) {
     context_.latency->record(now - start);
     if (!status.ok()) {
         count_lost(block, status, file_.in_progress_name());
+        // A file that holds no record yet is named after (and its manifest would start at) the
+        // block that did not fit: it goes, and the next block that fits opens the stream's
+        // next file (same seq), whose span carries this block's drops.
+        if (file_.packets() == 0) {
+            file_.discard();
+            counters_.open_file_bytes.store(0, std::memory_order_relaxed);
+            next_seq_ = file_seq_;
+            if (context_.hasher != nullptr) context_.hasher->abandoned(index_);
+        }
         return false;
     }
 

@@ -2,6 +2,9 @@
 // from the facts port.cpp gathers (rte_eth_dev_info limits, the pool, the device string).
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <string_view>
+
 #include "dpdk/port.hpp"
 
 namespace linecap {
@@ -20,19 +23,23 @@ RxQueueSetupFacts ixgbe_like() {
     return f;
 }
 
+// Every one of `parts` is in the hint for `f`.
+void expect_says(const RxQueueSetupFacts& f, std::initializer_list<std::string_view> parts) {
+    const std::string hint = rx_queue_setup_hint(f);
+    for (const std::string_view part : parts)
+        EXPECT_NE(hint.find(part), std::string::npos) << "'" << part << "' missing from: " << hint;
+}
+
 TEST(RxQueueSetupHint, DescriptorsAboveTheDeviceLimitNameTheKeyAndTheLimits) {
     RxQueueSetupFacts f = ixgbe_like();
     f.descriptors = 8192;
-    const std::string hint = rx_queue_setup_hint(f);
-    EXPECT_NE(hint.find("ports[].rx_descriptors (now 8192)"), std::string::npos) << hint;
-    EXPECT_NE(hint.find("32..4096"), std::string::npos) << hint;
-    EXPECT_NE(hint.find("steps of 8"), std::string::npos) << hint;
+    expect_says(f, {"ports[].rx_descriptors (now 8192)", "32..4096", "steps of 8"});
 }
 
 TEST(RxQueueSetupHint, MisalignedDescriptors) {
     RxQueueSetupFacts f = ixgbe_like();
     f.descriptors = 1020;
-    EXPECT_NE(rx_queue_setup_hint(f).find("ports[].rx_descriptors (now 1020)"), std::string::npos);
+    expect_says(f, {"ports[].rx_descriptors (now 1020)"});
 }
 
 TEST(RxQueueSetupHint, NetPcapInfiniteRxNamesMbufsAndTheFileCopy) {
@@ -46,12 +53,8 @@ TEST(RxQueueSetupHint, NetPcapInfiniteRxNamesMbufsAndTheFileCopy) {
     f.desc_max = 65535;
     f.pool_mbufs = 4095;
     f.pool_free = 3800;
-    const std::string hint = rx_queue_setup_hint(f);
-    EXPECT_NE(hint.find("infinite_rx"), std::string::npos) << hint;
-    EXPECT_NE(hint.find("set capture.mbufs to at least the packets of all the files plus 1536"), std::string::npos)
-        << hint;
-    EXPECT_NE(hint.find("4095 mbufs, 3800 free"), std::string::npos) << hint;
-    EXPECT_NE(hint.find("capture.mbufs is 0 (sized from the descriptors)"), std::string::npos) << hint;
+    expect_says(f, {"infinite_rx", "set capture.mbufs to at least the packets of all the files plus 1536",
+                    "4095 mbufs, 3800 free", "capture.mbufs is 0 (sized from the descriptors)"});
 }
 
 TEST(RxQueueSetupHint, TooFewMbufsForTheDescriptors) {
@@ -59,16 +62,12 @@ TEST(RxQueueSetupHint, TooFewMbufsForTheDescriptors) {
     f.pool_mbufs = 2047;
     f.pool_free = 1500;
     f.configured_mbufs = 2047;
-    const std::string hint = rx_queue_setup_hint(f);
-    EXPECT_NE(hint.find("1500 free mbufs of 2047 for 4096 descriptors"), std::string::npos) << hint;
-    EXPECT_NE(hint.find("capture.mbufs is 2047"), std::string::npos) << hint;
-    EXPECT_NE(hint.find("raise capture.mbufs or lower ports[].rx_descriptors"), std::string::npos) << hint;
+    expect_says(f, {"1500 free mbufs of 2047 for 4096 descriptors", "capture.mbufs is 2047",
+                    "raise capture.mbufs or lower ports[].rx_descriptors"});
 }
 
 TEST(RxQueueSetupHint, OtherwiseTheLimitsAndThePool) {
-    const std::string hint = rx_queue_setup_hint(ixgbe_like());
-    EXPECT_NE(hint.find("32..4096 rx descriptors (asked 4096)"), std::string::npos) << hint;
-    EXPECT_NE(hint.find("16383 free mbufs of 16383"), std::string::npos) << hint;
+    expect_says(ixgbe_like(), {"32..4096 rx descriptors (asked 4096)", "16383 free mbufs of 16383"});
 }
 
 }  // namespace

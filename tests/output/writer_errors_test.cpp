@@ -1,6 +1,9 @@
 // The writer when the file system says no: a full disk, a read-only file system, a file
 // size limit. Packets are counted as lost (by reason), files keep only complete records,
 // the log says so once per episode, and writing resumes by itself.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -10,6 +13,7 @@
 #include <map>
 
 #include "output/file_naming.hpp"
+#include "output/manifest.hpp"
 #include "output/pcap_format.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"
@@ -160,6 +164,38 @@ TEST_F(WriterErrorsTest, FullDiskWhenOpeningAFileLeavesNothingBehindAndIsRetried
     EXPECT_EQ(log_.count(std::string(kEpisodeEnd) + " " + std::to_string(2 * kPacketsPerBlock)), 1u) << log_.text();
     writer_->stop();
     EXPECT_EQ(check_all_files(), kPacketsPerBlock);
+}
+
+// The header of a new file fits, its first block does not: the file (named after a packet it
+// would not hold) goes, and the block that fits later opens the stream's file under its own
+// first packet's time, with a manifest that starts there and carries the drops.
+TEST_F(WriterErrorsTest, AFileWhoseFirstBlockDoesNotFitIsNotKept) {
+    config_.manifest = true;
+    test::write_file(mount_->dir().file("page"), std::vector<uint8_t>(4096, 1));
+    fill_disk("filler");
+    ASSERT_EQ(std::remove(mount_->dir().file("page").c_str()), 0);  // room for a header, not a block
+    start_writer();
+    send_blocks(2);
+    EXPECT_EQ(counters().disk_full_packets.load(), 2 * kPacketsPerBlock);
+    EXPECT_EQ(mount_->dir().names(), std::vector<std::string>{"filler"});
+
+    ASSERT_EQ(std::remove(mount_->dir().file("filler").c_str()), 0);
+    send_blocks(1);
+    writer_->stop();
+    const auto names = test::pcap_files(mount_->dir());
+    ASSERT_EQ(names.size(), 1u);
+    const test::PcapRead read = test::read_with_libpcap(mount_->dir().file(names[0]));
+    ASSERT_FALSE(read.packets.empty());
+    EXPECT_EQ(names[0], render_file_stem(config_.file_template, read.packets.front().ts_ns, test::test_stream_id(), 0) +
+                            ".pcap");
+    const int fd = ::open(mount_->path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const Result<Manifest> m = read_manifest(fd, names[0]);
+    ::close(fd);
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    EXPECT_EQ(m->first_ns, read.packets.front().ts_ns);
+    EXPECT_EQ(m->seq, 0u);
+    ASSERT_TRUE(m->drops);
+    EXPECT_EQ(m->drops->disk_full, 2 * kPacketsPerBlock);
 }
 
 TEST_F(WriterErrorsTest, ReadOnlyFileSystemCountsWriteErrorsAndRecovers) {
