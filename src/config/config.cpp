@@ -35,7 +35,8 @@ constexpr std::string_view kTopKeys[] = {"eal", "ports", "capture", "output", "m
 constexpr std::string_view kEalKeys[] = {"lcores", "hugepages", "memory_mb", "args"};
 constexpr std::string_view kPortKeys[] = {"name", "device",      "rx_queues", "rx_descriptors", "rss",
                                           "mtu",  "promiscuous", "filter",    "snaplen"};
-constexpr std::string_view kCaptureKeys[] = {"burst_size", "mbufs", "mbuf_cache", "workers"};
+constexpr std::string_view kCaptureKeys[] = {"burst_size", "mbufs", "mbuf_cache", "worker_priority", "idle_sleep_us",
+                                             "workers"};
 constexpr std::string_view kWorkerKeys[] = {"lcore", "queues"};
 constexpr std::string_view kOutputKeys[] = {
     "directory",         "format",         "file_template", "rotate", "block_size_kb", "blocks_per_queue",
@@ -96,6 +97,9 @@ constexpr unsigned kMaxFsyncIntervalS = 3600;
 constexpr unsigned kMinMbufs = 1024;
 constexpr unsigned kMaxMbufs = 1u << 27;
 constexpr unsigned kMaxMemoryMb = 1u << 20;  // 1 TiB
+// A sleeping worker does not drain its rx ring: 1 ms is a quarter of what 4096 descriptors
+// hold at 1 Mpps.
+constexpr unsigned kMaxIdleSleepUs = 1000;
 
 constexpr std::string_view kDeviceForms =
     "a PCI address (0000:03:00.0 or 03:00.0) or a DPDK vdev starting with net_ (net_pcap0,rx_pcap=a.pcap)";
@@ -367,6 +371,8 @@ CaptureConfig read_capture(const YamlMap& capture, const EalConfig& eal, const s
             [](uint64_t n) { return n == 0 || (n >= kMinMbufs && n <= kMaxMbufs); });
     }
     if (const auto v = capture.get("mbuf_cache")) config.mbuf_cache = v->as_uint(0, RTE_MEMPOOL_CACHE_MAX_SIZE);
+    if (const auto v = capture.get("worker_priority")) config.worker_priority = v->parsed_by(parse_thread_priority);
+    if (const auto v = capture.get("idle_sleep_us")) config.idle_sleep_us = v->as_uint(0, kMaxIdleSleepUs);
     if (const auto v = capture.get("workers")) config.workers = read_workers(*v, eal, ports);
     return config;
 }

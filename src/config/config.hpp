@@ -62,6 +62,11 @@ struct CaptureConfig {
     unsigned burst_size = 64;        // rte_eth_rx_burst size (1..512)
     unsigned mbufs = 0;              // 0 = sized from ports × queues × descriptors
     unsigned mbuf_cache = 256;
+    // Scheduling of the worker lcore threads, set by each worker before it polls.
+    ThreadPriority worker_priority{ThreadPriority::Kind::rr, 1};
+    // Microseconds a worker sleeps after a loop in which no queue had a packet; 0 = never
+    // (pure busy polling). Lets other threads use the worker's CPU while traffic is idle.
+    unsigned idle_sleep_us = 20;
     std::vector<WorkerMapping> workers;  // empty = automatic
 
     bool operator==(const CaptureConfig&) const = default;

@@ -253,4 +253,26 @@ Result<ListenAddress> parse_listen_address(std::string_view text) {
     return ListenAddress{std::string(host), *port};
 }
 
+Result<ThreadPriority> parse_thread_priority(std::string_view text) {
+    const auto expected = [&] {
+        return config_error("expected normal, nice:N (-20..19), fifo:N or rr:N (1..99), got " + quoted(text));
+    };
+    text = trim(text);
+    if (text == "normal") return ThreadPriority{};
+    const size_t colon = text.find(':');
+    if (colon == std::string_view::npos) return expected();
+    const std::string_view kind = text.substr(0, colon);
+    std::string_view number = trim(text.substr(colon + 1));
+    const bool negative = !number.empty() && number.front() == '-';
+    if (negative) number.remove_prefix(1);
+    const auto magnitude = parse_uint(number);
+    if (!magnitude || *magnitude > 99) return expected();
+    const int value = negative ? -static_cast<int>(*magnitude) : static_cast<int>(*magnitude);
+    if (kind == "nice" && value >= -20 && value <= 19) return ThreadPriority{ThreadPriority::Kind::nice, value};
+    if ((kind == "fifo" || kind == "rr") && value >= 1) {
+        return ThreadPriority{kind == "fifo" ? ThreadPriority::Kind::fifo : ThreadPriority::Kind::rr, value};
+    }
+    return expected();
+}
+
 }  // namespace linecap

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "util/result.hpp"
+#include "util/thread_priority.hpp"
 
 namespace linecap {
 
@@ -50,5 +51,9 @@ struct ListenAddress {
     uint16_t port = 0;
 };
 Result<ListenAddress> parse_listen_address(std::string_view text);
+
+// A thread's scheduling priority: "normal", "nice:N" (N -20..19), "fifo:N" or "rr:N"
+// (real-time priority N 1..99).
+Result<ThreadPriority> parse_thread_priority(std::string_view text);
 
 }  // namespace linecap

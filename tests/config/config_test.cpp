@@ -102,6 +102,8 @@ TEST_F(FullFixture, FillsCapture) {
     EXPECT_EQ(config.capture.burst_size, 32u);
     EXPECT_EQ(config.capture.mbufs, 65535u);
     EXPECT_EQ(config.capture.mbuf_cache, 128u);
+    EXPECT_EQ(config.capture.worker_priority, (ThreadPriority{ThreadPriority::Kind::nice, -10}));
+    EXPECT_EQ(config.capture.idle_sleep_us, 50u);
     ASSERT_EQ(config.capture.workers.size(), 2u);
     EXPECT_EQ(config.capture.workers[0].lcore, 5u);
     EXPECT_THAT(config.capture.workers[0].queues,
@@ -565,6 +567,17 @@ TEST(Capture, Scalars) {
               "test.yaml:7: capture.mbufs: expected 0 (sized from the ports) or 1024..134217728, got '100'");
     EXPECT_EQ(parse_error(kMinimal + "capture:\n  mbuf_cache: 513\n"),
               "test.yaml:7: capture.mbuf_cache: expected an integer 0..512, got '513'");
+    EXPECT_EQ(parse_error(kMinimal + "capture:\n  worker_priority: fifo:0\n"),
+              "test.yaml:7: capture.worker_priority: expected normal, nice:N (-20..19), fifo:N or rr:N (1..99), "
+              "got 'fifo:0'");
+    EXPECT_EQ(parse_error(kMinimal + "capture:\n  idle_sleep_us: 1001\n"),
+              "test.yaml:7: capture.idle_sleep_us: expected an integer 0..1000, got '1001'");
+}
+
+TEST(Capture, WorkerSchedulingKeys) {
+    const Config config = parse_ok(kMinimal + "capture:\n  worker_priority: \"rr:5\"\n  idle_sleep_us: 0\n");
+    EXPECT_EQ(config.capture.worker_priority, (ThreadPriority{ThreadPriority::Kind::rr, 5}));
+    EXPECT_EQ(config.capture.idle_sleep_us, 0u);
 }
 
 // Two ports with two queues each, lcores 0 (main) and 1..3 (workers). `workers:` is on

@@ -215,5 +215,25 @@ TEST(ParseListenAddress, RejectsOtherForms) {
     }
 }
 
+// --- parse_thread_priority -------------------------------------------------------
+
+TEST(ParseThreadPriority, AcceptsTheFourKinds) {
+    EXPECT_EQ(parse_thread_priority("normal").value(), ThreadPriority{});
+    EXPECT_EQ(parse_thread_priority("nice:-20").value(), (ThreadPriority{ThreadPriority::Kind::nice, -20}));
+    EXPECT_EQ(parse_thread_priority("nice:19").value(), (ThreadPriority{ThreadPriority::Kind::nice, 19}));
+    EXPECT_EQ(parse_thread_priority("fifo:1").value(), (ThreadPriority{ThreadPriority::Kind::fifo, 1}));
+    EXPECT_EQ(parse_thread_priority("rr:99").value(), (ThreadPriority{ThreadPriority::Kind::rr, 99}));
+    EXPECT_EQ(to_string(parse_thread_priority(" nice: -5 ").value()), "nice:-5");
+}
+
+TEST(ParseThreadPriority, RejectsOutOfRangeAndOtherForms) {
+    for (const char* text : {"", "nice", "nice:-21", "nice:20", "fifo:0", "fifo:100", "rr:-1", "idle:1", "fifo:x",
+                             "fifo:1:2", "realtime"}) {
+        const auto priority = parse_thread_priority(text);
+        ASSERT_FALSE(priority.ok()) << text;
+        EXPECT_THAT(priority.error().message, HasSubstr("expected normal, nice:N (-20..19), fifo:N or rr:N (1..99)"));
+    }
+}
+
 }  // namespace
 }  // namespace linecap

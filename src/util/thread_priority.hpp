@@ -1,0 +1,31 @@
+// The scheduling priority of one thread: how the daemon keeps the scheduler from giving a
+// worker's CPU to ordinary work while packets wait in the rx ring.
+//
+// On Linux, policy and nice value are per thread (the "process" calls act on one task id).
+// A nice value only ranks threads against others in the same scheduling group (the
+// session's autogroup, or the systemd unit's cgroup); SCHED_FIFO / SCHED_RR rank above
+// every normal thread of the machine, whatever its group.
+#pragma once
+
+#include <string>
+
+#include "util/result.hpp"
+
+namespace linecap {
+
+struct ThreadPriority {
+    enum class Kind { normal, nice, fifo, rr };
+    Kind kind = Kind::normal;
+    int value = 0;  // nice: -20..19; fifo / rr: real-time priority 1..99; normal: 0
+
+    bool operator==(const ThreadPriority&) const = default;
+};
+
+// "normal", "nice:-5", "fifo:1", "rr:10": the form the configuration uses.
+std::string to_string(const ThreadPriority& priority);
+
+// Gives the calling thread `priority` (normal: leaves it as inherited). Errors name the
+// call and errno, e.g. "sched_setscheduler(SCHED_FIFO, 1): Operation not permitted".
+Status apply_to_this_thread(const ThreadPriority& priority);
+
+}  // namespace linecap
