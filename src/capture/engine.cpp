@@ -134,6 +134,7 @@ Status CaptureEngine::init() {
         ctx->rotate_interval_ns = uint64_t(config_.output.rotate_interval_s) * 1000000000ull;
         ctx->flush_interval_tsc = tsc_hz_ * config_.output.flush_interval_ms / 1000;
         ctx->burst = static_cast<uint16_t>(config_.capture.burst_size);
+        ctx->idle_sleep_us = config_.capture.idle_sleep_us;
         ctx->format = config_.output.format;
         const int lcore_socket = static_cast<int>(rte_lcore_to_socket_id(a.lcore));
         for (const QueueRef& ref : a.queues) {
@@ -241,7 +242,38 @@ void CaptureEngine::start_indexer() {
     indexer_->start();
 }
 
+namespace {
+
+struct PrioritySetting {
+    ThreadPriority priority;
+    Status applied;
+};
+
+// Runs on the lcore itself: policy and nice value belong to a thread, and EAL does not
+// publish its lcore threads' ids.
+int apply_priority_on_lcore(void* arg) {
+    auto* setting = static_cast<PrioritySetting*>(arg);
+    setting->applied = apply_to_this_thread(setting->priority);
+    return setting->applied ? 0 : -1;
+}
+
+}  // namespace
+
 Status CaptureEngine::launch_workers() {
+    const ThreadPriority priority = config_.capture.worker_priority;
+    for (auto& ctx : worker_contexts_) {
+        PrioritySetting setting{priority, {}};
+        int rc = rte_eal_remote_launch(apply_priority_on_lcore, &setting, ctx->lcore);
+        if (rc == 0) rte_eal_wait_lcore(ctx->lcore);
+        if (rc != 0) {
+            return runtime_error("rte_eal_remote_launch on lcore " + std::to_string(ctx->lcore) + ": " +
+                                 rte_strerror(-rc));
+        }
+        if (!setting.applied) {
+            return config_error("capture.worker_priority " + to_string(priority) + ": worker lcore " +
+                                std::to_string(ctx->lcore) + ": " + setting.applied.error().message);
+        }
+    }
     for (auto& ctx : worker_contexts_) {
         int rc = rte_eal_remote_launch(worker_main, ctx.get(), ctx->lcore);
         if (rc != 0) {
@@ -257,7 +289,8 @@ Status CaptureEngine::launch_workers() {
             }
             queues += ":" + std::to_string(q.queue);
         }
-        spdlog::info("worker lcore {} (socket {}) polls {}", ctx->lcore, rte_lcore_to_socket_id(ctx->lcore), queues);
+        spdlog::info("worker lcore {} (socket {}) polls {}, priority {}, idle sleep {} us", ctx->lcore,
+                     rte_lcore_to_socket_id(ctx->lcore), queues, to_string(priority), ctx->idle_sleep_us);
     }
     workers_running_ = true;
     return {};

@@ -134,6 +134,12 @@ int worker_loop(WorkerContext& w) {
         }
         ++loops;
         busy_loops += prev_busy;
+        // Idle path only: nothing arrived on any queue. A real-time worker that never
+        // sleeps is throttled by the kernel for whole tens of milliseconds each second
+        // (sched_rt_runtime_us) and starves the kernel threads of its CPU; sleeping while
+        // the rings are empty avoids both and costs at most one sleep of latency, far less
+        // than the rx ring holds.
+        if (!prev_busy && w.idle_sleep_us != 0) rte_delay_us_sleep(w.idle_sleep_us);
 
         if (unlikely(now >= next_housekeeping)) {
             next_housekeeping = now + housekeeping_tsc;

@@ -3,7 +3,9 @@
 // Per burst: rx, one TSC read, filter (JIT), copy records into the queue's write block,
 // free the mbufs at once. Full or old blocks go to the writer over an SPSC ring; with no
 // free block the rest of the burst is dropped and counted (writer_full). The loop never
-// allocates, logs, locks, blocks or makes a syscall.
+// allocates, logs, locks, blocks or makes a syscall while packets arrive; only a loop in
+// which no queue had a packet may sleep (capture.idle_sleep_us), bounded, so that the CPU
+// serves other threads while the link is idle.
 #pragma once
 
 #include <rte_common.h>
@@ -49,6 +51,7 @@ struct alignas(RTE_CACHE_LINE_SIZE) WorkerContext {
     uint64_t rotate_interval_ns = 0;    // 0: no wall-clock rotation
     uint64_t flush_interval_tsc = 0;    // partial blocks older than this are handed over
     uint16_t burst = 64;
+    unsigned idle_sleep_us = 0;         // sleep after a loop that found no packet; 0 = never
     FileFormat format = FileFormat::pcap;  // record encoding the writer expects
 };
 

@@ -161,6 +161,28 @@ void check_lcores(const Config& config, const PreflightOptions& options, Finding
     }
 }
 
+// A real-time worker that never idles (a source faster than the capture) keeps every
+// normal thread off its CPU but for the kernel's 5 % real-time limit: the writer and the
+// control thread if they share it, and another worker if it is at the same priority
+// under SCHED_FIFO.
+void check_worker_cpus(const Config& config, Findings& f) {
+    const ThreadPriority::Kind kind = config.capture.worker_priority.kind;
+    if (kind != ThreadPriority::Kind::fifo && kind != ThreadPriority::Kind::rr) return;
+    const std::vector<unsigned>& cpus = config.eal.cpu_ids;
+    for (size_t i = 1; i < cpus.size(); ++i) {
+        for (size_t j = 0; j < i; ++j) {
+            if (cpus[i] != cpus[j]) continue;
+            const std::string other = j == 0 ? "the control lcore (writer, metrics)"
+                                             : "worker lcore " + std::to_string(config.eal.lcore_ids[j]);
+            warning(f, "capture.worker_priority " + to_string(config.capture.worker_priority) + ": worker lcore " +
+                           std::to_string(config.eal.lcore_ids[i]) + " shares CPU " + std::to_string(cpus[i]) +
+                           " with " + other + ": while it never idles they get 5 % of that CPU; give each worker "
+                           "a CPU of its own or set capture.worker_priority: normal");
+            break;
+        }
+    }
+}
+
 void check_pci_devices(const Config& config, const PreflightOptions& options, Findings& f) {
     for (const PortConfig& port : config.ports) {
         if (!port.is_pci()) continue;
@@ -543,6 +565,7 @@ std::vector<PreflightFinding> preflight(const Config& config, const PreflightOpt
     Findings findings;
     const std::vector<int> port_nodes = port_numa_nodes(config, options);
     check_lcores(config, options, findings);
+    check_worker_cpus(config, findings);
     check_pci_devices(config, options, findings);
     check_numa(config, options, port_nodes, findings);
     check_hugepages(config, options, port_nodes, findings);
