@@ -9,10 +9,13 @@
 #                                     volume beside each row), short windows
 #   bench/run.sh soak --duration 600  linecapd for 10 minutes, RSS sampled every 10 s
 #   bench/run.sh micro                the Google Benchmark micro benchmarks only
-#   bench/run.sh rfc2544              zero-loss throughput on the live path (tcpreplay →
-#                                     veth → net_af_xdp / net_af_packet; linecapd, tcpdump,
-#                                     dpdk-testpmd), 1024-byte frames, 10 s trials, files
-#                                     into tmpfs (--fs disk: into the real disk)
+#   bench/run.sh rfc2544              zero-loss throughput on the live path, the whole table
+#                                     in one run: linecapd (net_af_xdp, documented settings)
+#                                     against tcpdump with the same buffer memory, files into
+#                                     tmpfs and into the disk, quiet and under load (two
+#                                     busy loops), 1024-byte frames, 10 s trials (~35 min);
+#                                     --quick: 3 s trials (~10 min); writes
+#                                     bench/results/rfc2544-table.{md,json}
 #
 # Any other option goes to bench/bench.py (see `python3 bench/bench.py --help`), e.g.
 # --sizes 64,1514 --fs tmpfs --workers 1w --seconds 20 --burst 128 --blocks 64.
@@ -107,10 +110,8 @@ fi
 log "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 mkdir -p "$ROOT/bench/results"
 if [[ $mode == rfc2544 ]]; then
-    json=rfc2544.json
-    [[ " $* " != *" --fs disk "* && " $* " != *" --fs=disk "* ]] || json=rfc2544-disk.json
     "$PY" "$ROOT/bench/rfc2544.py" --out-dir "$TMPFS_DIR" --disk-dir "$DISK_DIR" --workdir "$WORKDIR" \
-        --json "$ROOT/bench/results/$json" "$@"
+        --json "$ROOT/bench/results/rfc2544-table.json" --md "$ROOT/bench/results/rfc2544-table.md" "$@"
 else
     "$PY" "$ROOT/bench/bench.py" "$mode" --workdir "$WORKDIR" --tmpfs-dir "$TMPFS_DIR" --disk-dir "$DISK_DIR" "$@"
 fi

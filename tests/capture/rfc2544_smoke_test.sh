@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The live-path benchmark as a user runs it, shortest form: bench/rfc2544.py over every
+# cell of the table (tmpfs and disk × quiet and busy × linecapd and tcpdump), one 2 s trial
+# at top speed per cell (--probe 1). Checks that it produces the whole table without an
+# error, writes the markdown and JSON, and leaves no veth or namespace
+# behind. (Numbers are not judged here; bench/run.sh rfc2544 measures.)
+source "${LINECAP_SRC:?}/tests/lib/common.sh"
+need_root
+need_cmd tcpreplay tcpdump
+need_hugepages 512
+need_bpffs
+make_tmpdir
+
+mkdir -p "$TEST_TMPDIR/tmpfs" "$TEST_TMPDIR/work"
+mount -t tmpfs -o size=1G,mode=0700 linecap-smoke "$TEST_TMPDIR/tmpfs"
+on_exit "umount '$TEST_TMPDIR/tmpfs'"
+disk=$(mktemp -d /var/tmp/linecap-smoke-disk.XXXXXX)
+on_exit "rm -rf '$disk'"
+
+links_before=$(ip -o link | wc -l)
+netns_before=$(ip netns list | wc -l)
+rc=0
+python3 "$LINECAP_SRC/bench/rfc2544.py" --out-dir "$TEST_TMPDIR/tmpfs" --disk-dir "$disk" \
+    --workdir "$TEST_TMPDIR/work" --probe 1 --trial 2 --blocks 32 \
+    --json "$TEST_TMPDIR/table.json" --md "$TEST_TMPDIR/table.md" \
+    >"$TEST_TMPDIR/stdout" 2>"$TEST_TMPDIR/stderr" || rc=$?
+show_on_failure "$TEST_TMPDIR/stderr"
+((rc == 0)) || fail "rfc2544.py exited $rc"
+cat "$TEST_TMPDIR/stdout" >&2
+
+for fs in tmpfs disk; do
+    for load in quiet busy; do
+        for tool in linecapd tcpdump; do
+            grep -Eq "^$fs +$load +$tool +\(top only\)" "$TEST_TMPDIR/stdout" \
+                || fail "no result for $fs/$load/$tool in the table"
+        done
+    done
+done
+! grep -q ' error ' "$TEST_TMPDIR/stdout" || fail "a cell ended in an error"
+grep -q '^## Live path: zero-loss throughput' "$TEST_TMPDIR/table.md" || fail "no markdown table"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["cells"]) == 4, d["cells"]' \
+    "$TEST_TMPDIR/table.json" || fail "the JSON does not hold the 4 cells"
+
+(($(ip -o link | wc -l) == links_before)) || fail "a veth was left behind"
+(($(ip netns list | wc -l) == netns_before)) || fail "a network namespace was left behind"
+log "OK: the whole table (2 file systems x 2 loads x 2 tools) in one run"
