@@ -50,7 +50,7 @@ eal:
   lcores: "0-1"
 ports:
   - name: demo
-    device: "net_af_xdp0,iface=$CAP_IF,start_queue=0,queue_count=1"
+    device: "net_af_xdp0,iface=$CAP_IF,start_queue=0,queue_count=1,busy_budget=0"
     rx_descriptors: 4096
 output:
   directory: "$out"
