@@ -52,6 +52,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bench  # noqa: E402  (Proc, Janitor, scrape, msum, free_port, wait_until)
+from report import md_table, text_table  # noqa: E402
 
 NS = f"lc-rfc-{os.getpid()}"
 A = f"lcr{os.getpid()}a"   # capture side, root namespace
@@ -482,7 +483,7 @@ def write_markdown(path, results, args):
           "rate; *generator max* = what tcpreplay reaches at `--topspeed` with that tool attached. "
           f"{c['cpu_model']}, {c['cpus']} vCPUs, kernel {c['kernel']}, DPDK {c['dpdk']}, linecap {c['linecap']}, "
           f"{c['date']}; load average {results['load_start']['loadavg']} → {results['load_end']['loadavg']}.", "",
-          bench.md_table(HEADERS, cell_rows(results, args.size)), ""]
+          md_table(HEADERS, cell_rows(results, args.size)), ""]
     md += [f"- {v}" for v in verdicts(results)] + [""] + ["Trials (offered → achieved, loss):", ""] + trials + [""]
     with open(path, "w") as fh:
         fh.write("\n".join(md))
@@ -582,7 +583,7 @@ def main():
     print(f"Zero-loss throughput, {args.size}-byte frames, {args.trial:.0f} s trials, tcpreplay from a netns "
           f"into a veth (generator on CPU 0, capture on CPU 1), {args.blocks} MiB of buffer for each tool; "
           f"load {results['load_start']['loadavg']} → {results['load_end']['loadavg']}")
-    print(bench.text_table(HEADERS, cell_rows(results, args.size)))
+    print(text_table(HEADERS, cell_rows(results, args.size)))
     for v in verdicts(results):
         print(v)
     if args.md:
