@@ -46,6 +46,10 @@ def linecapd_config(path, outdir, sources, mode, args, metrics_port, packets_per
     # infinite_rx keeps every packet of the file in an mbuf from the port's pool and copies
     # from it on every rx: the pool needs those plus the usual descriptors, bursts, caches.
     mbufs = packets_per_file * queues + max(16384, 4 * rx_descriptors * queues)
+    # The shipped real-time worker priority (capture.worker_priority: rr:1) assumes a worker
+    # alone on its CPU; where workers share a CPU with each other or with the writer, a
+    # real-time worker that never idles (infinite_rx) would starve them: plain priority there.
+    priority_line = "" if mode == "1w" else '  worker_priority: "normal"\n'
     output = dict(output if output is not None else bench_output(args))
     output_lines = "".join(f"  {k}: {yaml_value(v)}\n" for k, v in output.items())
     with open(path, "w") as f:
@@ -60,7 +64,7 @@ ports:
     mtu: 1500
 {f"    filter: {json.dumps(bpf)}" + chr(10) if bpf else ""}capture:
   burst_size: {burst or args.burst}
-  mbufs: {mbufs}
+{priority_line}  mbufs: {mbufs}
 output:
   directory: "{outdir}"
 {output_lines}metrics:
