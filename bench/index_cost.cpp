@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
-#include "output/pcap_format.hpp"
+#include "format/pcap_format.hpp"
 #include "store/index_format.hpp"
-#include "store/pcap_file.hpp"
+#include "format/capture_reader.hpp"
 
 namespace {
 
@@ -119,6 +119,7 @@ double write_file(const std::string& path, const Image& img, store::IndexBuilder
         std::exit(1);
     }
     const double t0 = thread_cpu_seconds();
+    const format::Interface interface;  // Ethernet, as make_image writes
     uint64_t start = 0;
     size_t r = 0;
     for (uint64_t end : img.block_ends) {
@@ -127,13 +128,14 @@ double write_file(const std::string& path, const Image& img, store::IndexBuilder
                 const uint8_t* h = img.bytes.data() + img.records[r];
                 uint32_t f[4];
                 std::memcpy(f, h, 16);
-                store::RawRecord rec;
+                format::Record rec;
                 rec.offset = img.records[r];
+                rec.end = rec.offset + 16 + f[2];
                 rec.ts_ns = uint64_t(f[0]) * 1'000'000'000ull + f[1];
                 rec.caplen = f[2];
                 rec.len = f[3];
                 rec.data = h + 16;
-                builder->add(rec);
+                builder->add(rec, interface);
             }
         }
         if (!write_all(fd, img.bytes.data() + start, end - start, start)) {
@@ -178,7 +180,7 @@ int main(int argc, char** argv) {
     const size_t block = 1 << 20;
     const Image img = make_image(mib << 20, size, block);
     const double gib = double(img.bytes.size()) / double(1ull << 30);
-    const auto header = store::parse_pcap_header(img.bytes);
+    const auto header = format::parse_header(img.bytes);
     if (!header) return std::fprintf(stderr, "bad image\n"), 1;
 
     const std::string a = dir + "/index_cost_a.pcap", b = dir + "/index_cost_b.pcap";

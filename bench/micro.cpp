@@ -25,7 +25,7 @@
 #include "capture/record_copy.hpp"
 #include "capture/tsc_clock.hpp"
 #include "filter/bpf_filter.hpp"
-#include "output/pcap_format.hpp"
+#include "format/pcap_format.hpp"
 
 namespace linecap {
 namespace {

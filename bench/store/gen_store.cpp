@@ -28,7 +28,7 @@
 
 #include "config/config.hpp"
 #include "output/file_naming.hpp"
-#include "output/pcap_format.hpp"
+#include "format/pcap_format.hpp"
 
 namespace {
 

@@ -25,7 +25,7 @@
 #include "store/filter_plan.hpp"
 #include "store/index_format.hpp"
 #include "store/packet_keys.hpp"
-#include "store/pcap_file.hpp"
+#include "format/capture_reader.hpp"
 
 using namespace linecap::store;
 using Clock = std::chrono::steady_clock;
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
     std::vector<std::vector<uint8_t>> images;
     uint64_t pcap_bytes = 0;
     for (const auto& f : files) {
-        auto file = PcapFile::open(f);
+        auto file = linecap::format::FileSource::open(f);
         if (!file) {
             std::fprintf(stderr, "%s: %s\n", f.c_str(), file.error().message.c_str());
             return 1;
@@ -135,10 +135,10 @@ int main(int argc, char** argv) {
     {
         PacketKeys k;
         for (auto& img : images) {
-            MemorySource src(img);
-            auto h = parse_pcap_header(img);
-            RecordReader rd(src, h.value(), 24, img.size());
-            RawRecord r;
+            linecap::format::MemorySource src(img);
+            auto h = linecap::format::read_header(src);
+            linecap::format::CaptureReader rd(src, h.value());
+            linecap::format::Record r;
             uint64_t n = 0;
             while (rd.next(r)) {
                 if (++n % 997) continue;
@@ -167,10 +167,10 @@ int main(int argc, char** argv) {
             const auto t0 = Clock::now();
             uint64_t sink = 0;
             for (auto& img : images) {
-                MemorySource src(img);
-                auto h = parse_pcap_header(img);
-                RecordReader rd(src, h.value(), 24, img.size());
-                RawRecord r;
+                linecap::format::MemorySource src(img);
+                auto h = linecap::format::read_header(src);
+                linecap::format::CaptureReader rd(src, h.value());
+                linecap::format::Record r;
                 while (rd.next(r)) {
                     extract_keys(r.data, r.caplen, k);
                     sink += k.n_addr4 + k.n_ports;
@@ -198,14 +198,14 @@ int main(int argc, char** argv) {
         const auto t1 = Clock::now();
         for (size_t fi = 0; fi < images.size(); ++fi) {
             auto& img = images[fi];
-            MemorySource src(img);
-            auto h = parse_pcap_header(img);
+            linecap::format::MemorySource src(img);
+            auto h = linecap::format::read_header(src);
             std::vector<Bloom> fb;
             PacketKeys k;
             std::vector<uint64_t> hashes;
             for (const BlockEntry& b : indexes[fi].blocks()) {
-                RecordReader rd(src, h.value(), b.offset, b.offset + b.length);
-                RawRecord r;
+                linecap::format::CaptureReader rd(src, h.value(), b.offset, b.offset + b.length);
+                linecap::format::Record r;
                 hashes.clear();
                 while (rd.next(r)) {
                     extract_keys(r.data, r.caplen, k);

@@ -11,8 +11,8 @@
 
 #include "output/block.hpp"
 #include "config/config.hpp"
-#include "output/pcap_format.hpp"
-#include "output/pcapng_format.hpp"
+#include "format/pcap_format.hpp"
+#include "format/pcapng_format.hpp"
 
 namespace linecap {
 

@@ -1,16 +1,14 @@
-// Reading capture files back: the longest valid prefix of a pcap or pcapng file, its
-// packets' time span, the pcapng interface and statistics blocks, and (optionally) the
-// SHA-256 of the whole file, in one pass over a read-only mapping.
+// Reading capture files back for the daemon's own bookkeeping: the longest valid prefix
+// of a pcap or pcapng file, its packets' time span, the pcapng interface and statistics
+// blocks, and (optionally) the SHA-256 of the whole file, in one pass over a read-only
+// mapping. The reading itself — and so what counts as a valid record — is the format
+// library's (format/capture_reader.hpp); this adds the summary and the hash.
 //
 // Used by startup recovery (where to cut an in-progress file), by `linecapd verify`
 // (re-hash and re-count a finished file), by manifests of recovered files and by the
-// retention inventory (first packet of a file without a manifest).
-//
-// Plausibility: a record ends the valid prefix when its header or data runs past the end
-// of the file, or when it is implausible — pcap: caplen > snaplen or > pcap::kMaxSnaplen,
-// caplen > len, len == 0, a fractional timestamp out of range; pcapng: a block length
-// that is not a multiple of 4, below 12, or not repeated at the block's end, an EPB on an
-// unknown interface, with caplen > its length or > the interface's snaplen. These catch
+// retention inventory (first packet of a file without a manifest). A record the reader
+// refuses in strict mode (truncated, zero-filled, or not what linecapd writes: len 0,
+// caplen > len or > snaplen, a fraction out of range) ends the valid prefix: that catches
 // the zero-filled or garbage tail a file system can leave after a crash.
 #pragma once
 
@@ -18,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "format/capture_reader.hpp"
 #include "output/io_status.hpp"
 
 namespace linecap {
@@ -25,26 +24,20 @@ namespace linecap {
 enum class CaptureFormat { unknown, pcap, pcapng };
 const char* to_string(CaptureFormat format);
 
-// The last Interface Statistics Block of a pcapng file (interface 0).
-struct CaptureStatistics {
-    uint64_t start_ns = 0;            // isb_starttime
-    uint64_t end_ns = 0;              // isb_endtime
-    std::optional<uint64_t> ifrecv;
-    std::optional<uint64_t> ifdrop;
-    std::optional<uint64_t> filteraccept;
-    std::string comment;
-};
+// The last Interface Statistics Block of a pcapng file.
+using CaptureStatistics = format::Statistics;
 
 struct CaptureScan {
     IoStatus io;                      // a read failed: the other fields are meaningless
     CaptureFormat format = CaptureFormat::unknown;
     bool header_valid = false;
     std::string header_problem;       // why not, when !header_valid
+    std::string record_problem;       // why the valid prefix ends before the file does
     uint64_t file_bytes = 0;
     uint64_t valid_bytes = 0;         // header + complete, plausible records/blocks
     uint64_t packets = 0;             // in the valid prefix
-    uint64_t first_ns = 0;            // first and last packet timestamps (UTC ns), 0 when
-    uint64_t last_ns = 0;             // there is no packet
+    uint64_t first_ns = 0;            // first and last packet timestamps in file order
+    uint64_t last_ns = 0;             // (UTC ns), 0 when there is no packet
     uint32_t snaplen = 0;             // pcap header / first pcapng interface
     std::string interface_name;       // pcapng: first IDB's if_name
     std::string interface_description;

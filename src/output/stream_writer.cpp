@@ -10,9 +10,9 @@
 
 #include "linecap_build.h"
 #include "output/file_naming.hpp"
+#include "format/pcap_format.hpp"
+#include "format/pcapng_blocks.hpp"
 #include "output/manifest_hasher.hpp"
-#include "output/pcap_format.hpp"
-#include "output/pcapng_blocks.hpp"
 #include "output/retention.hpp"
 
 namespace linecap {

@@ -14,8 +14,8 @@
 
 #include "output/capture_file.hpp"
 #include "output/io_status.hpp"
+#include "format/pcap_format.hpp"
 #include "output/manifest_hasher.hpp"
-#include "output/pcap_format.hpp"
 #include "output/retention.hpp"
 #include "output/stream_writer.hpp"
 #include "output/unique_fd.hpp"

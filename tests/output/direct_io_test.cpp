@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "output/file_naming.hpp"
-#include "output/pcap_format.hpp"
+#include "format/pcap_format.hpp"
 #include "output/recovery.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"

@@ -15,8 +15,8 @@
 #include <iterator>
 #include <thread>
 
-#include "output/pcap_format.hpp"
-#include "output/pcapng_format.hpp"
+#include "format/pcap_format.hpp"
+#include "format/pcapng_format.hpp"
 
 namespace linecap::test {
 

@@ -13,8 +13,8 @@
 #include "linecap_build.h"
 #include "output/capture_scan.hpp"
 #include "output/file_naming.hpp"
-#include "output/pcapng_blocks.hpp"
-#include "output/pcapng_format.hpp"
+#include "format/pcapng_blocks.hpp"
+#include "format/pcapng_format.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"
 

@@ -10,9 +10,9 @@
 
 #include "output/file_naming.hpp"
 #include "output/manifest.hpp"
-#include "output/pcap_format.hpp"
-#include "output/pcapng_blocks.hpp"
-#include "output/pcapng_format.hpp"
+#include "format/pcap_format.hpp"
+#include "format/pcapng_blocks.hpp"
+#include "format/pcapng_format.hpp"
 #include "output/sha256.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"

@@ -13,8 +13,8 @@
 #include <map>
 
 #include "output/file_naming.hpp"
+#include "format/pcap_format.hpp"
 #include "output/manifest.hpp"
-#include "output/pcap_format.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"
 

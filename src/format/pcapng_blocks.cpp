@@ -1,8 +1,8 @@
-#include "output/pcapng_blocks.hpp"
+#include "format/pcapng_blocks.hpp"
 
 #include <cstring>
 
-#include "output/pcapng_format.hpp"
+#include "format/pcapng_format.hpp"
 
 namespace linecap::pcapng {
 namespace {
@@ -61,29 +61,35 @@ private:
     std::vector<uint8_t> bytes_;
 };
 
-constexpr uint16_t kLinktypeEthernet = 1;
 constexpr uint8_t kNanosecondResolution = 9;
 
 }  // namespace
 
-std::vector<uint8_t> file_header(const InterfaceInfo& interface, const std::string& user_application) {
+std::vector<uint8_t> section_header_block(const std::string& user_application) {
     BlockBuilder shb(kSectionHeaderBlock);
     shb.u32(kByteOrderMagic);
     shb.u16(1);  // major
     shb.u16(0);  // minor
     shb.u64(~uint64_t{0});  // section length: -1, not known in advance
     shb.option(kShbUserAppl, user_application);
-    std::vector<uint8_t> out = shb.finish();
+    return shb.finish();
+}
 
+std::vector<uint8_t> interface_block(const InterfaceInfo& interface) {
     BlockBuilder idb(kInterfaceDescriptionBlock);
-    idb.u16(kLinktypeEthernet);
+    idb.u16(interface.link_type);
     idb.u16(0);  // reserved
     idb.u32(interface.snaplen);
     idb.option(kIfName, interface.name);
     if (!interface.description.empty()) idb.option(kIfDescription, interface.description);
     idb.option(kIfTsresol, &kNanosecondResolution, 1);
-    const std::vector<uint8_t> idb_bytes = idb.finish();
-    out.insert(out.end(), idb_bytes.begin(), idb_bytes.end());
+    return idb.finish();
+}
+
+std::vector<uint8_t> file_header(const InterfaceInfo& interface, const std::string& user_application) {
+    std::vector<uint8_t> out = section_header_block(user_application);
+    const std::vector<uint8_t> idb = interface_block(interface);
+    out.insert(out.end(), idb.begin(), idb.end());
     return out;
 }
 

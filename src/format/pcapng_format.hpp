@@ -1,6 +1,7 @@
-// pcapng records as the worker writes them: one Enhanced Packet Block per packet, on
-// interface 0 (each file holds one stream, i.e. one port queue, described by the file's
-// single Interface Description Block with if_tsresol = 9: timestamps in nanoseconds).
+// pcapng block types, and records as the worker writes them: one Enhanced Packet Block per
+// packet, on interface 0 (each file holds one stream, i.e. one port queue, described by
+// the file's single Interface Description Block with if_tsresol = 9: timestamps in
+// nanoseconds). The reader is format/capture_reader.hpp.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,8 @@ constexpr uint32_t kSectionHeaderBlock = 0x0a0d0d0a;
 constexpr uint32_t kInterfaceDescriptionBlock = 0x00000001;
 constexpr uint32_t kEnhancedPacketBlock = 0x00000006;
 constexpr uint32_t kInterfaceStatisticsBlock = 0x00000005;
+constexpr uint32_t kPacketBlock = 0x00000002;        // obsolete; read, never written
+constexpr uint32_t kSimplePacketBlock = 0x00000003;  // read, never written
 constexpr uint32_t kByteOrderMagic = 0x1a2b3c4d;
 
 // type, total length, interface id, ts high, ts low, captured length, original length
@@ -23,10 +26,11 @@ constexpr uint32_t padded(uint32_t n) { return (n + 3u) & ~3u; }
 constexpr size_t record_size(uint32_t caplen) { return kEpbHeaderSize + padded(caplen) + kEpbTrailerSize; }
 
 // Writes the EPB header; the caller copies `caplen` bytes after it and then calls
-// encode_epb_trailer at dst + kEpbHeaderSize + caplen.
-inline size_t encode_epb_header(uint8_t* dst, uint64_t ts_ns, uint32_t caplen, uint32_t len) {
+// encode_epb_trailer at dst + kEpbHeaderSize + caplen. The worker's files have one
+// interface (0); extractions number theirs (format/capture_writer.hpp).
+inline size_t encode_epb_header(uint8_t* dst, uint64_t ts_ns, uint32_t caplen, uint32_t len, uint32_t interface = 0) {
     const uint32_t total = static_cast<uint32_t>(record_size(caplen));
-    const uint32_t words[7] = {kEnhancedPacketBlock, total, 0, static_cast<uint32_t>(ts_ns >> 32),
+    const uint32_t words[7] = {kEnhancedPacketBlock, total, interface, static_cast<uint32_t>(ts_ns >> 32),
                                static_cast<uint32_t>(ts_ns), caplen, len};
     std::memcpy(dst, words, sizeof words);
     return kEpbHeaderSize;

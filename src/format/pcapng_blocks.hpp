@@ -36,6 +36,8 @@ constexpr uint16_t kShbUserAppl = 4;
 constexpr uint16_t kIfName = 2;
 constexpr uint16_t kIfDescription = 3;
 constexpr uint16_t kIfTsresol = 9;
+constexpr uint16_t kIfFcslen = 13;
+constexpr uint16_t kIfTsoffset = 14;
 constexpr uint16_t kIsbStartTime = 2;
 constexpr uint16_t kIsbEndTime = 3;
 constexpr uint16_t kIsbIfRecv = 4;
@@ -46,10 +48,16 @@ struct InterfaceInfo {
     std::string name;          // "<port>:<queue>"
     std::string description;   // the port's device string
     uint32_t snaplen = 262144;
+    uint16_t link_type = 1;    // Ethernet
 };
 
 // SHB followed by the one IDB: what a file starts with.
 std::vector<uint8_t> file_header(const InterfaceInfo& interface, const std::string& user_application);
+
+// The two blocks on their own (extractions describe one interface per source stream):
+// an SHB (section length unknown), and an IDB with if_tsresol = 9.
+std::vector<uint8_t> section_header_block(const std::string& user_application);
+std::vector<uint8_t> interface_block(const InterfaceInfo& interface);
 
 // Counts for the span of one file (see StreamWriter): the span starts when the previous
 // file of the stream was finished (or the writer started) and ends when this one is.
