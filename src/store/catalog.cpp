@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <map>
 
-#include "output/io_status.hpp"
+#include "util/errno_text.hpp"
 #include "store/time_spec.hpp"
 
 namespace linecap::store {

@@ -32,7 +32,7 @@ constexpr const char* kHelp = R"(linecap - forensic retrieval over a linecapd ca
 
 usage:
   linecap extract --dir DIR [--from TIME] [--to TIME] [--filter EXPR] -o OUT.pcap|-
-                  [--no-index] [-v]
+                  [--format pcap|pcapng] [--no-index] [-v]
   linecap index   --dir DIR [--force] [--jobs N] [--block-kb N] [-v]
   linecap stats   --dir DIR [--per-file] [--gaps N] [--gap-threshold SECONDS] [--json]
   linecap --help | --version
@@ -43,21 +43,25 @@ usage:
   taken from it; --dir and --template override).
 
 extract   Writes the packets with FROM <= timestamp < TO (nanosecond precision) that
-          match the libpcap filter EXPR, from every finished capture file in DIR (all
-          ports and queues), merged in timestamp order (equal timestamps: file name
-          order, then file order) into one nanosecond pcap; "-o -" writes to stdout.
+          match the libpcap filter EXPR, from every finished capture file in DIR (pcap
+          and pcapng; all ports and queues), merged in timestamp order (equal
+          timestamps: file name order, then file order) into one nanosecond pcap; "-o -"
+          writes to stdout. Files whose timestamps go back are read whole, in file order.
           Only files whose span meets the range are opened, and through their index
           only the blocks that can hold a match are read. A file without a usable index
           is scanned, with a warning.
           TIME: ISO 8601 with a zone (2026-11-30T02:10:00.5Z, 2026-11-30T03:10:00+01:00,
           20261130T021000Z, or a date 2026-11-30 = midnight UTC) or Unix seconds with
           an optional fraction (1700000000.123456789). Default: everything.
+          --format pcapng  write pcapng with one interface per source stream, named
+                      "<port>:<queue>" (description "linecap port P queue Q"), so
+                      each packet keeps its origin; default pcap
           --no-index  scan every selected file (ignore indexes)
           -v          print the plan and what was read on stderr
-index     Builds NAME.pcap.idx for every finished capture file whose index is missing,
-          stale or damaged (--force: all), and removes indexes whose capture file is
-          gone. --jobs N files at a time (default 1); --block-kb N index block size
-          (default 256).
+index     Builds NAME.pcap.idx (NAME.pcapng.idx) for every finished capture file
+          whose index is missing, stale or damaged (--force: all), and removes indexes
+          whose capture file is gone. --jobs N files at a time (default 1); --block-kb
+          N index block size (default 256).
 stats     Time span, files, bytes and packets per stream, the largest gaps between
           consecutive files of each stream (--gaps N, default 3; --gap-threshold S
           counts gaps longer than S seconds, default the configured rotation interval),
@@ -75,7 +79,7 @@ struct Args {
 };
 
 bool takes_value(const std::string& name) {
-    static const char* with_value[] = {"--dir",  "--from",     "--to",   "--filter",        "-o",
+    static const char* with_value[] = {"--dir",  "--from",     "--to",   "--filter",        "-o",  "--format",
                                        "--output", "--template", "--config", "--jobs",      "--block-kb",
                                        "--gaps", "--gap-threshold"};
     for (const char* w : with_value)
@@ -229,6 +233,10 @@ int cmd_extract(const Cli& cli) {
     if (o.from_ns > o.to_ns) return Cli::usage_error("--from is after --to"), kExitUsage;
     o.filter = cli.get("--filter").value_or("");
     o.use_index = !cli.flag("--no-index");
+    if (auto f = cli.get("--format")) {
+        if (*f == "pcapng") o.output_format = format::FileKind::pcapng;
+        else if (*f != "pcap") return Cli::usage_error("--format: expected pcap or pcapng, not '" + *f + "'"), kExitUsage;
+    }
     const bool verbose = cli.flag("-v");
     o.on_warning = [](const std::string& m) { print_line("warning", m); };
     o.on_error = [](const std::string& m) { print_line("error", m); };
@@ -298,12 +306,8 @@ int cmd_index(const Cli& cli) {
     if (!catalog) return print_line("error", catalog.error().message), kExitErrors;
 
     std::vector<const CaptureFileInfo*> todo;
-    size_t up_to_date = 0, pcapng = 0;
+    size_t up_to_date = 0;
     for (const auto& f : catalog->files) {
-        if (f.pcapng) {
-            ++pcapng;
-            continue;
-        }
         if (!force) {
             LoadedIndex li = load_index(f.path, f.size, f.mtime_ns);
             if (li.state == IndexState::valid) {
@@ -376,8 +380,8 @@ int cmd_index(const Cli& cli) {
         }
         ::closedir(d);
     }
-    std::fprintf(stderr, "linecap: %zu indexed, %zu up to date, %zu failed%s; %zu stale files removed",
-                 built, up_to_date, failed, pcapng ? " (pcapng files skipped: not supported yet)" : "", removed);
+    std::fprintf(stderr, "linecap: %zu indexed, %zu up to date, %zu failed; %zu stale files removed",
+                 built, up_to_date, failed, removed);
     if (pcap_bytes)
         std::fprintf(stderr, "; index/pcap size %.4f%% (%llu / %llu bytes), %.0f MB/s",
                      100.0 * static_cast<double>(index_bytes) / static_cast<double>(pcap_bytes),

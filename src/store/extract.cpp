@@ -1,28 +1,34 @@
 #include "store/extract.hpp"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <queue>
 
+#include "format/pcapng_blocks.hpp"
 #include "store/filter_plan.hpp"
 #include "store/index_format.hpp"
-#include "store/pcap_file.hpp"
+#include "store/packet_keys.hpp"
 
 namespace linecap::store {
 namespace {
 
 struct Range {
     uint64_t begin, end;
+    // The time span the index gives the blocks of the range; every record read from it
+    // must lie inside (else the file changed after it was indexed). Scans: everything.
+    uint64_t min_ts = 0, max_ts = UINT64_MAX;
 };
 
 struct FilePlan {
     size_t rank = 0;               // name order
-    std::string path;
+    const CaptureFileInfo* info = nullptr;
+    format::CaptureHeader header;
     uint64_t size = 0;
     int64_t mtime_ns = 0;
     uint64_t start_bound = 0;      // no packet read from it is earlier
     bool indexed = false;
-    bool monotonic = true;         // indexed: known; scanned: the store's contract
+    uint64_t rescan_end = 0;       // indexed: where a scan of the rest would stop
     std::vector<Range> ranges;     // record byte ranges to read, in file order
 };
 
@@ -43,24 +49,89 @@ private:
     ExtractReport& r_;
 };
 
+// The interface a source file says its packets came from, before the first packet: the
+// pcap header, or the first pcapng interface (read up to the first packet). nullopt when
+// a pcapng file describes none.
+std::optional<format::Interface> first_interface(const format::FileSource& file, const format::CaptureHeader& header) {
+    format::CaptureReader reader(file, header, 64u << 10);
+    format::Record r;
+    if (header.kind == format::FileKind::pcapng) (void)reader.next(r);  // pcap: from the header
+    if (reader.interfaces().empty()) return std::nullopt;
+    return reader.interfaces().front();
+}
+
+// pcapng output: one interface per (source stream, source interface, link type,
+// snaplen), described when its first packet goes out.
+class OutputInterfaces {
+public:
+    explicit OutputInterfaces(format::CaptureWriter& writer) : writer_(writer) {}
+
+    Result<uint32_t> id(const CaptureFileInfo& file, uint32_t source_id, const format::Interface& source) {
+        const std::string key = file.stream + '\x1f' + std::to_string(source_id) + '\x1f' +
+                                std::to_string(source.link_field) + '\x1f' + std::to_string(source.snaplen);
+        if (auto it = ids_.find(key); it != ids_.end()) return it->second;
+        pcapng::InterfaceInfo info;
+        info.link_type = format::link_type(source.link_field);
+        info.snaplen = source.snaplen;
+        const std::string suffix = source_id > 0 ? "/" + std::to_string(source_id) : "";
+        if (file.parsed && file.parsed->has_stream) {
+            // As the daemon names its own interface (output/stream_writer.cpp), so an
+            // extraction shows the same names as the files it came from.
+            const ParsedName& p = *file.parsed;
+            info.name = p.port + (p.queue >= 0 ? ":" + std::to_string(p.queue) : "") + suffix;
+            info.description = "linecap port " + p.port + (p.queue >= 0 ? " queue " + std::to_string(p.queue) : "") +
+                               (source.description.empty() ? "" : " (" + source.description + ")");
+        } else {
+            // A name the template does not parse: the file is the origin.
+            info.name = file.stream + suffix;
+            info.description = source.name.empty() && source.description.empty()
+                                   ? "from " + file.name
+                                   : source.name + (source.description.empty() ? "" : " " + source.description);
+        }
+        auto id = writer_.add_interface(info);
+        if (id) ids_.emplace(key, id.value());
+        return id;
+    }
+    uint32_t count() const { return static_cast<uint32_t>(ids_.size()); }
+
+private:
+    format::CaptureWriter& writer_;
+    std::map<std::string, uint32_t> ids_;
+};
+
 class Cursor {
 public:
     Cursor(FilePlan plan, const ExtractOptions& o, const CompiledFilter& filter, Reporter& rep, ExtractReport& report)
         : plan_(std::move(plan)), o_(o), filter_(filter), rep_(rep), report_(report) {}
 
     const FilePlan& plan() const { return plan_; }
-    const RawRecord& current() const { return cur_; }
+    const format::Record& current() const { return cur_; }
+    const format::Interface& current_interface() const { return reader_->interfaces()[cur_.interface]; }
+    // The output interface of the current record (pcapng output), cached per source id.
+    Result<uint32_t> output_interface(OutputInterfaces& out) {
+        if (reader_->sections() != section_) {
+            section_ = reader_->sections();
+            output_ids_.clear();
+        }
+        if (cur_.interface < output_ids_.size() && output_ids_[cur_.interface] >= 0)
+            return static_cast<uint32_t>(output_ids_[cur_.interface]);
+        auto id = out.id(*plan_.info, cur_.interface, current_interface());
+        if (!id) return id;
+        if (output_ids_.size() <= cur_.interface) output_ids_.resize(cur_.interface + 1, -1);
+        output_ids_[cur_.interface] = id.value();
+        return id;
+    }
 
     // Opens the file; false (with an error reported) when it cannot be read.
     bool open() {
-        auto f = PcapFile::open(plan_.path);
+        auto f = format::FileSource::open(plan_.info->path);
         if (!f) {
-            rep_.error(plan_.path + ": " + f.error().message);
+            rep_.error(plan_.info->path + ": " + f.error().message);
             return false;
         }
         file_ = std::move(f.value());
-        if (plan_.indexed && (file_->size() != plan_.size || file_->mtime_ns() != plan_.mtime_ns)) {
-            rep_.error(plan_.path + ": the file changed during the query; its packets are left out");
+        if (file_->size() != plan_.size || file_->mtime_ns() != plan_.mtime_ns) {
+            rep_.error(plan_.info->path + ": the file changed during the query; its packets are left out");
             return false;
         }
         if (plan_.indexed) file_->advise_random();
@@ -70,43 +141,47 @@ public:
 
     // Moves to the next packet to output; false when the file has no more.
     bool advance() {
+        const std::string& path = plan_.info->path;
         for (;;) {
             if (!in_range_) {
                 if (range_ >= plan_.ranges.size()) return false;
                 const Range& r = plan_.ranges[range_++];
                 if (!reader_)  // indexed: ranges of a few blocks; scans: the whole file
-                    reader_ = std::make_unique<RecordReader>(*file_, file_->header(), r.begin, r.end,
-                                                             plan_.indexed ? 1u << 20 : 4u << 20);
+                    reader_ = std::make_unique<format::CaptureReader>(*file_, plan_.header, r.begin, r.end,
+                                                                      plan_.indexed ? 1u << 20 : 4u << 20);
                 else
-                    reader_->reset(r.begin, r.end);
+                    reader_->seek(r.begin, r.end);
                 in_range_ = true;
             }
-            RawRecord r;
+            format::Record r;
             if (!reader_->next(r)) {
                 if (reader_->failed()) {
-                    std::string m = plan_.path + ": " + reader_->error();
-                    if (reader_->problem() == RecordReader::Problem::index_mismatch)
-                        m += "; re-index with 'linecap index --force'";
+                    std::string m = path + ": " + reader_->error();
+                    if (reader_->problem() == format::CaptureReader::Problem::range_mismatch)
+                        m += " (the index does not match the file); re-index with 'linecap index --force'";
                     rep_.error(m);
                     return false;
                 }
                 in_range_ = false;
                 continue;
             }
+            if (auto problem = link_type_problem(reader_->interfaces()[r.interface], r.offset); !problem.empty()) {
+                rep_.error(path + ": " + problem);
+                return false;
+            }
             ++report_.packets_examined;
-            report_.bytes_read += kPcapRecordHeaderSize + r.caplen;
-            if (seen_ && r.ts_ns < last_ts_ && plan_.monotonic) {
-                plan_.monotonic = false;
-                rep_.warning(plan_.path + ": timestamps go back at offset " + std::to_string(r.offset) +
+            report_.bytes_read += r.end - r.offset;
+            const Range& range = plan_.ranges[range_ - 1];
+            if (r.ts_ns < range.min_ts || r.ts_ns > range.max_ts) read_the_rest(r);
+            if (seen_ && r.ts_ns < last_ts_ && !warned_order_) {
+                warned_order_ = true;
+                rep_.warning(path + ": timestamps go back at offset " + std::to_string(r.offset) +
                              "; the output follows file order there");
             }
             seen_ = true;
             last_ts_ = r.ts_ns;
-            if (r.ts_ns < o_.from_ns) continue;
-            if (r.ts_ns >= o_.to_ns) {
-                if (plan_.monotonic) return false;
-                continue;
-            }
+            // No early stop at ts >= to: a later record of the same file may be earlier.
+            if (r.ts_ns < o_.from_ns || r.ts_ns >= o_.to_ns) continue;
             if (!filter_.matches(r)) continue;
             cur_ = r;
             return true;
@@ -114,23 +189,92 @@ public:
     }
 
 private:
+    // A record outside the time span its index block claims: the index no longer
+    // describes the file. Everything the index let the cursor skip, and everything after
+    // the current range, is read too (the current range continues as planned).
+    void read_the_rest(const format::Record& r) {
+        rep_.warning(plan_.info->path + ": the record at offset " + std::to_string(r.offset) +
+                     " is stamped outside the time span its index block gives (the file changed after it was "
+                     "indexed); reading the whole file. Re-index with 'linecap index --force'");
+        std::vector<Range> rest(plan_.ranges.begin(), plan_.ranges.begin() + static_cast<std::ptrdiff_t>(range_));
+        uint64_t at = plan_.header.data_begin;
+        for (size_t i = 0; i < range_; ++i) {
+            if (plan_.ranges[i].begin > at) rest.push_back({at, plan_.ranges[i].begin});
+            at = plan_.ranges[i].end;
+        }
+        if (at < plan_.rescan_end) rest.push_back({at, plan_.rescan_end});
+        for (Range& x : rest) x.min_ts = 0, x.max_ts = UINT64_MAX;
+        plan_.ranges = std::move(rest);
+    }
+
     FilePlan plan_;
     const ExtractOptions& o_;
     const CompiledFilter& filter_;
     Reporter& rep_;
     ExtractReport& report_;
-    std::unique_ptr<PcapFile> file_;
-    std::unique_ptr<RecordReader> reader_;
+    std::unique_ptr<format::FileSource> file_;
+    std::unique_ptr<format::CaptureReader> reader_;
     size_t range_ = 0;
     bool in_range_ = false;
-    RawRecord cur_;
+    format::Record cur_;
     bool seen_ = false;
+    bool warned_order_ = false;
     uint64_t last_ts_ = 0;
+    uint32_t section_ = 0;
+    std::vector<int64_t> output_ids_;
 };
+
+// Selects the blocks of an indexed file to read; false when none can hold a match.
+bool plan_from_index(const Index& ix, const CompiledFilter& filter, const ExtractOptions& o, FilePlan& p,
+                     Reporter& rep, ExtractReport& report) {
+    const IndexHeader& h = ix.header();
+    const std::string& path = p.info->path;
+    report.blocks_total += h.block_count;
+    // A damaged tail was not indexed; report it when the range reaches it.
+    if ((h.flags & (kIndexTruncatedTail | kIndexCorruptTail)) && (h.packets == 0 || o.to_ns > h.max_ts_ns))
+        rep.error(path + ": " + ((h.flags & kIndexTruncatedTail) ? "truncated record" : "corrupt record") +
+                  " at offset " + std::to_string(damage_offset_of(h)) + " (the rest of the file is unreadable)");
+    p.rescan_end = (h.flags & (kIndexTruncatedTail | kIndexCorruptTail)) ? h.data_end : p.size;
+    if (h.packets == 0 || h.max_ts_ns < o.from_ns || h.min_ts_ns >= o.to_ns) return false;
+    BlockSet blocks = candidate_blocks(ix, filter.plan());
+    if (ix.damaged())
+        rep.warning(path + ": index postings damaged; reading every block in the time range "
+                           "(rebuild with 'linecap index --force')");
+    uint64_t first_ts = UINT64_MAX;
+    const auto entries = ix.blocks();
+    for (uint32_t b = 0; b < entries.size(); ++b) {
+        const BlockEntry& e = entries[b];
+        if (!blocks.test(b) || e.max_ts_ns < o.from_ns || e.min_ts_ns >= o.to_ns) continue;
+        ++report.blocks_read;
+        first_ts = std::min(first_ts, e.min_ts_ns);
+        Range* last = p.ranges.empty() ? nullptr : &p.ranges.back();
+        if (last && last->end == e.offset && last->end - last->begin < (8u << 20)) {
+            last->end = e.offset + e.length;
+            last->min_ts = std::min(last->min_ts, e.min_ts_ns);
+            last->max_ts = std::max(last->max_ts, e.max_ts_ns);
+        } else {
+            p.ranges.push_back({e.offset, e.offset + e.length, e.min_ts_ns, e.max_ts_ns});
+        }
+    }
+    if (p.ranges.empty()) return false;
+    if (h.flags & kIndexLayoutAfterData) {
+        // Interfaces are described between packets: read from the start (the index still
+        // decided that the file can hold a match).
+        p.ranges = {{data_begin_of(h), h.data_end, h.min_ts_ns, h.max_ts_ns}};
+        first_ts = h.min_ts_ns;
+    }
+    p.start_bound = std::max(first_ts, o.from_ns);
+    return true;
+}
 
 }  // namespace
 
 Result<ExtractReport> extract(const ExtractOptions& o, int out_fd) {
+    format::FdSink sink(out_fd);
+    return extract(o, sink);
+}
+
+Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
     ExtractReport report;
     Reporter rep(o, report);
     auto tmpl = NameTemplate::compile(o.file_template);
@@ -145,29 +289,32 @@ Result<ExtractReport> extract(const ExtractOptions& o, int out_fd) {
     // --- plan ---
     std::vector<FilePlan> plans;
     uint32_t snaplen = 0;
+    std::optional<uint32_t> link_field;  // the sources' when they agree
+    bool link_fields_differ = false;
     const uint64_t from = o.from_ns, to = o.to_ns;
     for (size_t rank = 0; rank < catalog->files.size(); ++rank) {
         const CaptureFileInfo& f = catalog->files[rank];
         if (from >= to) break;
         if (f.upper_ns <= from || f.lower_ns >= to) continue;
         ++report.files_selected;
-        if (f.pcapng) {
-            rep.error(f.path + ": pcapng files are not supported yet");
-            continue;
-        }
-        auto file = PcapFile::open(f.path);
+        auto file = format::FileSource::open(f.path);
         if (!file) {
             rep.error(f.path + ": " + file.error().message);
             continue;
         }
+        auto header = format::read_header(*file.value());
+        if (!header) {
+            rep.error(f.path + ": " + header.error().message);
+            continue;
+        }
         FilePlan p;
         p.rank = rank;
-        p.path = f.path;
+        p.info = &f;
+        p.header = header.value();
         p.size = file.value()->size();
         p.mtime_ns = file.value()->mtime_ns();
         p.start_bound = std::max(f.lower_ns, from);
-        const uint32_t file_snaplen = file.value()->header().snaplen;
-        file.value().reset();  // reopened when the merge reaches it
+        p.rescan_end = p.size;
 
         LoadedIndex li;
         if (o.use_index) {
@@ -179,54 +326,35 @@ Result<ExtractReport> extract(const ExtractOptions& o, int out_fd) {
                             li.problem + "); scanning the file");
         }
         if (li.state == IndexState::valid) {
-            const Index& ix = li.index;
-            const IndexHeader& h = ix.header();
             p.indexed = true;
-            p.monotonic = (h.flags & kIndexMonotonic) != 0;
             ++report.files_indexed;
-            report.blocks_total += h.block_count;
-            // A damaged tail was not indexed; report it when the range reaches it.
-            if ((h.flags & (kIndexTruncatedTail | kIndexCorruptTail)) && (h.packets == 0 || to > h.max_ts_ns))
-                rep.error(f.path + ": " +
-                          ((h.flags & kIndexTruncatedTail) ? "truncated record" : "corrupt record") +
-                          " at offset " + std::to_string(h.data_end) + " (the rest of the file is unreadable)");
-            if (h.packets == 0 || h.max_ts_ns < from || h.min_ts_ns >= to) {
+            if (!plan_from_index(li.index, filter.value(), o, p, rep, report)) {
                 ++report.files_skipped_by_index;
                 continue;
             }
-            BlockSet blocks = candidate_blocks(ix, filter->plan());
-            if (ix.damaged())
-                rep.warning(f.path + ": index postings damaged; reading every block in the time range "
-                                     "(rebuild with 'linecap index --force')");
-            uint64_t first_ts = UINT64_MAX;
-            const auto entries = ix.blocks();
-            for (uint32_t b = 0; b < entries.size(); ++b) {
-                const BlockEntry& e = entries[b];
-                if (!blocks.test(b) || e.max_ts_ns < from || e.min_ts_ns >= to) continue;
-                ++report.blocks_read;
-                first_ts = std::min(first_ts, e.min_ts_ns);
-                if (!p.ranges.empty() && p.ranges.back().end == e.offset && p.ranges.back().end - p.ranges.back().begin < (8u << 20))
-                    p.ranges.back().end = e.offset + e.length;
-                else
-                    p.ranges.push_back({e.offset, e.offset + e.length});
-            }
-            if (p.ranges.empty()) {
-                ++report.files_skipped_by_index;
-                continue;
-            }
-            p.start_bound = std::max(first_ts, from);
         } else {
             ++report.files_scanned;
-            p.ranges.push_back({kPcapFileHeaderSize, p.size});
+            p.ranges.push_back({p.header.data_begin, p.size});
         }
-        snaplen = std::max(snaplen, file_snaplen);
+        // What the output header says: the sources' snaplen and link type.
+        if (auto i = first_interface(*file.value(), p.header)) {
+            snaplen = std::max(snaplen, format::effective_snaplen(i->snaplen));
+            if (link_field && *link_field != i->link_field) link_fields_differ = true;
+            link_field = i->link_field;
+        }
+        file.value().reset();  // reopened when the merge reaches it
         plans.push_back(std::move(p));
     }
     report.snaplen = snaplen ? snaplen : pcap::kMaxSnaplen;
+    if (link_fields_differ && o.output_format == format::FileKind::pcap)
+        rep.warning("the files differ in their link-type field (FCS bits); the pcap output says plain Ethernet "
+                    "(--format pcapng keeps each source's)");
+    const uint32_t out_link = link_field && !link_fields_differ ? *link_field : pcap::kLinktypeEthernet;
 
     // --- merge ---
-    PcapWriter writer(out_fd);
-    if (auto s = writer.write_header(report.snaplen); !s) return s.error().context("output");
+    format::CaptureWriter writer(out, o.output_format);
+    OutputInterfaces interfaces(writer);
+    if (auto s = writer.begin(report.snaplen, out_link, "linecap extract"); !s) return s.error().context("output");
     std::stable_sort(plans.begin(), plans.end(), [](const FilePlan& a, const FilePlan& b) {
         return a.start_bound != b.start_bound ? a.start_bound < b.start_bound : a.rank < b.rank;
     });
@@ -250,8 +378,14 @@ Result<ExtractReport> extract(const ExtractOptions& o, int out_fd) {
         if (heap.empty()) break;
         Cursor* c = heap.top();
         heap.pop();
-        const RawRecord& r = c->current();
-        if (auto s = writer.write_record(r.ts_ns, r.caplen, r.len, r.data); !s) return s.error().context("output");
+        const format::Record& r = c->current();
+        uint32_t id = 0;
+        if (o.output_format == format::FileKind::pcapng) {
+            auto out_id = c->output_interface(interfaces);
+            if (!out_id) return out_id.error().context("output");
+            id = out_id.value();
+        }
+        if (auto s = writer.write(id, r.ts_ns, r.caplen, r.len, r.data); !s) return s.error().context("output");
         if (c->advance()) heap.push(c);
         else {
             // Release the file and its buffer as soon as it is done.
@@ -261,6 +395,7 @@ Result<ExtractReport> extract(const ExtractOptions& o, int out_fd) {
     }
     if (auto s = writer.flush(); !s) return s.error().context("output");
     report.packets_written = writer.packets();
+    report.interfaces = interfaces.count();
     return report;
 }
 

@@ -1,5 +1,6 @@
 // `linecap extract`: the packets of a time range (and optional libpcap filter) from all
-// capture files of a store, merged in timestamp order into one nanosecond pcap.
+// capture files of a store (pcap and pcapng alike), merged in timestamp order into one
+// nanosecond pcap, or a pcapng with one interface per source stream.
 //
 // Plan: the catalog's name-derived time bounds select the files whose span meets
 // [from, to); a file's valid index narrows that to the blocks whose time span meets the
@@ -9,6 +10,14 @@
 // timestamp; each cursor yields the packets with from <= ts < to that the filter accepts
 // (pcap_offline_filter, exact); a heap merges them by (timestamp, file name order) —
 // within a file, file order. Bytes and timestamps are written exactly as stored.
+//
+// Exact whatever the order of timestamps in a file: a cursor never stops early at a
+// timestamp >= to (a file whose clock stepped back, or a timestamp corrupted into the
+// future, would otherwise lose the packets after it); an index block is read when its
+// own [min, max] meets the range. A record of an indexed block stamped outside that
+// block's span means the file changed after it was indexed (bit rot with the mtime
+// kept): the cursor warns and reads the rest of the file, including what the index had
+// let it skip, so the answer stays that of a scan.
 //
 // A file that cannot be read (bad header, corrupt or truncated record, I/O error) is an
 // error naming the file: the packets before the problem are kept, the other files are
@@ -20,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "format/capture_reader.hpp"
+#include "format/capture_writer.hpp"
 #include "store/catalog.hpp"
 #include "util/result.hpp"
 
@@ -32,6 +43,9 @@ struct ExtractOptions {
     uint64_t to_ns = UINT64_MAX;       // exclusive
     std::string filter;                 // libpcap syntax; empty = everything
     bool use_index = true;
+    // pcap: one link type and snaplen (the sources', when they agree); pcapng: one
+    // interface per source stream, named "<port>:<queue>" (see extract.cpp).
+    format::FileKind output_format = format::FileKind::pcap;
     // One line each, as they happen (the report collects them too).
     std::function<void(const std::string&)> on_warning;
     std::function<void(const std::string&)> on_error;
@@ -49,6 +63,7 @@ struct ExtractReport {
     uint64_t packets_examined = 0;
     uint64_t packets_written = 0;
     uint32_t snaplen = 0;
+    uint32_t interfaces = 0;       // pcapng output: interfaces described
     std::string plan;              // the filter plan, described
     std::vector<std::string> warnings;
     std::vector<std::string> errors;
@@ -58,5 +73,7 @@ struct ExtractReport {
 // written) only for problems with the query itself: bad filter, unreadable directory,
 // bad template, failure to write the output.
 Result<ExtractReport> extract(const ExtractOptions& options, int out_fd);
+// The same into any sink (the retrieval API streams it).
+Result<ExtractReport> extract(const ExtractOptions& options, format::ByteSink& out);
 
 }  // namespace linecap::store

@@ -380,7 +380,7 @@ CompiledFilter::~CompiledFilter() {
     if (has_program_) pcap_freecode(&program_);
 }
 
-bool CompiledFilter::matches(const RawRecord& r) const {
+bool CompiledFilter::matches(const format::Record& r) const {
     if (!has_program_) return true;
     pcap_pkthdr h{};
     h.ts.tv_sec = static_cast<time_t>(r.ts_ns / 1000000000u);

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "format/capture_reader.hpp"
 #include "store/index_format.hpp"
-#include "store/pcap_file.hpp"
 #include "util/result.hpp"
 
 namespace linecap::store {
@@ -50,7 +50,7 @@ public:
     ~CompiledFilter();
 
     bool empty() const { return !has_program_; }
-    bool matches(const RawRecord& record) const;
+    bool matches(const format::Record& record) const;
     const FilterPlan& plan() const { return plan_; }
     const std::string& expression() const { return expression_; }
 

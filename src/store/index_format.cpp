@@ -12,7 +12,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "output/io_status.hpp"
+#include "util/errno_text.hpp"
+#include "format/capture_writer.hpp"
 #include "store/crc32c.hpp"
 
 namespace linecap::store {
@@ -147,19 +148,28 @@ uint32_t BlockSet::popcount() const {
 
 // --- builder ---------------------------------------------------------------------------------
 
-IndexBuilder::IndexBuilder(const PcapHeaderInfo& header, IndexBuildOptions options)
-    : header_(header), options_(options) {
+IndexBuilder::IndexBuilder(const format::CaptureHeader& header, IndexBuildOptions options)
+    : header_(header), options_(options), next_offset_(header.data_begin) {
     if (options_.block_bytes < 4096) options_.block_bytes = 4096;
     if (options_.block_bytes > (64u << 20)) options_.block_bytes = 64u << 20;
 }
 
-void IndexBuilder::add(const RawRecord& r) {
+void IndexBuilder::add(const format::Record& r, const format::Interface& interface) {
+    if (packets_ == 0) {
+        // pcap: the header's; pcapng: the first interface with a packet.
+        header_.snaplen = interface.snaplen;
+        header_.link_field = interface.link_field;
+    }
+    // A block's length is 32 bits: a pcapng file may put many skipped blocks between
+    // packets (build_from_source bounds the gap to well below that).
+    if (cur_open_ && r.end - cur_.offset > (1ull << 31)) close_block();
     if (!cur_open_) {
-        cur_ = BlockEntry{r.offset, 0, 0, r.ts_ns, r.ts_ns};
+        cur_ = BlockEntry{next_offset_, 0, 0, r.ts_ns, r.ts_ns};
         cur_open_ = true;
     }
-    const uint32_t size = static_cast<uint32_t>(kPcapRecordHeaderSize + r.caplen);
-    cur_.length += size;
+    const uint64_t size = r.end - next_offset_;  // the record and any non-packet blocks before it
+    next_offset_ = r.end;
+    cur_.length = static_cast<uint32_t>(r.end - cur_.offset);
     cur_.packets += 1;
     cur_.min_ts_ns = std::min(cur_.min_ts_ns, r.ts_ns);
     cur_.max_ts_ns = std::max(cur_.max_ts_ns, r.ts_ns);
@@ -186,7 +196,7 @@ void IndexBuilder::close_block() {
 }
 
 std::vector<uint8_t> IndexBuilder::finish(uint64_t pcap_size, int64_t pcap_mtime_ns, uint64_t data_end,
-                                          uint32_t tail_flags, IndexStats* stats) {
+                                          uint32_t flags, uint64_t damage_at, IndexStats* stats) {
     close_block();
     const auto block_count = static_cast<uint32_t>(blocks_.size());
 
@@ -216,9 +226,12 @@ std::vector<uint8_t> IndexBuilder::finish(uint64_t pcap_size, int64_t pcap_mtime
     h.min_ts_ns = packets_ ? min_ts_ : 0;
     h.max_ts_ns = packets_ ? max_ts_ : 0;
     h.snaplen = header_.snaplen;
-    h.linktype = header_.linktype;
-    h.pcap_flags = (header_.nanosecond ? 1u : 0u) | (header_.swapped ? 2u : 0u);
-    h.flags = (monotonic_ ? kIndexMonotonic : 0u) | tail_flags;
+    h.linktype = header_.link_field;
+    h.pcap_flags = (header_.nanosecond ? kIndexNanosecond : 0u) | (header_.swapped ? kIndexSwapped : 0u) |
+                   (header_.kind == format::FileKind::pcapng ? kIndexPcapng : 0u);
+    h.flags = (monotonic_ ? kIndexMonotonic : 0u) | flags;
+    h.data_begin = header_.data_begin;
+    h.damage_at = damage_at;
     h.block_target = options_.block_bytes;
     h.block_count = block_count;
     h.section_count = kSectionCount;
@@ -303,21 +316,22 @@ Result<Index> Index::parse(const uint8_t* data, size_t data_size, std::shared_pt
         return s;
     };
 
-    // Blocks: contiguous from the end of the pcap header to data_end <= pcap_size.
+    // Blocks: contiguous from data_begin to data_end <= pcap_size.
     const SectionEntry bs = section(SectionType::blocks);
     if (bs.count != h.block_count || bs.size != bs.count * sizeof(BlockEntry))
         return runtime_error("block table size does not match the block count");
-    if (h.data_end > h.pcap_size || h.pcap_size < kPcapFileHeaderSize)
+    const uint64_t data_begin = data_begin_of(h);
+    if (h.data_end > h.pcap_size || data_begin > h.pcap_size || (h.block_count > 0 && data_begin > h.data_end))
         return runtime_error("indexed data extends past the end of the capture file");
     ix.blocks_.resize(bs.count);
     if (bs.size) std::memcpy(ix.blocks_.data(), base + bs.offset, bs.size);
-    uint64_t expect = kPcapFileHeaderSize, packets = 0, captured = 0;
+    uint64_t expect = data_begin, packets = 0, captured = 0;
     uint64_t min_ts = UINT64_MAX, max_ts = 0;
     for (size_t i = 0; i < ix.blocks_.size(); ++i) {
         const BlockEntry& b = ix.blocks_[i];
         const std::string name = "block " + std::to_string(i);
         if (b.offset != expect) return runtime_error(name + " does not start where the previous one ends");
-        if (b.packets == 0 || b.length < uint64_t{b.packets} * kPcapRecordHeaderSize)
+        if (b.packets == 0 || b.length < uint64_t{b.packets} * sizeof(pcap::RecordHeader))
             return runtime_error(name + " has an impossible length or packet count");
         if (b.offset + b.length > h.pcap_size)
             return runtime_error(name + " extends past the end of the capture file");
@@ -450,6 +464,14 @@ uint64_t Index::key_count() const {
 
 std::string index_path_for(const std::string& pcap_path) { return pcap_path + ".idx"; }
 
+uint64_t data_begin_of(const IndexHeader& header) {
+    return header.data_begin != 0 ? header.data_begin : sizeof(pcap::FileHeader);
+}
+
+uint64_t damage_offset_of(const IndexHeader& header) {
+    return header.damage_at != 0 ? header.damage_at : header.data_end;
+}
+
 namespace {
 
 struct BuildOutcome {
@@ -457,44 +479,46 @@ struct BuildOutcome {
     IndexStats stats;
 };
 
-Result<BuildOutcome> build_from_source(const ByteSource& source, const PcapHeaderInfo& header, int64_t mtime_ns,
-                                       IndexBuildOptions options) {
+// The most bytes of non-packet pcapng blocks an index block may span before a packet.
+constexpr uint64_t kMaxGap = 1u << 30;
+
+Result<BuildOutcome> build_from_source(const format::ByteSource& source, const format::CaptureHeader& header,
+                                       int64_t mtime_ns, IndexBuildOptions options) {
     IndexBuilder builder(header, options);
-    RecordReader reader(source, header, kPcapFileHeaderSize, source.size(),
-                        static_cast<size_t>(std::min<uint64_t>(4u << 20, source.size())));
-    RawRecord r;
-    while (reader.next(r)) builder.add(r);
-    uint32_t tail = 0;
+    format::CaptureReader reader(source, header, static_cast<size_t>(std::min<uint64_t>(4u << 20, source.size())));
+    format::Record r;
+    uint64_t data_end = header.data_begin;
+    while (reader.next(r)) {
+        const format::Interface& interface = reader.interfaces()[r.interface];
+        if (auto problem = link_type_problem(interface, r.offset); !problem.empty()) return runtime_error(problem);
+        if (r.end - data_end > kMaxGap)
+            return runtime_error("more than " + std::to_string(kMaxGap >> 20) +
+                                 " MiB of non-packet blocks before the packet at offset " + std::to_string(r.offset) +
+                                 "; not indexed");
+        builder.add(r, interface);
+        data_end = r.end;
+    }
+    uint32_t flags = reader.layout_after_data() ? kIndexLayoutAfterData : 0u;
     BuildOutcome out;
     switch (reader.problem()) {
-        case RecordReader::Problem::none: break;
-        case RecordReader::Problem::io: return runtime_error(reader.error());
-        case RecordReader::Problem::truncated: tail = kIndexTruncatedTail; break;
-        default: tail = kIndexCorruptTail; break;
+        case format::CaptureReader::Problem::none: break;
+        case format::CaptureReader::Problem::io: return runtime_error(reader.error());
+        case format::CaptureReader::Problem::truncated: flags |= kIndexTruncatedTail; break;
+        default: flags |= kIndexCorruptTail; break;
     }
-    if (tail) out.stats.warning = reader.error() + "; indexed up to it";
-    out.bytes = builder.finish(source.size(), mtime_ns, reader.position(), tail, &out.stats);
+    if (reader.failed()) out.stats.warning = reader.error() + "; indexed up to it";
+    out.bytes = builder.finish(source.size(), mtime_ns, data_end, flags, reader.failed() ? reader.position() : 0,
+                               &out.stats);
     return out;
-}
-
-Status write_all(int fd, const uint8_t* p, size_t n) {
-    while (n > 0) {
-        const ssize_t w = ::write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return runtime_error("write: " + errno_text(errno));
-        p += w;
-        n -= static_cast<size_t>(w);
-    }
-    return {};
 }
 
 }  // namespace
 
 Result<std::vector<uint8_t>> build_index_bytes(std::span<const uint8_t> pcap, IndexBuildOptions options,
                                                IndexStats* stats) {
-    auto header = parse_pcap_header(pcap);
+    format::MemorySource source(pcap);
+    auto header = format::read_header(source);
     if (!header) return header.error();
-    MemorySource source(pcap);
     auto out = build_from_source(source, header.value(), 0, options);
     if (!out) return out.error();
     if (stats) *stats = out->stats;
@@ -503,14 +527,16 @@ Result<std::vector<uint8_t>> build_index_bytes(std::span<const uint8_t> pcap, In
 
 Result<IndexStats> build_index(const std::string& pcap_path, IndexBuildOptions options) {
     const auto started = std::chrono::steady_clock::now();
-    auto file = PcapFile::open(pcap_path);
+    auto file = format::FileSource::open(pcap_path);
     if (!file) return file.error().context(pcap_path);
-    PcapFile& f = *file.value();
+    format::FileSource& f = *file.value();
+    auto header = format::read_header(f);
+    if (!header) return header.error().context(pcap_path);
     f.advise_sequential();
-    auto built = build_from_source(f, f.header(), f.mtime_ns(), options);
+    auto built = build_from_source(f, header.value(), f.mtime_ns(), options);
     if (!built) return built.error().context(pcap_path);
     {
-        auto again = PcapFile::open(pcap_path);
+        auto again = format::FileSource::open(pcap_path);
         if (!again || again.value()->size() != f.size() || again.value()->mtime_ns() != f.mtime_ns())
             return runtime_error(pcap_path + ": the file changed while it was indexed");
     }
@@ -527,7 +553,7 @@ Result<IndexStats> build_index(const std::string& pcap_path, IndexBuildOptions o
         ::unlink(tmp.c_str());
         return runtime_error(final_path + ": " + what);
     };
-    if (auto s = write_all(fd, built->bytes.data(), built->bytes.size()); !s) return fail(s.error().message);
+    if (auto s = format::FdSink(fd).write(built->bytes.data(), built->bytes.size()); !s) return fail(s.error().message);
     if (::fchmod(fd, 0644) != 0) return fail("fchmod: " + errno_text(errno));
     if (::fsync(fd) != 0) return fail("fsync: " + errno_text(errno));
     if (::close(fd) != 0) {

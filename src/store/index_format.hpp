@@ -1,7 +1,8 @@
 // The per-file index: on-disk format, builder and validating reader.
 //
-// One index per finished capture file, "NAME.pcap.idx" beside "NAME.pcap". It maps time
-// to file offsets at block granularity and lists, for every IPv4/IPv6 address, TCP/UDP/
+// One index per finished capture file, "NAME.pcap.idx" beside "NAME.pcap" (or
+// "NAME.pcapng.idx" beside "NAME.pcapng"). It maps time to file offsets at block
+// granularity and lists, for every IPv4/IPv6 address, TCP/UDP/
 // SCTP port and IP protocol seen in the file (store/packet_keys.hpp), the blocks that
 // contain it ("postings": sorted block numbers, delta+varint coded, or a bitmap when
 // that is smaller). Chosen over per-block Bloom filters by measurement: see
@@ -32,8 +33,8 @@
 #include <string>
 #include <vector>
 
+#include "format/capture_reader.hpp"
 #include "store/packet_keys.hpp"
-#include "store/pcap_file.hpp"
 #include "store/postings_table.hpp"
 #include "util/result.hpp"
 
@@ -47,6 +48,17 @@ enum IndexFlags : uint32_t {
     kIndexMonotonic = 1u << 0,      // timestamps never decrease within the file
     kIndexTruncatedTail = 1u << 1,  // the file ends with bytes that are not a complete record
     kIndexCorruptTail = 1u << 2,    // indexing stopped at an implausible record
+    // pcapng: a section header or interface block comes after the first packet, so a
+    // block cannot be read on its own (it may need an interface described before it):
+    // the index still prunes the file as a whole, but the file is read from its start.
+    kIndexLayoutAfterData = 1u << 3,
+};
+
+// IndexHeader::pcap_flags
+enum IndexPcapFlags : uint32_t {
+    kIndexNanosecond = 1u << 0,     // pcap: ns timestamps
+    kIndexSwapped = 1u << 1,        // written in the other byte order (pcapng: first section)
+    kIndexPcapng = 1u << 2,
 };
 
 struct IndexHeader {
@@ -60,15 +72,19 @@ struct IndexHeader {
     uint64_t captured_bytes;   // sum of record sizes (headers + captured data)
     uint64_t min_ts_ns;        // 0 when there are no packets
     uint64_t max_ts_ns;
-    uint32_t snaplen;
-    uint32_t linktype;
-    uint32_t pcap_flags;       // bit 0: nanosecond, bit 1: big-endian
+    uint32_t snaplen;          // pcap header / pcapng first interface
+    uint32_t linktype;         // pcap header field / pcapng first interface
+    uint32_t pcap_flags;       // IndexPcapFlags
     uint32_t flags;            // IndexFlags
     uint32_t block_target;     // bytes per block the builder aimed at
     uint32_t block_count;
     uint32_t section_count;
     uint32_t header_crc;       // CRC-32C of header (this field 0) + section table
-    uint8_t reserved[24];
+    uint64_t data_begin;       // where block 0 starts: after the pcap header or the first
+                               // pcapng SHB (0 in indexes from before pcapng: 24)
+    uint64_t damage_at;        // with kIndexTruncatedTail/kIndexCorruptTail: where (0 in
+                               // older indexes: data_end)
+    uint8_t reserved[8];
 };
 static_assert(sizeof(IndexHeader) == 128);
 
@@ -85,8 +101,9 @@ struct SectionEntry {
 static_assert(sizeof(SectionEntry) == 32);
 
 struct BlockEntry {
-    uint64_t offset;     // file offset of the block's first record
-    uint32_t length;     // bytes of whole records
+    uint64_t offset;     // file offset of the block's first record (pcapng: or of the
+                         // non-packet blocks before it)
+    uint32_t length;     // bytes of whole records (pcapng: blocks)
     uint32_t packets;
     uint64_t min_ts_ns;
     uint64_t max_ts_ns;
@@ -141,20 +158,26 @@ struct IndexBuildOptions {
     uint32_t block_bytes = kDefaultIndexBlockBytes;
 };
 
-// Accumulates the records of one pcap file, in file order, and serialises the index.
+// Accumulates the records of one capture file, in file order, and serialises the index.
+// Blocks tile the file from header.data_begin to the end of the last record: pcapng
+// blocks that are not packets belong to the index block of the packet after them.
 class IndexBuilder {
 public:
-    IndexBuilder(const PcapHeaderInfo& header, IndexBuildOptions options = {});
-    void add(const RawRecord& record);
-    // `data_end` = end of the last complete record; `tail_flags` = truncated/corrupt tail.
+    IndexBuilder(const format::CaptureHeader& header, IndexBuildOptions options = {});
+    // `interface`: of the record (pcapng: link type and snaplen of the first one go to the
+    // header).
+    void add(const format::Record& record, const format::Interface& interface);
+    // `data_end` = end of the last complete record; `flags` = truncated/corrupt tail,
+    // layout after data; `damage_at` = offset of the truncated or corrupt record.
     std::vector<uint8_t> finish(uint64_t pcap_size, int64_t pcap_mtime_ns, uint64_t data_end,
-                                uint32_t tail_flags, IndexStats* stats = nullptr);
+                                uint32_t flags, uint64_t damage_at = 0, IndexStats* stats = nullptr);
 
 private:
     void close_block();
 
-    PcapHeaderInfo header_;
+    format::CaptureHeader header_;
     IndexBuildOptions options_;
+    uint64_t next_offset_;               // where the next index block starts
     std::vector<BlockEntry> blocks_;
     BlockEntry cur_{};
     bool cur_open_ = false;
@@ -218,15 +241,21 @@ private:
 // "dir/NAME.pcap" → "dir/NAME.pcap.idx".
 std::string index_path_for(const std::string& pcap_path);
 
+// The offset of index block 0 (legacy indexes: the pcap header's end).
+uint64_t data_begin_of(const IndexHeader& header);
+// Where the damage that ended indexing is (legacy indexes: data_end).
+uint64_t damage_offset_of(const IndexHeader& header);
+
 // Builds the index of a finished capture file: reads it once, writes
 // ".NAME.pcap.idx.tmp.XXXXXX" in the same directory, fsyncs and renames it to
 // "NAME.pcap.idx" (atomic: a reader sees the old index, none, or the new one). A file
 // whose tail is truncated or corrupt is indexed up to its last complete record and the
 // problem reported in IndexStats::warning. Errors: the file cannot be read, is not a
-// pcap file (pcapng: "not supported yet"), or the index cannot be written.
+// pcap or pcapng file, has a packet whose link type is not Ethernet, or the index cannot
+// be written.
 Result<IndexStats> build_index(const std::string& pcap_path, IndexBuildOptions options = {});
 
-// In-memory variant (tests, fuzzing): the index bytes of a pcap image.
+// In-memory variant (tests, fuzzing): the index bytes of a capture file's image.
 Result<std::vector<uint8_t>> build_index_bytes(std::span<const uint8_t> pcap, IndexBuildOptions options = {},
                                                IndexStats* stats = nullptr);
 

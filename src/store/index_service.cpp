@@ -13,7 +13,7 @@
 #include <exception>
 #include <vector>
 
-#include "output/io_status.hpp"
+#include "util/errno_text.hpp"
 #include "store/catalog.hpp"
 #include "store/index_format.hpp"
 
@@ -172,7 +172,7 @@ void IndexService::sweep() {
     }
     size_t queued = 0, skipped = 0;
     for (const CaptureFileInfo& f : catalog->files) {
-        if (f.pcapng || has_current_index(f.path, f.size, f.mtime_ns)) continue;
+        if (has_current_index(f.path, f.size, f.mtime_ns)) continue;
         if (backlog_.size() >= options_.max_queued) {
             ++skipped;
             continue;

@@ -110,4 +110,10 @@ void extract_keys(const uint8_t* f, uint32_t caplen, PacketKeys& k) {
     }
 }
 
+std::string link_type_problem(const format::Interface& interface, uint64_t offset) {
+    if (format::link_type(interface.link_field) == pcap::kLinktypeEthernet) return {};
+    return "packet at offset " + std::to_string(offset) + ": link type " +
+           std::to_string(format::link_type(interface.link_field)) + " is not supported (only Ethernet, 1)";
+}
+
 }  // namespace linecap::store

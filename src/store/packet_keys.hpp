@@ -27,6 +27,9 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
+
+#include "format/capture_reader.hpp"
 
 namespace linecap::store {
 
@@ -44,5 +47,11 @@ struct PacketKeys {
 };
 
 void extract_keys(const uint8_t* frame, uint32_t caplen, PacketKeys& keys);
+
+// The store indexes and filters Ethernet frames only (keys above, filters compiled for
+// DLT_EN10MB). Empty when a packet of `interface` at `offset` is one; else why not, in
+// one line. The link type is the low 16 bits of the field: pcap's FCS bits (0x30000001)
+// describe Ethernet with its FCS in the captured bytes, read as libpcap reads them.
+std::string link_type_problem(const format::Interface& interface, uint64_t offset);
 
 }  // namespace linecap::store

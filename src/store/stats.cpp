@@ -8,7 +8,7 @@
 #include <map>
 
 #include "store/index_format.hpp"
-#include "store/pcap_file.hpp"
+#include "format/capture_reader.hpp"
 #include "store/time_spec.hpp"
 #include "util/human_bytes.hpp"
 
@@ -87,13 +87,6 @@ Result<StoreStats> collect_stats(const StatsOptions& o) {
         bool manifest = false;
         fs.drops = manifest_drops(f.path, &manifest);
         st.any_manifest = st.any_manifest || manifest;
-        if (f.pcapng) {
-            fs.source = "pcapng";
-            ++st.unreadable;
-            error(f.path + ": pcapng files are not supported yet");
-            st.file_list.push_back(std::move(fs));
-            continue;
-        }
         bool done = false;
         if (o.use_index) {
             LoadedIndex li = load_index(f.path, f.size, f.mtime_ns);
@@ -107,21 +100,22 @@ Result<StoreStats> collect_stats(const StatsOptions& o) {
                 done = true;
                 if (h.flags & (kIndexTruncatedTail | kIndexCorruptTail))
                     error(f.path + ": " + ((h.flags & kIndexTruncatedTail) ? "truncated" : "corrupt") +
-                          " record at offset " + std::to_string(h.data_end));
+                          " record at offset " + std::to_string(damage_offset_of(h)));
             }
         }
         if (!done) {
-            auto file = PcapFile::open(f.path);
-            if (!file) {
-                error(f.path + ": " + file.error().message);
+            auto file = format::FileSource::open(f.path);
+            auto header = file ? format::read_header(*file.value()) : Result<format::CaptureHeader>(file.error());
+            if (!header) {
+                error(f.path + ": " + header.error().message);
                 fs.source = "error";
                 ++st.unreadable;
                 st.file_list.push_back(std::move(fs));
                 continue;
             }
             file.value()->advise_sequential();
-            RecordReader reader(*file.value(), file.value()->header(), kPcapFileHeaderSize, file.value()->size(), 4u << 20);
-            RawRecord r;
+            format::CaptureReader reader(*file.value(), header.value(), 4u << 20);
+            format::Record r;
             fs.first_ts_ns = UINT64_MAX;
             while (reader.next(r)) {
                 ++fs.packets;

@@ -35,7 +35,7 @@ struct FileStats {
     uint64_t size = 0;
     uint64_t packets = 0;
     uint64_t first_ts_ns = 0, last_ts_ns = 0;  // valid when packets > 0
-    std::string source;                        // "index", "scan", "error", "pcapng"
+    std::string source;                        // "index", "scan", "error"
     std::optional<uint64_t> drops;             // from a manifest
 };
 

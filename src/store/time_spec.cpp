@@ -51,18 +51,30 @@ unsigned days_in_month(int64_t y, unsigned m) {
     return m == 2 && leap ? 29 : days[m - 1];
 }
 
+// Times are nanoseconds since the epoch in 64 bits (as pcapng stores them and the index
+// keeps them): the latest is 2554-07-21T23:34:33.709551615Z. A later time is refused
+// rather than wrapped around 2^64 (which made `--to 2600-01-01` select a window in 1970).
+Result<uint64_t> to_ns(std::string_view s, uint64_t sec, uint64_t ns) {
+    constexpr uint64_t kMaxSec = UINT64_MAX / kNs, kMaxFrac = UINT64_MAX % kNs;
+    if (sec > kMaxSec || (sec == kMaxSec && ns > kMaxFrac))
+        return runtime_error("'" + std::string(s) +
+                             "': after 2554-07-21T23:34:33.709551615Z, the latest time a 64-bit nanosecond "
+                             "timestamp can hold");
+    return sec * kNs + ns;
+}
+
 Result<uint64_t> parse_unix(std::string_view s) {
     size_t i = 0;
     uint64_t sec = 0;
     while (i < s.size() && is_digit(s[i])) {
-        if (sec > 100000000000ull) return runtime_error("'" + std::string(s) + "': too far in the future");
+        if (sec > UINT64_MAX / kNs) return to_ns(s, sec, 0);  // refused before it can overflow
         sec = sec * 10 + static_cast<uint64_t>(s[i++] - '0');
     }
     uint64_t ns = 0;
     std::string problem;
     if (!fraction(s, &i, &ns, &problem)) return runtime_error("'" + std::string(s) + "': " + problem);
     if (i != s.size()) return runtime_error("'" + std::string(s) + "': not a time");
-    return sec * kNs + ns;
+    return to_ns(s, sec, ns);
 }
 
 }  // namespace
@@ -133,9 +145,9 @@ Result<uint64_t> parse_time(std::string_view s) {
         const int64_t secs = days_from_civil(year, month, day) * 86400 + int64_t{hour} * 3600 + minute * 60 + second -
                              offset_s;
         if (secs < 0) return runtime_error(quoted + ": before 1970");
-        return static_cast<uint64_t>(secs) * kNs + ns;
+        return to_ns(s, static_cast<uint64_t>(secs), ns);
     }
-    return static_cast<uint64_t>(days_from_civil(year, month, day)) * 86400 * kNs;
+    return to_ns(s, static_cast<uint64_t>(days_from_civil(year, month, day)) * 86400, 0);
 }
 
 std::string format_time(uint64_t ns) {

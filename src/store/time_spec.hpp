@@ -7,7 +7,8 @@
 //   1700000000 / 1700000000.123456789 Unix seconds with an optional fraction (≤ 9 digits)
 //
 // A date-time without 'Z' or an offset is refused (local time would make a forensic
-// query depend on the machine's time zone). Times before 1970 are refused.
+// query depend on the machine's time zone). Times before 1970 are refused, and so are
+// times after 2554-07-21T23:34:33.709551615Z (2^64 - 1 ns: what a timestamp can hold).
 #pragma once
 
 #include <cstdint>

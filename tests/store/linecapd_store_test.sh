@@ -7,9 +7,13 @@
 # without the index) must agree with tcpdump over all the daemon's files merged. The daemon stamps packets once per burst, so many
 # packets share a timestamp: within equal timestamps linecap's order (file name, then file
 # position) may differ from mergecap's, so that comparison allows reordering of ties only.
+# FORMAT=pcapng: the daemon writes pcapng (output.format), which the store indexes and
+# extracts exactly like pcap. Either way `extract --format pcapng` keeps one interface per
+# port queue, which tshark must report.
+FORMAT=${FORMAT:-pcap}
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 need_root
-need_cmd tcpdump mergecap python3
+need_cmd tcpdump mergecap tshark python3
 need_hugepages 256
 need_linecapd
 LINECAP=${LINECAP:-$LINECAP_BUILD/src/linecap}
@@ -34,6 +38,7 @@ ports:
     mtu: 9000
 output:
   directory: "$T/out"
+  format: $FORMAT
   blocks_per_queue: 64
   block_size_kb: 256
   rotate: { size_mb: 1, interval_s: 0 }
@@ -43,20 +48,42 @@ YAML
 
 start_linecapd "$T/linecap.yaml"
 wait_for_linecapd "grep -q 'capture running' '$LINECAPD_LOG'" 30 || fail "daemon did not start"
-expected=$(($(stat -c %s "$T/q0.pcap") + $(stat -c %s "$T/q1.pcap") - 48))
-records_bytes() {
-    local total=0 f
-    for f in "$T"/out/*.pcap "$T"/out/.*.part; do
-        [[ -f $f ]] || continue
-        total=$((total + $(stat -c %s "$f") - 24))
-    done
-    echo "$total"
+# Packets written so far, in finished and in-progress files (the daemon's record layout:
+# pcap records after a 24-byte header, or pcapng EPBs among other blocks).
+records() {
+    python3 - "$T"/out/*."$FORMAT" "$T"/out/.*.part <<'PY'
+import struct, sys
+n = 0
+for path in sys.argv[1:]:
+    try:
+        data = open(path, "rb").read()
+    except OSError:
+        continue
+    if data[:4] == b"\x0a\x0d\x0d\x0a":
+        pos = 0
+        while pos + 12 <= len(data):
+            t, length = struct.unpack_from("<II", data, pos)
+            if length < 12 or pos + length > len(data):
+                break
+            n += t == 6
+            pos += length
+    else:
+        pos = 24
+        while pos + 16 <= len(data):
+            caplen = struct.unpack_from("<I", data, pos + 8)[0]
+            if pos + 16 + caplen > len(data):
+                break
+            n += 1
+            pos += 16 + caplen
+print(n)
+PY
 }
-wait_for_linecapd "(( \$(records_bytes) >= expected ))" 60 || fail "capture incomplete: $(records_bytes) of $expected bytes"
+expected=11000
+wait_for_linecapd "(( \$(records) >= expected ))" 60 || fail "capture incomplete: $(records) of $expected packets"
 stop_linecapd || fail "linecapd exited $LINECAPD_RC"
 
 shopt -s nullglob
-files=("$T"/out/*.pcap)
+files=("$T"/out/*."$FORMAT")
 ((${#files[@]} >= 4)) || fail "expected rotation into several files, got ${#files[@]}"
 log "linecapd wrote ${#files[@]} files"
 mergecap -F nsecpcap -w "$T/all.pcap" "${files[@]}"
@@ -86,7 +113,7 @@ rebuilt() {
 wait_for_linecapd rebuilt 60 || fail "the start-up sweep did not rebuild the three indexes"
 stop_linecapd || fail "linecapd exited $LINECAPD_RC on restart"
 # The second run's own files (the same traffic again) are not part of the comparison.
-for f in "$T"/out/*.pcap; do
+for f in "$T"/out/*."$FORMAT"; do
     keep=0
     for g in "${files[@]}"; do [[ $f == "$g" ]] && keep=1; done
     ((keep)) || rm -f "$f" "$f.idx" "$f.manifest"
@@ -126,4 +153,14 @@ for q in "|" "tcp port 80|" "ip6 and udp|" "vlan|" "host $V4|" "|$mid" "arp or i
         log "'$filter' from '${from:--}' ($mode): $(cat "$T/cmp")"
     done
 done
-log "OK: store written by linecapd, ${#files[@]} files, extract agrees with tcpdump"
+# The origin survives a pcapng extraction: one interface per port queue, as tshark reads it.
+"$LINECAP" extract --dir "$T/out" --format pcapng -o "$T/got.pcapng" 2>"$T/err" || fail "extract --format pcapng: $(cat "$T/err")"
+tshark -r "$T/got.pcapng" -T fields -e frame.interface_name -e frame.interface_description 2>"$T/tshark.err" \
+    | sort | uniq -c | awk '{$1=$1; print}' >"$T/ifaces" || fail "tshark: $(cat "$T/tshark.err")"
+want_ifaces=$(printf '%s\n' "5000 tap:1 linecap port tap queue 1" "6000 tap:0 linecap port tap queue 0" | sort)
+[[ $(sed 's/ (.*)$//' "$T/ifaces" | sort) == "$want_ifaces" ]] || fail "pcapng interfaces as tshark reports them: $(cat "$T/ifaces")"
+tcpdump --time-stamp-precision=nano -r "$T/got.pcapng" -w "$T/got-ng.pcap" 2>/dev/null
+$REF cut "$T/all.pcap" - - "$T/want.pcap"
+$REF compare "$T/want.pcap" "$T/got-ng.pcap" --ties >"$T/cmp" || fail "pcapng extraction: $(cat "$T/cmp")"
+log "pcapng extraction: interfaces $(tr '\n' ';' <"$T/ifaces")"
+log "OK: store written by linecapd ($FORMAT), ${#files[@]} files, extract agrees with tcpdump"

@@ -128,7 +128,7 @@ TEST(FilterPlan, PruningIsSoundForEveryAcceptedPacket) {
         ASSERT_TRUE(f.ok()) << expr;
         const FilterPlan& plan = f->plan();
         for (const Bytes& fr : frames) {
-            RawRecord r;
+            linecap::format::Record r;
             r.ts_ns = 1;
             r.caplen = r.len = uint32_t(fr.size());
             r.data = fr.data();

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "output/pcap_format.hpp"
+#include "format/pcap_format.hpp"
 
 namespace store_test {
 
