@@ -1,9 +1,13 @@
 #include "store/extract.hpp"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <memory>
 #include <queue>
 
+#include "output/scrub.hpp"
+#include "output/unique_fd.hpp"
 #include "store/filter_plan.hpp"
 #include "store/index_format.hpp"
 #include "store/pcap_file.hpp"
@@ -36,6 +40,10 @@ public:
     void error(const std::string& m) {
         r_.errors.push_back(m);
         if (o_.on_error) o_.on_error(m);
+    }
+    void concern(FileConcern c) {
+        if (o_.on_concern) o_.on_concern(c);
+        r_.concerns.push_back(std::move(c));
     }
 
 private:
@@ -141,6 +149,7 @@ Result<ExtractReport> extract(const ExtractOptions& o, int out_fd) {
     auto catalog = scan_catalog(o.directory, tmpl.value());
     if (!catalog) return catalog.error();
     report.files_in_store = catalog->files.size();
+    const UniqueFd dir_fd(::open(o.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));  // for the markers
 
     // --- plan ---
     std::vector<FilePlan> plans;
@@ -151,6 +160,12 @@ Result<ExtractReport> extract(const ExtractOptions& o, int out_fd) {
         if (from >= to) break;
         if (f.upper_ns <= from || f.lower_ns >= to) continue;
         ++report.files_selected;
+        // Marked damaged: whatever was derived from the old bytes (the index) is not
+        // trusted; the file is scanned.
+        const std::optional<std::string> marker = dir_fd ? read_damaged_marker(dir_fd.get(), f.name) : std::nullopt;
+        if (marker)
+            rep.concern(FileConcern{.path = f.path, .damaged = true, .stale_index = false,
+                                    .reason = "marked damaged" + (marker->empty() ? "" : " (" + *marker + ")")});
         if (f.pcapng) {
             rep.error(f.path + ": pcapng files are not supported yet");
             continue;
@@ -170,13 +185,15 @@ Result<ExtractReport> extract(const ExtractOptions& o, int out_fd) {
         file.value().reset();  // reopened when the merge reaches it
 
         LoadedIndex li;
-        if (o.use_index) {
+        if (o.use_index && !marker) {
             li = load_index(f.path, p.size, p.mtime_ns);
             if (li.state == IndexState::missing)
                 rep.warning(f.path + ": no index; scanning the file");
+            else if (li.state == IndexState::stale)
+                rep.concern(FileConcern{.path = f.path, .damaged = false, .stale_index = true,
+                                        .reason = "index older than the file (" + li.problem + "); scanned"});
             else if (li.state != IndexState::valid)
-                rep.warning(f.path + ": index " + (li.state == IndexState::stale ? "stale" : "unusable") + " (" +
-                            li.problem + "); scanning the file");
+                rep.warning(f.path + ": index unusable (" + li.problem + "); scanning the file");
         }
         if (li.state == IndexState::valid) {
             const Index& ix = li.index;
