@@ -44,15 +44,7 @@ YAML
 start_linecapd "$T/linecap.yaml"
 wait_for_linecapd "grep -q 'capture running' '$LINECAPD_LOG'" 30 || fail "daemon did not start"
 expected=$(($(stat -c %s "$T/q0.pcap") + $(stat -c %s "$T/q1.pcap") - 48))
-records_bytes() {
-    local total=0 f
-    for f in "$T"/out/*.pcap "$T"/out/.*.part; do
-        [[ -f $f ]] || continue
-        total=$((total + $(stat -c %s "$f") - 24))
-    done
-    echo "$total"
-}
-wait_for_linecapd "(( \$(records_bytes) >= expected ))" 60 || fail "capture incomplete: $(records_bytes) of $expected bytes"
+wait_for_linecapd "(( \$(record_bytes '$T/out') >= expected ))" 60 || fail "capture incomplete: $(record_bytes "$T/out") of $expected bytes"
 stop_linecapd || fail "linecapd exited $LINECAPD_RC"
 
 shopt -s nullglob

@@ -45,21 +45,13 @@ metrics:
 YAML
 }
 metrics() { metric_sum "http://$METRICS_LISTEN/metrics" "$@"; }
-records_bytes() {
-    local total=0 f
-    for f in "$T"/out/*.pcap "$T"/out/.*.part; do
-        [[ -f $f ]] || continue
-        total=$((total + $(stat -c %s "$f") - 24))
-    done
-    echo "$total"
-}
 
 # --- a store written by the daemon (the scrub's period far away) ---------------------------
 config 7d
 start_linecapd "$T/linecap.yaml"
 wait_for_linecapd "grep -q 'capture running' '$LINECAPD_LOG'" 30 || fail "daemon did not start"
 expected=$(($(stat -c %s "$T/q0.pcap") - 24))
-wait_for_linecapd "(( \$(records_bytes) >= expected ))" 60 || fail "capture incomplete: $(records_bytes) of $expected bytes"
+wait_for_linecapd "(( \$(record_bytes '$T/out') >= expected ))" 60 || fail "capture incomplete: $(record_bytes "$T/out") of $expected bytes"
 stop_linecapd || fail "linecapd exited $LINECAPD_RC"
 shopt -s nullglob
 files=("$T"/out/*.pcap)
