@@ -264,6 +264,8 @@ int apply_priority_on_lcore(void* arg) {
 void CaptureEngine::start_scrub() {
     const OutputConfig& out = config_.output;
     if (!out.scrub.enabled) return;
+    if (!out.manifest)
+        spdlog::info("output.scrub: output.manifest is off; only files that have a manifest can be checked");
     Writer* writer = writer_.get();
     scrubber_ = std::make_unique<ScrubService>(
         ScrubOptions{.directory = out.directory, .period_ns = out.scrub.period_s * 1'000'000'000ull},

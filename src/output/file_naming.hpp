@@ -50,8 +50,9 @@ std::string damaged_marker_name(std::string_view capture_name);
 // The capture file a marker name belongs to; nullopt if `name` is not a marker.
 std::optional<std::string> capture_name_of_damaged_marker(std::string_view name);
 
-// Where the scrub keeps its progress across restarts (hidden: never a capture file).
-inline constexpr std::string_view kScrubStateName = ".scrub-state";
+// Where the scrub keeps its progress across restarts. Not hidden: hidden names in the
+// capture directory are files in progress and temporaries, which this is not.
+inline constexpr std::string_view kScrubStateName = "linecap-scrub.state";
 
 // A finished capture file's name: "*.pcap" or "*.pcapng", not hidden.
 inline bool is_capture_name(std::string_view name) {

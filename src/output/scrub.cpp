@@ -90,6 +90,7 @@ void Scrubber::AlignedFree::operator()(void* p) const { std::free(p); }
 Scrubber::Scrubber(ScrubOptions options, ScrubClock& clock, ScrubCounters& counters, MarkHook marked)
     : options_(std::move(options)), clock_(clock), counters_(counters), marked_(std::move(marked)) {
     dir_fd_ = ::open(options_.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    dir_error_ = dir_fd_ < 0 ? errno : 0;
     void* buffer = nullptr;
     const size_t chunk = std::max<size_t>(options_.chunk_bytes / kDirectIoAlignment, 1) * kDirectIoAlignment;
     if (::posix_memalign(&buffer, kDirectIoAlignment, chunk) == 0) buffer_.reset(static_cast<uint8_t*>(buffer));
@@ -211,9 +212,7 @@ void Scrubber::clear_marker(const std::string& name) {
 
 // --- checking -------------------------------------------------------------------------
 
-ScrubResult Scrubber::check(const std::string& name) { return check_paced(name, 0, 0); }
-
-ScrubResult Scrubber::check_paced(const std::string& name, uint64_t done_before, uint64_t pass_bytes) {
+ScrubResult Scrubber::check(const std::string& name, uint64_t done_before, uint64_t pass_bytes) {
     const auto count = [this](std::atomic<uint64_t>& counter, ScrubResult result) {
         counter.fetch_add(1, std::memory_order_relaxed);
         return result;
@@ -248,8 +247,7 @@ ScrubResult Scrubber::check_paced(const std::string& name, uint64_t done_before,
     Sha256 hash;
     uint64_t offset = 0;
     for (;;) {
-        if (pass_bytes > 0 &&
-            !clock_.wait_until(paced_deadline(pass_start_ns_, options_.period_ns, done_before + offset, pass_bytes))) {
+        if (!clock_.wait_until(paced_deadline(pass_start_ns_, options_.period_ns, done_before + offset, pass_bytes))) {
             stopped_ = true;
             return ScrubResult::stopped;
         }
@@ -287,7 +285,7 @@ ScrubResult Scrubber::check_paced(const std::string& name, uint64_t done_before,
 
 bool Scrubber::run_pass() {
     if (dir_fd_ < 0) {
-        spdlog::error("scrub: {}: {}", options_.directory, errno_text(EBADF));
+        spdlog::error("scrub: {}: {}", options_.directory, errno_text(dir_error_));
         return false;
     }
     if (pass_start_ns_ == 0) {
@@ -313,10 +311,12 @@ bool Scrubber::run_pass() {
     }
     if (!resume_after_.empty())
         spdlog::info("scrub: resuming the pass of {} after {}", format_utc_ns(pass_start_ns_), resume_after_);
-    save_state(resume_after_, false);
+    // Nothing written into an empty directory: a daemon that captured nothing leaves
+    // nothing behind.
+    if (!files.empty()) save_state(resume_after_, false);
     for (const Listed& f : files) {
         if (!resume_after_.empty() && f.name <= resume_after_) continue;
-        if (check_paced(f.name, done, total) == ScrubResult::stopped) return false;
+        if (check(f.name, done, total) == ScrubResult::stopped) return false;
         done += f.size;
         resume_after_ = f.name;
         save_state(resume_after_, false);
@@ -331,7 +331,7 @@ bool Scrubber::run_pass() {
                  total, format_utc_ns(pass_start_ns_));
     counters_.passes.fetch_add(1, std::memory_order_relaxed);
     counters_.last_pass_end_ns.store(end, std::memory_order_relaxed);
-    save_state("", true);
+    if (!files.empty()) save_state("", true);
     next_pass_ns_ = pass_start_ns_ + options_.period_ns;
     pass_start_ns_ = 0;
     resume_after_.clear();

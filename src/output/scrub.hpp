@@ -26,7 +26,7 @@
 // cache behind it. The thread runs at idle CPU and I/O priority (idle_priority.hpp) and
 // never touches the writer: it cannot make capture wait.
 //
-// Restarts: the pass's start and the last file checked are kept in ".scrub-state"
+// Restarts: the pass's start and the last file checked are kept in "linecap-scrub.state"
 // (file_naming.hpp), so a daemon restarted more often than once a period still covers
 // the whole store, and the last completed pass survives the restart. The state is
 // advisory: a state file that cannot be read starts a new pass.
@@ -103,13 +103,10 @@ public:
     bool run_pass();
     // Passes, one period apart, until the clock says stop.
     void run();
-    // Checks one file now, unpaced (tests, and the pass for each file).
-    ScrubResult check(const std::string& name);
-    // When the current or next pass started (wall clock ns).
-    uint64_t pass_start_ns() const { return pass_start_ns_; }
 
 private:
-    ScrubResult check_paced(const std::string& name, uint64_t done_before, uint64_t pass_bytes);
+    // One file of the pass, its reads paced within the pass's bytes.
+    ScrubResult check(const std::string& name, uint64_t done_before, uint64_t pass_bytes);
     void set_marker(const std::string& name, const std::string& why);
     void clear_marker(const std::string& name);
     void count_markers();
@@ -121,6 +118,7 @@ private:
     ScrubCounters& counters_;
     const MarkHook marked_;
     int dir_fd_ = -1;
+    int dir_error_ = 0;               // why dir_fd_ could not be opened
     struct AlignedFree {
         void operator()(void* p) const;
     };
