@@ -18,6 +18,7 @@
 #include "capture/tsc_clock.hpp"
 #include "capture/worker.hpp"
 #include "config/config.hpp"
+#include "output/scrub.hpp"
 #include "output/writer.hpp"
 #include "store/index_service.hpp"
 #include "util/result.hpp"
@@ -84,6 +85,8 @@ public:
     const Writer& writer() const { return *writer_; }
     // The background indexer's counters; null when output.index is off.
     const store::IndexingCounters* indexing() const { return indexer_ ? &indexing_counters_ : nullptr; }
+    // The background scrub's counters; null when output.scrub.enabled is off.
+    const ScrubCounters* scrub() const { return scrubber_ ? &scrub_counters_ : nullptr; }
     const Config& config() const { return config_; }
     uint64_t tsc_hz() const { return tsc_hz_; }
 
@@ -93,6 +96,7 @@ private:
     Status build_policies();
     Status build_writer();
     void start_indexer();
+    void start_scrub();
     Status launch_workers();
     void wait_workers();
 
@@ -104,6 +108,8 @@ private:
     std::unique_ptr<Writer> writer_;
     store::IndexingCounters indexing_counters_;
     std::unique_ptr<store::IndexService> indexer_;  // after writer_: its hook calls the writer
+    ScrubCounters scrub_counters_;
+    std::unique_ptr<ScrubService> scrubber_;        // after writer_: its hook calls the writer
     std::unique_ptr<TscClock> clock_;
 
     // One policy slot per port; policies_ keeps every policy ever published alive until

@@ -41,8 +41,9 @@ constexpr std::string_view kWorkerKeys[] = {"lcore", "queues"};
 constexpr std::string_view kOutputKeys[] = {
     "directory",         "format",         "file_template", "rotate", "block_size_kb", "blocks_per_queue",
     "flush_interval_ms", "writer_threads", "o_direct",      "fsync",  "manifest",      "index",
-    "retention"};
+    "scrub",             "retention"};
 constexpr std::string_view kRotateKeys[] = {"size_mb", "interval_s"};
+constexpr std::string_view kScrubKeys[] = {"enabled", "period"};
 constexpr std::string_view kRetentionKeys[] = {"max_bytes", "max_percent", "min_free_bytes", "max_age", "hold_file"};
 constexpr std::string_view kMetricsKeys[] = {"enabled", "listen"};
 constexpr std::string_view kLogKeys[] = {"level"};
@@ -60,6 +61,7 @@ constexpr SchemaLevel kSchema[] = {
     {"capture.workers[]", kWorkerKeys},
     {"output", kOutputKeys},
     {"output.rotate", kRotateKeys},
+    {"output.scrub", kScrubKeys},
     {"output.retention", kRetentionKeys},
     {"metrics", kMetricsKeys},
     {"log", kLogKeys},
@@ -94,6 +96,7 @@ constexpr unsigned kMaxPortNameLength = 32;
 constexpr unsigned kMaxRotateSizeMb = 1u << 20;  // 1 TiB per file
 constexpr unsigned kMaxRotateIntervalS = 86400;  // a day
 constexpr unsigned kMaxFsyncIntervalS = 3600;
+constexpr uint64_t kMaxScrubPeriodS = 3650ull * 86400;  // ten years
 constexpr unsigned kMinMbufs = 1024;
 constexpr unsigned kMaxMbufs = 1u << 27;
 constexpr unsigned kMaxMemoryMb = 1u << 20;  // 1 TiB
@@ -463,6 +466,17 @@ void read_fsync(const YamlValue& value, OutputConfig& config) {
     }
 }
 
+ScrubConfig read_scrub(const YamlMap& scrub) {
+    ScrubConfig config;
+    if (const auto v = scrub.get("enabled")) config.enabled = v->as_bool();
+    if (const auto v = scrub.get("period")) {
+        config.period_s = v->parsed_by(parse_duration);
+        if (config.period_s < 1 || config.period_s > kMaxScrubPeriodS)
+            v->fail_expected("a duration 1s..3650d like 7d");
+    }
+    return config;
+}
+
 RetentionConfig read_retention(const YamlMap& retention) {
     RetentionConfig config;
     if (const auto v = retention.get("max_bytes")) config.max_bytes = v->parsed_by(parse_size);
@@ -495,6 +509,7 @@ OutputConfig read_output(const YamlMap& output) {
     if (const auto v = output.get("fsync")) read_fsync(*v, config);
     if (const auto v = output.get("manifest")) config.manifest = v->as_bool();
     if (const auto v = output.get("index")) config.index = v->as_bool();
+    config.scrub = read_scrub(output.section("scrub", kScrubKeys));
     config.retention = read_retention(output.section("retention", kRetentionKeys));
     return config;
 }

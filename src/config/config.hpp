@@ -86,6 +86,15 @@ struct RetentionConfig {
     bool operator==(const RetentionConfig&) const = default;
 };
 
+// The background scrub (output/scrub.hpp): every finished file re-read and checked
+// against its manifest once per period.
+struct ScrubConfig {
+    bool enabled = true;
+    uint64_t period_s = 7 * 86400;
+
+    bool operator==(const ScrubConfig&) const = default;
+};
+
 struct OutputConfig {
     std::string directory = "/var/lib/linecap";
     FileFormat format = FileFormat::pcap;
@@ -103,6 +112,7 @@ struct OutputConfig {
     unsigned fsync_interval_s = 0;     // with FsyncPolicy::interval
     bool manifest = true;              // SHA-256 sidecar per finished file
     bool index = true;                 // retrieval index sidecar, built in the background
+    ScrubConfig scrub;
     RetentionConfig retention;
 
     bool operator==(const OutputConfig&) const = default;

@@ -29,6 +29,7 @@ struct CaptureViews {
     std::string output_directory;                 // statvfs target
     const RetentionCounters* retention = nullptr; // the writer's retention; null: zeros
     const store::IndexingCounters* indexing = nullptr;  // the background indexer; null: off
+    const ScrubCounters* scrub = nullptr;               // the background scrub; null: off
 };
 
 }  // namespace linecap

@@ -37,6 +37,15 @@ std::optional<IndexingSample> sample_indexing(const store::IndexingCounters* c) 
                           static_cast<double>(load(c->busy_ns)) / 1e9};
 }
 
+std::optional<ScrubSample> sample_scrub(const ScrubCounters* c) {
+    if (c == nullptr) return std::nullopt;
+    return ScrubSample{load(c->ok_files),         load(c->mismatched_files), load(c->missing_manifests),
+                       load(c->bad_manifests),    load(c->unreadable_files), load(c->bytes_read),
+                       load(c->damaged_files),    load(c->passes),
+                       static_cast<double>(load(c->last_pass_end_ns)) / 1e9,
+                       static_cast<double>(load(c->period_s))};
+}
+
 }  // namespace
 
 MetricsCollector::MetricsCollector(CaptureViews views, std::unique_ptr<PortStatsSource> port_stats,
@@ -147,6 +156,7 @@ void MetricsCollector::collect() {
     if (views_.backlog_blocks) next.backlog_blocks = views_.backlog_blocks();
     next.retention = sample_retention(views_.retention);
     next.indexing = sample_indexing(views_.indexing);
+    next.scrub = sample_scrub(views_.scrub);
 
     const std::lock_guard lock(mutex_);
     published_ = std::move(next);

@@ -17,6 +17,7 @@ CaptureViews capture_views(const CaptureEngine& engine) {
         .output_directory = engine.config().output.directory,
         .retention = &writer.retention(),
         .indexing = engine.indexing(),
+        .scrub = engine.scrub(),
     };
 }
 

@@ -207,6 +207,36 @@ void add_indexing_families(std::vector<MetricFamily>& out, const IndexingSample&
                  "Wall time the indexer spent building indexes (at idle priority).", s.busy_seconds);
 }
 
+// Only with output.scrub.enabled. damaged_files is what the alert watches: a capture
+// file whose bytes no longer match its manifest answers queries with what it holds now,
+// not with what was captured.
+void add_scrub_families(std::vector<MetricFamily>& out, const ScrubSample& s) {
+    MetricFamily files = family("linecap_scrub_files_total",
+                                "Finished capture files the background scrub checked against their manifests, by "
+                                "result: ok, mismatch (bytes differ: marked damaged), no_manifest and bad_manifest "
+                                "(cannot be checked), unreadable (read error, logged).",
+                                MetricType::Counter);
+    add_counter(files, {{"result", "ok"}}, s.ok_files);
+    add_counter(files, {{"result", "mismatch"}}, s.mismatched_files);
+    add_counter(files, {{"result", "no_manifest"}}, s.missing_manifests);
+    add_counter(files, {{"result", "bad_manifest"}}, s.bad_manifests);
+    add_counter(files, {{"result", "unreadable"}}, s.unreadable_files);
+    out.push_back(std::move(files));
+    push_counter(out, "linecap_scrub_read_bytes_total", "Bytes of capture files the scrub read.",
+                 static_cast<double>(s.bytes_read));
+    push_gauge(out, "linecap_scrub_damaged_files",
+               "Capture files marked damaged (NAME.damaged): their bytes no longer match their manifest.",
+               static_cast<double>(s.damaged_files));
+    push_counter(out, "linecap_scrub_passes_total", "Scrub passes over the whole store completed by this run.",
+                 static_cast<double>(s.passes));
+    push_gauge(out, "linecap_scrub_last_pass_completed_timestamp_seconds",
+               "When the last scrub pass over the whole store completed (Unix time, kept across restarts); 0: none "
+               "yet.",
+               s.last_pass_end_seconds);
+    push_gauge(out, "linecap_scrub_period_seconds", "output.scrub.period: the store is re-read once per period.",
+               s.period_seconds);
+}
+
 void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& snapshot) {
     out.push_back(per_stream_counter(snapshot, "linecap_files_finalised_total",
                                      "Capture files completed (synced and renamed to their final name).",
@@ -230,6 +260,7 @@ void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& 
     if (snapshot.write_latency) out.push_back(write_latency(*snapshot.write_latency));
     add_retention_families(out, snapshot.retention);
     if (snapshot.indexing) add_indexing_families(out, *snapshot.indexing);
+    if (snapshot.scrub) add_scrub_families(out, *snapshot.scrub);
 }
 
 }  // namespace

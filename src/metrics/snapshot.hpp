@@ -77,6 +77,20 @@ struct IndexingSample {
     double busy_seconds = 0;
 };
 
+// The background scrub (output/scrub.hpp); absent when output.scrub.enabled is off.
+struct ScrubSample {
+    uint64_t ok_files = 0;
+    uint64_t mismatched_files = 0;
+    uint64_t missing_manifests = 0;
+    uint64_t bad_manifests = 0;
+    uint64_t unreadable_files = 0;
+    uint64_t bytes_read = 0;
+    uint64_t damaged_files = 0;
+    uint64_t passes = 0;
+    double last_pass_end_seconds = 0;  // Unix time; 0: no pass completed yet
+    double period_seconds = 0;
+};
+
 struct MetricsSnapshot {
     bool collected = false;           // false until the first collect()
     std::vector<StreamSample> streams;
@@ -88,6 +102,7 @@ struct MetricsSnapshot {
     uint64_t backlog_blocks = 0;
     RetentionSample retention;
     std::optional<IndexingSample> indexing;
+    std::optional<ScrubSample> scrub;
 };
 
 }  // namespace linecap

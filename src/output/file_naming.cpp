@@ -110,4 +110,17 @@ std::optional<std::string> final_name_of_in_progress(std::string_view name) {
     return std::string(name.substr(kInProgressPrefix.size(), name.size() - affixes));
 }
 
+std::string damaged_marker_name(std::string_view capture_name) {
+    std::string name(capture_name);
+    name.append(kDamagedMarkerSuffix);
+    return name;
+}
+
+std::optional<std::string> capture_name_of_damaged_marker(std::string_view name) {
+    if (!name.ends_with(kDamagedMarkerSuffix)) return std::nullopt;
+    name.remove_suffix(kDamagedMarkerSuffix.size());
+    if (!is_capture_name(name)) return std::nullopt;
+    return std::string(name);
+}
+
 }  // namespace linecap

@@ -39,6 +39,21 @@ std::string in_progress_name(std::string_view final_name);
 // The final name an in-progress name stands for; nullopt if `name` is not one.
 std::optional<std::string> final_name_of_in_progress(std::string_view name);
 
+// A capture file whose bytes no longer match its manifest gets a marker beside it,
+// "NAME.pcap.damaged" (one line: when and why), written by the background scrub
+// (output/scrub.hpp) and read by `linecap extract`, `linecap stats` and `linecapd
+// verify`. It is a sidecar like the manifest and the index: retention deletes it with its
+// file and never counts it as a capture file. (These names move to the layout module,
+// which owns every name in the capture directory, when it lands.)
+inline constexpr std::string_view kDamagedMarkerSuffix = ".damaged";
+std::string damaged_marker_name(std::string_view capture_name);
+// The capture file a marker name belongs to; nullopt if `name` is not a marker.
+std::optional<std::string> capture_name_of_damaged_marker(std::string_view name);
+
+// Where the scrub keeps its progress across restarts. Not hidden: hidden names in the
+// capture directory are files in progress and temporaries, which this is not.
+inline constexpr std::string_view kScrubStateName = "linecap-scrub.state";
+
 // A finished capture file's name: "*.pcap" or "*.pcapng", not hidden.
 inline bool is_capture_name(std::string_view name) {
     return !name.empty() && name[0] != '.' && (name.ends_with(".pcap") || name.ends_with(".pcapng"));

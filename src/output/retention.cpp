@@ -22,15 +22,15 @@
 #include "output/manifest.hpp"
 #include "output/unique_fd.hpp"
 #include "util/human_bytes.hpp"
+#include "util/stat_time.hpp"
 
 namespace linecap {
 namespace {
 
 constexpr uint64_t kSecond = 1000000000ull;
 constexpr auto kPeriod = std::chrono::seconds(1);
-constexpr const char* kSidecars[] = {".manifest", ".idx"};
-
-int64_t mtime_ns(const struct stat& st) { return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec; }
+// A capture file's sidecars: its manifest, its index, the scrub's damage marker.
+constexpr std::string_view kSidecars[] = {".manifest", ".idx", kDamagedMarkerSuffix};
 
 std::string trim(const std::string& s) {
     const size_t b = s.find_first_not_of(" \t\r");
@@ -73,7 +73,7 @@ bool HoldList::refresh() {
         problem_ = path_ + ": " + errno_text(errno);
         return changed;
     }
-    if (readable_ && stat_known_ && st.st_ino == ino_ && st.st_size == size_ && mtime_ns(st) == mtime_ns_) return false;
+    if (readable_ && stat_known_ && st.st_ino == ino_ && st.st_size == size_ && stat_mtime_ns(st) == mtime_ns_) return false;
 
     std::ifstream in(path_);
     if (!in) {
@@ -106,7 +106,7 @@ bool HoldList::refresh() {
     stat_known_ = true;
     ino_ = st.st_ino;
     size_ = st.st_size;
-    mtime_ns_ = mtime_ns(st);
+    mtime_ns_ = stat_mtime_ns(st);
     return true;
 }
 
@@ -161,9 +161,9 @@ void RetentionManager::sidecar_changed(const std::string& name) {
 
 uint64_t RetentionManager::bytes_with_sidecars(const std::string& name, uint64_t file_bytes) const {
     uint64_t bytes = file_bytes;
-    for (const char* sidecar : kSidecars) {
+    for (const std::string_view sidecar : kSidecars) {
         struct stat side {};
-        if (::fstatat(dir_fd_, (name + sidecar).c_str(), &side, AT_SYMLINK_NOFOLLOW) == 0)
+        if (::fstatat(dir_fd_, (name + std::string(sidecar)).c_str(), &side, AT_SYMLINK_NOFOLLOW) == 0)
             bytes += static_cast<uint64_t>(side.st_size);
     }
     return bytes;
@@ -233,7 +233,7 @@ void RetentionManager::scan() {
         FinishedFile f;
         f.name = name;
         f.bytes = bytes_with_sidecars(name, static_cast<uint64_t>(st.st_size));
-        const uint64_t mtime = static_cast<uint64_t>(std::max<int64_t>(mtime_ns(st), 0));
+        const uint64_t mtime = static_cast<uint64_t>(std::max<int64_t>(stat_mtime_ns(st), 0));
         if (Result<Manifest> m = read_manifest(dir_fd_, name); m && m->packets > 0) {
             f.first_ns = m->first_ns;
             f.last_ns = m->last_ns;
@@ -257,8 +257,8 @@ bool RetentionManager::remove_files(const FinishedFile& file) {
             spdlog::error("retention: cannot delete {}/{}: {}", config_.directory, file.name, errno_text(errno));
         return false;
     }
-    for (const char* sidecar : kSidecars) {
-        const std::string side = file.name + sidecar;
+    for (const std::string_view sidecar : kSidecars) {
+        const std::string side = file.name + std::string(sidecar);
         if (::unlinkat(dir_fd_, side.c_str(), 0) != 0 && errno != ENOENT)
             spdlog::warn("retention: cannot delete {}/{}: {}", config_.directory, side, errno_text(errno));
     }

@@ -16,6 +16,7 @@
 #include "output/capture_scan.hpp"
 #include "output/file_naming.hpp"
 #include "output/manifest.hpp"
+#include "output/scrub.hpp"
 #include "output/unique_fd.hpp"
 
 namespace linecap {
@@ -29,6 +30,10 @@ std::string seconds_text(uint64_t ns) {
     char text[32];
     std::snprintf(text, sizeof text, "%.3f s", static_cast<double>(ns) / 1e9);
     return text;
+}
+
+void differ(std::vector<std::string>& diffs, const char* field, const std::string& actual, const std::string& expected) {
+    if (actual != expected) diffs.push_back(std::string(field) + " " + actual + " (manifest: " + expected + ")");
 }
 
 // A manifest that agrees with its file, as far as the chain of a stream is concerned.
@@ -94,6 +99,13 @@ void check_stream(const std::string& stream, std::vector<Link>& links, const Ver
 
 }  // namespace
 
+std::vector<std::string> content_differences(const Manifest& manifest, uint64_t size, const std::string& sha256) {
+    std::vector<std::string> diffs;
+    differ(diffs, "size", std::to_string(size), std::to_string(manifest.size));
+    differ(diffs, "sha256", sha256, manifest.sha256);
+    return diffs;
+}
+
 Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::function<void(const std::string&)>& out) {
     UniqueFd dir_fd(::open(options.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dir_fd) return runtime_error(options.directory + ": " + errno_text(errno));
@@ -114,6 +126,11 @@ Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::f
         struct stat st {};
         if (::fstatat(dir_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
         ++report.files;
+        const std::optional<std::string> marker = read_damaged_marker(dir_fd.get(), name);
+        if (marker) {
+            ++report.damaged;
+            out("DAMAGED " + name + ": marked by the scrub" + (marker->empty() ? "" : " (" + *marker + ")"));
+        }
         UniqueFd fd(::openat(dir_fd.get(), name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
         if (!fd) {
             ++report.invalid;
@@ -152,19 +169,14 @@ Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::f
             out("BAD-MANIFEST " + m.error().message);
             continue;
         }
-        std::vector<std::string> diffs;
-        const auto differ = [&](const char* field, const std::string& actual, const std::string& expected) {
-            if (actual != expected) diffs.push_back(std::string(field) + " " + actual + " (manifest: " + expected + ")");
-        };
-        differ("file", name, m->file);
-        differ("size", std::to_string(scan.file_bytes), std::to_string(m->size));
-        differ("sha256", scan.sha256, m->sha256);
+        std::vector<std::string> diffs = content_differences(*m, scan.file_bytes, scan.sha256);
+        differ(diffs, "file", name, m->file);
         if (scan.header_valid) {
-            differ("format", to_string(scan.format), m->format);
-            differ("packets", std::to_string(scan.packets), std::to_string(m->packets));
+            differ(diffs, "format", to_string(scan.format), m->format);
+            differ(diffs, "packets", std::to_string(scan.packets), std::to_string(m->packets));
             if (scan.packets > 0 || m->packets > 0) {
-                differ("first_ns", std::to_string(scan.first_ns), std::to_string(m->first_ns));
-                differ("last_ns", std::to_string(scan.last_ns), std::to_string(m->last_ns));
+                differ(diffs, "first_ns", std::to_string(scan.first_ns), std::to_string(m->first_ns));
+                differ(diffs, "last_ns", std::to_string(scan.last_ns), std::to_string(m->last_ns));
             }
         }
         if (!diffs.empty()) {
@@ -177,6 +189,9 @@ Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::f
         }
         if (!file_ok) continue;
         ++report.verified;
+        if (marker)
+            out("note: " + name + " matches its manifest again (restored?); the scrub's next check of it removes "
+                "the marker");
         if (options.verbose)
             out("ok " + name + " (" + std::to_string(scan.packets) + " packets, " + format_utc_ns(scan.first_ns) +
                 " .. " + format_utc_ns(scan.last_ns) + ")");
@@ -210,6 +225,7 @@ Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::f
         std::to_string(report.verified) + " match their manifests; " + std::to_string(report.mismatched) +
         " mismatched, " + std::to_string(report.invalid) + " invalid, " + std::to_string(report.missing_manifests) +
         " without manifest, " + std::to_string(report.bad_manifests) + " bad manifests, " +
+        std::to_string(report.damaged) + " marked damaged, " +
         std::to_string(report.orphan_manifests) + " orphan manifests, " + std::to_string(report.losses) +
         " with losses, " + std::to_string(report.recovered) + " recovered, " + std::to_string(report.gaps) +
         " gaps: " + (report.findings() == 0 ? "OK" : "FINDINGS"));
@@ -223,9 +239,10 @@ int verify_command(int argc, char** argv) {
                      "\n"
                      "Checks every finished capture file in DIR against its manifest (size, SHA-256,\n"
                      "packets, first and last packet time), and reports files without manifest,\n"
-                     "manifests without file, drops recorded in manifests, files recovered after a\n"
-                     "crash, and gaps per stream (missing files, the daemon not running; with\n"
-                     "--max-gap also pauses in the traffic longer than DURATION, e.g. 10s or 5m).\n"
+                     "manifests without file, files the daemon's scrub marked damaged (FILE.damaged),\n"
+                     "drops recorded in manifests, files recovered after a crash, and gaps per stream\n"
+                     "(missing files, the daemon not running; with --max-gap also pauses in the\n"
+                     "traffic longer than DURATION, e.g. 10s or 5m).\n"
                      "One line per finding, then a summary. Exit: 0 no findings, 1 findings, 64 usage.\n");
     };
     VerifyOptions options;

@@ -12,6 +12,9 @@
 //   INVALID F: …         the file does not read back completely (partial record, …)
 //   NO-MANIFEST F        a capture file without manifest
 //   BAD-MANIFEST F: …    a manifest that cannot be read or parsed
+//   DAMAGED F: …         the background scrub marked the file (F.damaged): its bytes
+//                        no longer matched its manifest (output/scrub.hpp; the same
+//                        size and SHA-256 comparison as MISMATCH, content_differences)
 //   ORPHAN M             a manifest whose capture file is missing
 //   LOSS F: …            packets of the stream were dropped during the file's span
 //   RECOVERED F: …       finished by crash recovery: what was in flight is missing
@@ -25,7 +28,9 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
+#include "output/manifest.hpp"
 #include "util/result.hpp"
 
 namespace linecap {
@@ -43,6 +48,7 @@ struct VerifyReport {
     size_t invalid = 0;
     size_t missing_manifests = 0;
     size_t bad_manifests = 0;
+    size_t damaged = 0;             // marked by the scrub
     size_t orphan_manifests = 0;
     size_t losses = 0;              // files with drops in their span
     size_t recovered = 0;
@@ -50,9 +56,15 @@ struct VerifyReport {
     size_t in_progress = 0;         // hidden files being written (not a finding)
 
     size_t findings() const {
-        return mismatched + invalid + missing_manifests + bad_manifests + orphan_manifests + losses + recovered + gaps;
+        return mismatched + invalid + missing_manifests + bad_manifests + damaged + orphan_manifests + losses +
+               recovered + gaps;
     }
 };
+
+// How a capture file's bytes (`size`, `sha256` hex) differ from its manifest, one text
+// per field ("sha256 <actual> (manifest: <expected>)"); empty when they match. What the
+// scrub marks a file for (output/scrub.hpp) and the core of verify's MISMATCH.
+std::vector<std::string> content_differences(const Manifest& manifest, uint64_t size, const std::string& sha256);
 
 // Writes the finding lines and the summary through `out` (one line each, no newline).
 Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::function<void(const std::string&)>& out);

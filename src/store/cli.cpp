@@ -32,7 +32,7 @@ constexpr const char* kHelp = R"(linecap - forensic retrieval over a linecapd ca
 
 usage:
   linecap extract --dir DIR [--from TIME] [--to TIME] [--filter EXPR] -o OUT.pcap|-
-                  [--format pcap|pcapng] [--no-index] [-v]
+                  [--format pcap|pcapng] [--no-index] [--accept-damaged] [-v]
   linecap index   --dir DIR [--force] [--jobs N] [--block-kb N] [-v]
   linecap stats   --dir DIR [--per-file] [--gaps N] [--gap-threshold SECONDS] [--json]
   linecap --help | --version
@@ -53,11 +53,19 @@ extract   Writes the packets with FROM <= timestamp < TO (nanosecond precision) 
           TIME: ISO 8601 with a zone (2026-11-30T02:10:00.5Z, 2026-11-30T03:10:00+01:00,
           20261130T021000Z, or a date 2026-11-30 = midnight UTC) or Unix seconds with
           an optional fraction (1700000000.123456789). Default: everything.
-          --format pcapng  write pcapng with one interface per source stream, named
-                      "<port>:<queue>" (description "linecap port P queue Q"), so
-                      each packet keeps its origin; default pcap
-          --no-index  scan every selected file (ignore indexes)
-          -v          print the plan and what was read on stderr
+          A file whose bytes may not be what was captured is named on stderr, one
+          line each ("linecap: integrity: FILE: why"), scanned instead of read
+          through its index, and makes the exit status 3: a file the daemon's
+          scrub marked damaged (its SHA-256 no longer matches its manifest; the
+          marker FILE.damaged says since when and what differs), or a file that
+          changed after it was indexed (its mtime may have been set back).
+          --format pcapng   write pcapng with one interface per source stream, named
+                            "<port>:<queue>" (description "linecap port P queue Q"),
+                            so each packet keeps its origin; default pcap
+          --no-index        scan every selected file (ignore indexes; then a file
+                            that changed after indexing is not noticed)
+          --accept-damaged  still name such files, but exit 0 for them
+          -v                print the plan and what was read on stderr
 index     Builds NAME.pcap.idx (NAME.pcapng.idx) for every finished capture file
           whose index is missing, stale or damaged (--force: all), and removes indexes
           whose capture file is gone. --jobs N files at a time (default 1); --block-kb
@@ -65,11 +73,12 @@ index     Builds NAME.pcap.idx (NAME.pcapng.idx) for every finished capture file
 stats     Time span, files, bytes and packets per stream, the largest gaps between
           consecutive files of each stream (--gaps N, default 3; --gap-threshold S
           counts gaps longer than S seconds, default the configured rotation interval),
-          drops per file where a manifest reports them. --per-file lists every file;
-          --json prints the same as JSON.
+          drops per file where a manifest reports them, and the files the scrub
+          marked damaged. --per-file lists every file; --json prints the same as JSON.
 
 exit status: 0 ok; 1 some files could not be read (the rest was processed, the output
-is a valid pcap); 64 usage error.
+is a valid pcap); 3 (extract) files were read whose bytes may not be what was captured,
+see above (takes precedence over 1; the output is complete); 64 usage error.
 )";
 
 struct Args {
@@ -88,7 +97,7 @@ bool takes_value(const std::string& name) {
 }
 
 bool known_flag(const std::string& name) {
-    static const char* flags[] = {"--no-index", "-v", "--verbose", "--force", "--per-file", "--json"};
+    static const char* flags[] = {"--no-index", "--accept-damaged", "-v", "--verbose", "--force", "--per-file", "--json"};
     for (const char* f : flags)
         if (name == f) return true;
     return false;
@@ -240,6 +249,8 @@ int cmd_extract(const Cli& cli) {
     const bool verbose = cli.flag("-v");
     o.on_warning = [](const std::string& m) { print_line("warning", m); };
     o.on_error = [](const std::string& m) { print_line("error", m); };
+    o.on_concern = [](const FileConcern& c) { print_line("integrity", c.path + ": " + c.reason); };
+    const bool accept_damaged = cli.flag("--accept-damaged");
     const auto out = cli.get("-o");
     if (!out || out->empty()) return Cli::usage_error("-o OUT.pcap (or -o - for stdout) is required"), kExitUsage;
 
@@ -289,6 +300,7 @@ int cmd_extract(const Cli& cli) {
                      static_cast<unsigned long long>(r.blocks_total), r.files_skipped_by_index, r.files_scanned,
                      static_cast<unsigned long long>(r.packets_examined), static_cast<double>(r.bytes_read) / (1 << 20));
     }
+    if (!r.concerns.empty() && !accept_damaged) return kExitUntrusted;
     return r.errors.empty() ? kExitOk : kExitErrors;
 }
 

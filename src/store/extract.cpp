@@ -1,11 +1,15 @@
 #include "store/extract.hpp"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <map>
 #include <memory>
 #include <queue>
 
 #include "format/pcapng_blocks.hpp"
+#include "output/scrub.hpp"
+#include "output/unique_fd.hpp"
 #include "store/filter_plan.hpp"
 #include "store/index_format.hpp"
 #include "store/packet_keys.hpp"
@@ -42,6 +46,10 @@ public:
     void error(const std::string& m) {
         r_.errors.push_back(m);
         if (o_.on_error) o_.on_error(m);
+    }
+    void concern(FileConcern c) {
+        if (o_.on_concern) o_.on_concern(c);
+        r_.concerns.push_back(std::move(c));
     }
 
 private:
@@ -285,6 +293,7 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
     auto catalog = scan_catalog(o.directory, tmpl.value());
     if (!catalog) return catalog.error();
     report.files_in_store = catalog->files.size();
+    const UniqueFd dir_fd(::open(o.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));  // for the markers
 
     // --- plan ---
     std::vector<FilePlan> plans;
@@ -297,6 +306,12 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
         if (from >= to) break;
         if (f.upper_ns <= from || f.lower_ns >= to) continue;
         ++report.files_selected;
+        // Marked damaged: whatever was derived from the old bytes (the index) is not
+        // trusted; the file is scanned.
+        const std::optional<std::string> marker = dir_fd ? read_damaged_marker(dir_fd.get(), f.name) : std::nullopt;
+        if (marker)
+            rep.concern(FileConcern{.path = f.path, .damaged = true, .stale_index = false,
+                                    .reason = "marked damaged" + (marker->empty() ? "" : " (" + *marker + ")")});
         auto file = format::FileSource::open(f.path);
         if (!file) {
             rep.error(f.path + ": " + file.error().message);
@@ -317,13 +332,15 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
         p.rescan_end = p.size;
 
         LoadedIndex li;
-        if (o.use_index) {
+        if (o.use_index && !marker) {
             li = load_index(f.path, p.size, p.mtime_ns);
             if (li.state == IndexState::missing)
                 rep.warning(f.path + ": no index; scanning the file");
+            else if (li.state == IndexState::stale)
+                rep.concern(FileConcern{.path = f.path, .damaged = false, .stale_index = true,
+                                        .reason = "index older than the file (" + li.problem + "); scanned"});
             else if (li.state != IndexState::valid)
-                rep.warning(f.path + ": index " + (li.state == IndexState::stale ? "stale" : "unusable") + " (" +
-                            li.problem + "); scanning the file");
+                rep.warning(f.path + ": index unusable (" + li.problem + "); scanning the file");
         }
         if (li.state == IndexState::valid) {
             p.indexed = true;

@@ -19,6 +19,14 @@
 // kept): the cursor warns and reads the rest of the file, including what the index had
 // let it skip, so the answer stays that of a scan.
 //
+// Integrity: a file the query reads whose bytes may not be what was captured is a
+// *concern*, reported once per file (ExtractReport::concerns, on_concern): a file the
+// background scrub marked damaged (output/scrub.hpp: its bytes differ from its manifest),
+// or a file whose index is older than its bytes (index_staleness: it changed after it
+// was indexed). Both are scanned rather than read through their index, so the packets
+// written are what the file holds now; whether to trust them is the caller's decision
+// (the CLI exits 3 unless --accept-damaged; the HTTP API reports them).
+//
 // A file that cannot be read (bad header, corrupt or truncated record, I/O error) is an
 // error naming the file: the packets before the problem are kept, the other files are
 // still read, and the output is a valid pcap (exit code 1 in the CLI).
@@ -36,6 +44,13 @@
 
 namespace linecap::store {
 
+struct FileConcern {
+    std::string path;
+    bool damaged = false;       // marked by the scrub
+    bool stale_index = false;   // its index is older than its bytes
+    std::string reason;         // one line: the marker's finding, or why the index is stale
+};
+
 struct ExtractOptions {
     std::string directory;
     std::string file_template = kDefaultFileTemplate;
@@ -49,6 +64,7 @@ struct ExtractOptions {
     // One line each, as they happen (the report collects them too).
     std::function<void(const std::string&)> on_warning;
     std::function<void(const std::string&)> on_error;
+    std::function<void(const FileConcern&)> on_concern;
 };
 
 struct ExtractReport {
@@ -67,6 +83,7 @@ struct ExtractReport {
     std::string plan;              // the filter plan, described
     std::vector<std::string> warnings;
     std::vector<std::string> errors;
+    std::vector<FileConcern> concerns;  // in the order the files were planned
 };
 
 // Writes the result to `out_fd` (a file or a pipe). Returns an error (nothing usable

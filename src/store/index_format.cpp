@@ -14,6 +14,9 @@
 
 #include "util/errno_text.hpp"
 #include "format/capture_writer.hpp"
+#include "output/io_status.hpp"
+#include "output/manifest.hpp"  // format_utc_ns
+#include "util/stat_time.hpp"
 #include "store/crc32c.hpp"
 
 namespace linecap::store {
@@ -575,6 +578,19 @@ Result<IndexStats> build_index(const std::string& pcap_path, IndexBuildOptions o
     return stats;
 }
 
+std::string index_staleness(const IndexHeader& h, int64_t index_mtime_ns, uint64_t pcap_size, int64_t pcap_mtime_ns,
+                            int64_t pcap_ctime_ns) {
+    if (h.pcap_size != pcap_size)
+        return "indexed at " + std::to_string(h.pcap_size) + " bytes, file now has " + std::to_string(pcap_size);
+    if (h.pcap_mtime_ns != pcap_mtime_ns) return "file modified since it was indexed";
+    // Strictly later: the indexer writes the index after the writer's rename, usually
+    // within the same tick of the kernel's coarse file-time clock.
+    if (pcap_ctime_ns > index_mtime_ns)
+        return "file changed at " + format_utc_ns(static_cast<uint64_t>(pcap_ctime_ns)) +
+               ", after it was indexed (its mtime was kept)";
+    return "";
+}
+
 LoadedIndex load_index(const std::string& pcap_path, uint64_t pcap_size, int64_t pcap_mtime_ns) {
     LoadedIndex out;
     const std::string path = index_path_for(pcap_path);
@@ -619,13 +635,12 @@ LoadedIndex load_index(const std::string& pcap_path, uint64_t pcap_size, int64_t
         out.problem = ix.error().message;
         return out;
     }
-    const IndexHeader& h = ix->header();
-    if (h.pcap_size != pcap_size || h.pcap_mtime_ns != pcap_mtime_ns) {
+    struct stat pcap_st {};
+    const int64_t pcap_ctime_ns = ::stat(pcap_path.c_str(), &pcap_st) == 0 ? stat_ctime_ns(pcap_st) : 0;
+    if (std::string why = index_staleness(ix->header(), stat_mtime_ns(st), pcap_size, pcap_mtime_ns, pcap_ctime_ns);
+        !why.empty()) {
         out.state = IndexState::stale;
-        out.problem = h.pcap_size != pcap_size
-                          ? "indexed at " + std::to_string(h.pcap_size) + " bytes, file now has " +
-                                std::to_string(pcap_size)
-                          : "file modified since it was indexed";
+        out.problem = std::move(why);
         return out;
     }
     out.state = IndexState::valid;

@@ -266,8 +266,18 @@ struct LoadedIndex {
     std::string problem;  // for stale and corrupt: one line
     Index index;
 };
-// Loads and validates the index of `pcap_path` against the file's current size and
-// mtime (`pcap_size`, `pcap_mtime_ns`): stale when either differs from what was indexed.
+// Why an index no longer describes its capture file ("" when it does): the file's size or
+// mtime differs from what was indexed, or the file changed after the index was written —
+// its ctime is later than the index file's mtime. The last catches bytes rewritten with
+// the mtime set back (anyone can set an mtime; only the kernel sets a ctime). A chmod,
+// chown or copy of the store also moves ctimes: those indexes are rebuilt too (`linecap
+// index`, the daemon's start-up sweep), which costs time but never gives a wrong answer.
+std::string index_staleness(const IndexHeader& header, int64_t index_mtime_ns, uint64_t pcap_size,
+                            int64_t pcap_mtime_ns, int64_t pcap_ctime_ns);
+
+// Loads and validates the index of `pcap_path` against the file as it is now: its size
+// and mtime (`pcap_size`, `pcap_mtime_ns`, as the caller found them) and its ctime.
+// Stale: index_staleness().
 LoadedIndex load_index(const std::string& pcap_path, uint64_t pcap_size, int64_t pcap_mtime_ns);
 
 }  // namespace linecap::store

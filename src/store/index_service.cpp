@@ -2,9 +2,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -14,43 +12,32 @@
 #include <vector>
 
 #include "util/errno_text.hpp"
+#include "output/idle_priority.hpp"
+#include "output/io_status.hpp"
 #include "store/catalog.hpp"
 #include "store/index_format.hpp"
+#include "util/stat_time.hpp"
 
 namespace linecap::store {
 namespace {
 
-// <linux/ioprio.h> is not in every libc's headers; the ABI is stable.
-constexpr int kIoprioWhoProcess = 1;
-constexpr int kIoprioClassIdle = 3;
-constexpr int kIoprioClassShift = 13;
-
-void lower_own_priority() {
-    sched_param none{};
-    if (const int rc = pthread_setschedparam(pthread_self(), SCHED_IDLE, &none); rc != 0)
-        spdlog::warn("indexer: cannot run at idle CPU priority ({}); it competes with the writer", errno_text(rc));
-    if (::syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, kIoprioClassIdle << kIoprioClassShift) != 0)
-        spdlog::debug("indexer: idle I/O priority not available: {}", errno_text(errno));
-}
-
-// Whether `pcap_path` has an index that describes the file as it is now. Reads only the
-// index header (a sweep over a large store must not read every index whole); a damaged
-// index body is found, and the index rebuilt, when a query loads it.
-bool has_current_index(const std::string& pcap_path, uint64_t size, int64_t mtime_ns) {
+// Whether `pcap_path` has an index that describes the file as it is now
+// (index_staleness). Reads only the index header (a sweep over a large store must not
+// read every index whole); a damaged index body is found, and the index rebuilt, when a
+// query loads it.
+bool has_current_index(const std::string& pcap_path) {
+    struct stat pcap {};
+    if (::stat(pcap_path.c_str(), &pcap) != 0) return false;
     const int fd = ::open(index_path_for(pcap_path).c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     IndexHeader h{};
-    const bool read = ::pread(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h);
+    struct stat st {};
+    const bool read = ::pread(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) && ::fstat(fd, &st) == 0;
     ::close(fd);
     return read && std::memcmp(h.magic, kIndexMagic, sizeof h.magic) == 0 && h.version == kIndexVersion &&
-           h.pcap_size == size && h.pcap_mtime_ns == mtime_ns;
-}
-
-bool has_current_index(const std::string& pcap_path) {
-    struct stat st {};
-    if (::stat(pcap_path.c_str(), &st) != 0) return false;
-    return has_current_index(pcap_path, static_cast<uint64_t>(st.st_size),
-                             int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec);
+           index_staleness(h, stat_mtime_ns(st), static_cast<uint64_t>(pcap.st_size), stat_mtime_ns(pcap),
+                           stat_ctime_ns(pcap))
+               .empty();
 }
 
 bool exists(const std::string& path) {
@@ -152,7 +139,7 @@ bool IndexService::next(std::string& name) {
 }
 
 void IndexService::run() {
-    if (options_.idle_priority) lower_own_priority();
+    if (options_.idle_priority) lower_to_idle_priority("indexer");
     if (options_.sweep_at_start) sweep();
     for (std::string name; next(name);) index_one(name);
     const std::lock_guard lock(mutex_);
@@ -172,7 +159,7 @@ void IndexService::sweep() {
     }
     size_t queued = 0, skipped = 0;
     for (const CaptureFileInfo& f : catalog->files) {
-        if (has_current_index(f.path, f.size, f.mtime_ns)) continue;
+        if (has_current_index(f.path)) continue;
         if (backlog_.size() >= options_.max_queued) {
             ++skipped;
             continue;

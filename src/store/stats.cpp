@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <map>
 
+#include "output/scrub.hpp"
+#include "output/unique_fd.hpp"
 #include "store/index_format.hpp"
 #include "format/capture_reader.hpp"
 #include "store/time_spec.hpp"
@@ -70,6 +72,7 @@ Result<StoreStats> collect_stats(const StatsOptions& o) {
     if (!tmpl) return tmpl.error();
     auto catalog = scan_catalog(o.directory, tmpl.value());
     if (!catalog) return catalog.error();
+    const UniqueFd dir_fd(::open(o.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));  // for the markers
     StoreStats st;
     st.directory = o.directory;
     st.files = catalog->files.size();
@@ -87,8 +90,10 @@ Result<StoreStats> collect_stats(const StatsOptions& o) {
         bool manifest = false;
         fs.drops = manifest_drops(f.path, &manifest);
         st.any_manifest = st.any_manifest || manifest;
+        if (dir_fd) fs.damaged = read_damaged_marker(dir_fd.get(), f.name);
+        if (fs.damaged) ++st.damaged;
         bool done = false;
-        if (o.use_index) {
+        if (o.use_index && !fs.damaged) {  // an index describes the bytes before the damage
             LoadedIndex li = load_index(f.path, f.size, f.mtime_ns);
             if (li.state == IndexState::valid) {
                 const IndexHeader& h = li.index.header();
@@ -191,6 +196,11 @@ std::string format_stats(const StoreStats& st, bool per_file, uint64_t gap_thres
     else
         out += "span       (no packets)\n";
     if (!st.any_manifest) out += "drops      (no manifests in the store)\n";
+    if (st.damaged) {
+        add("damaged    %zu file(s) marked by the scrub: their bytes no longer match their manifest\n", st.damaged);
+        for (const FileStats& f : st.file_list)
+            if (f.damaged) out += "  " + f.name + ": " + (f.damaged->empty() ? "marked" : *f.damaged) + "\n";
+    }
     out += "\nstreams\n";
     for (const StreamStats& s : st.streams) {
         add("  %-24s %5zu files  %12s  %12llu packets", s.stream.c_str(), s.files, human_bytes(s.bytes, 2).c_str(),
@@ -213,6 +223,7 @@ std::string format_stats(const StoreStats& st, bool per_file, uint64_t gap_thres
             if (f.packets)
                 add("  %s .. %s", format_time(f.first_ts_ns).c_str(), format_time(f.last_ts_ns).c_str());
             if (f.drops) add("  %llu dropped", static_cast<unsigned long long>(*f.drops));
+            if (f.damaged) out += "  DAMAGED";
             out += "\n";
         }
     }
@@ -225,7 +236,7 @@ std::string format_stats_json(const StoreStats& st) {
     o += "\"directory\":" + json_string(st.directory);
     o += ",\"files\":" + num(st.files) + ",\"in_progress\":" + num(st.in_progress);
     o += ",\"indexed\":" + num(st.indexed) + ",\"scanned\":" + num(st.scanned) + ",\"unreadable\":" + num(st.unreadable);
-    o += ",\"bytes\":" + num(st.bytes) + ",\"packets\":" + num(st.packets);
+    o += ",\"bytes\":" + num(st.bytes) + ",\"packets\":" + num(st.packets) + ",\"damaged\":" + num(st.damaged);
     o += ",\"first_ts_ns\":" + num(st.packets ? st.first_ts_ns : 0) + ",\"last_ts_ns\":" + num(st.last_ts_ns);
     o += ",\"streams\":[";
     for (size_t i = 0; i < st.streams.size(); ++i) {
@@ -252,6 +263,7 @@ std::string format_stats_json(const StoreStats& st) {
              ",\"packets\":" + num(f.packets) + ",\"first_ts_ns\":" + num(f.first_ts_ns) + ",\"last_ts_ns\":" +
              num(f.last_ts_ns) + ",\"source\":" + json_string(f.source);
         if (f.drops) o += ",\"drops\":" + num(*f.drops);
+        if (f.damaged) o += ",\"damaged\":" + json_string(*f.damaged);
         o += "}";
     }
     o += "],\"errors\":[";

@@ -1,6 +1,7 @@
 // `linecap stats`: what a capture store holds — time span, files, bytes and packets per
 // stream (port/queue), the largest gaps between consecutive files of a stream, index
-// coverage, and drops per file where a sidecar manifest reports them.
+// coverage, drops per file where a sidecar manifest reports them, and the files the
+// background scrub marked damaged (output/scrub.hpp).
 //
 // Packet counts and time spans come from a file's index when it is valid, else from a
 // scan of the file. Drops: the manifest format ("NAME.pcap.manifest") is not final; a
@@ -37,6 +38,7 @@ struct FileStats {
     uint64_t first_ts_ns = 0, last_ts_ns = 0;  // valid when packets > 0
     std::string source;                        // "index", "scan", "error"
     std::optional<uint64_t> drops;             // from a manifest
+    std::optional<std::string> damaged;        // marked by the scrub: the marker's line
 };
 
 struct Gap {
@@ -62,6 +64,7 @@ struct StoreStats {
     uint64_t bytes = 0, packets = 0;
     uint64_t first_ts_ns = UINT64_MAX, last_ts_ns = 0;
     bool any_manifest = false;
+    size_t damaged = 0;  // files marked damaged by the scrub (scanned, never read through their index)
     std::vector<StreamStats> streams;
     std::vector<FileStats> file_list;
     std::vector<std::string> errors;

@@ -811,6 +811,18 @@ TEST(Output, UnknownNestedKey) {
               "test.yaml:7: output.rotate: unknown key 'size'; valid keys here: size_mb, interval_s");
 }
 
+TEST(Scrub, PeriodAndOffSwitch) {
+    EXPECT_EQ(OutputConfig{}.scrub, (ScrubConfig{.enabled = true, .period_s = 7 * 86400}));
+    const Config config = parse_ok(output_with("  scrub:\n    enabled: false\n    period: 30d\n"));
+    EXPECT_FALSE(config.output.scrub.enabled);
+    EXPECT_EQ(config.output.scrub.period_s, 30u * 86400);
+    EXPECT_EQ(parse_ok(output_with("  scrub: { period: 2s }\n")).output.scrub.period_s, 2u);
+    EXPECT_EQ(parse_error(output_with("  scrub:\n    period: 0\n")),
+              "test.yaml:7: output.scrub.period: expected a duration 1s..3650d like 7d, got '0'");
+    EXPECT_EQ(parse_error(output_with("  scrub:\n    period: 11y\n")),
+              "test.yaml:7: output.scrub.period: expected seconds or a duration like 90s, 30m, 12h, 14d, 2w, got '11y'");
+}
+
 TEST(Retention, SizesAndDurations) {
     const Config config =
         parse_ok(output_with("  retention:\n"

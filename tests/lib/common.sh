@@ -413,6 +413,17 @@ free_tcp_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# record_bytes DIR: bytes of pcap records (file headers excluded) in DIR's finished and
+# in-progress capture files: compared with a replayed file's, it says when all is written.
+record_bytes() {
+    local total=0 f
+    for f in "$1"/*.pcap "$1"/.*.part; do
+        [[ -f $f ]] || continue
+        total=$((total + $(stat -c %s "$f") - 24))
+    done
+    echo "$total"
+}
+
 # gen_pcap ARGS...: tests/tools/gen_pcap.py, quiet (e.g. gen_pcap --count 1000 --mix --out f).
 gen_pcap() { python3 "$GEN_PCAP" -q "$@"; }
 

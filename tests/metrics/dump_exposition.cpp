@@ -28,6 +28,16 @@ int main() {
     capture.indexing.pcap_bytes.store(7ull << 30);
     capture.indexing.index_bytes.store(42ull << 20);
     capture.indexing.busy_ns.store(5'000'000'000);
+    capture.scrub.ok_files.store(40);
+    capture.scrub.mismatched_files.store(1);
+    capture.scrub.missing_manifests.store(2);
+    capture.scrub.bad_manifests.store(3);
+    capture.scrub.unreadable_files.store(4);
+    capture.scrub.bytes_read.store(40ull << 30);
+    capture.scrub.damaged_files.store(1);
+    capture.scrub.passes.store(2);
+    capture.scrub.last_pass_end_ns.store(1'764'468'600'000'000'000);
+    capture.scrub.period_s.store(7 * 86400);
     capture.lcore[0].total_cycles.set(1000);
     capture.lcore[0].busy_cycles.set(500);
     capture.lcore[0].packets.set(50);

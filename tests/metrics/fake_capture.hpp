@@ -50,6 +50,8 @@ struct FakeCapture {
     WriteLatency latency;
     store::IndexingCounters indexing;
     bool indexing_on = true;   // output.index
+    ScrubCounters scrub;
+    bool scrub_on = true;      // output.scrub.enabled
     size_t backlog = 0;
 
     // Owned by the collector once make_collector() ran; the test keeps a pointer.
@@ -76,6 +78,7 @@ struct FakeCapture {
         v.backlog_blocks = [this] { return backlog; };
         v.output_directory = "/captures";
         v.indexing = indexing_on ? &indexing : nullptr;
+        v.scrub = scrub_on ? &scrub : nullptr;
         return v;
     }
 

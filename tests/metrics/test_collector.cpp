@@ -268,6 +268,42 @@ TEST_F(CollectorTest, IndexerCountersAndQueue) {
     EXPECT_EQ(s.value("linecap_index_busy_seconds_total"), 1.5);
 }
 
+TEST_F(CollectorTest, ScrubCountersByResult) {
+    capture.scrub.ok_files.store(20);
+    capture.scrub.mismatched_files.store(1);
+    capture.scrub.missing_manifests.store(2);
+    capture.scrub.bad_manifests.store(3);
+    capture.scrub.unreadable_files.store(4);
+    capture.scrub.bytes_read.store(7000);
+    capture.scrub.damaged_files.store(1);
+    capture.scrub.passes.store(5);
+    capture.scrub.last_pass_end_ns.store(1'764'468'600'500'000'000);
+    capture.scrub.period_s.store(604800);
+    collector->collect();
+    const Scrape s = scrape(*collector);
+    EXPECT_EQ(s.value("linecap_scrub_files_total", {{"result", "ok"}}), 20);
+    EXPECT_EQ(s.value("linecap_scrub_files_total", {{"result", "mismatch"}}), 1);
+    EXPECT_EQ(s.value("linecap_scrub_files_total", {{"result", "no_manifest"}}), 2);
+    EXPECT_EQ(s.value("linecap_scrub_files_total", {{"result", "bad_manifest"}}), 3);
+    EXPECT_EQ(s.value("linecap_scrub_files_total", {{"result", "unreadable"}}), 4);
+    EXPECT_EQ(s.value("linecap_scrub_read_bytes_total"), 7000);
+    EXPECT_EQ(s.value("linecap_scrub_damaged_files"), 1);
+    EXPECT_EQ(s.types.at("linecap_scrub_damaged_files"), "gauge");
+    EXPECT_EQ(s.value("linecap_scrub_passes_total"), 5);
+    EXPECT_NEAR(s.value("linecap_scrub_last_pass_completed_timestamp_seconds").value_or(0), 1764468600.5, 1e-3);
+    EXPECT_EQ(s.value("linecap_scrub_period_seconds"), 604800);
+}
+
+TEST(CollectorScrubOff, NoScrubSeries) {
+    FakeCapture capture;
+    capture.scrub_on = false;
+    auto collector = capture.make_collector();
+    collector->collect();
+    const Scrape s = scrape(*collector);
+    EXPECT_TRUE(s.series("linecap_scrub_files_total").empty());
+    EXPECT_TRUE(s.series("linecap_scrub_damaged_files").empty());
+}
+
 TEST(CollectorIndexingOff, NoIndexerSeries) {
     FakeCapture capture;
     capture.indexing_on = false;

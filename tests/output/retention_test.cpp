@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "output/file_naming.hpp"
 #include "output/manifest.hpp"
 #include "output/retention.hpp"
 #include "output/sha256.hpp"
@@ -104,13 +105,16 @@ TEST_F(RetentionTest, MaxBytesDeletesTheOldestFirstWithTheirSidecars) {
     uint64_t size = 0;
     for (int i = 0; i < 5; ++i) size = capture("f" + std::to_string(i) + ".pcap", kT0 + i * kSecond);
     test::write_file(dir.file("f0.pcap.idx"), std::vector<uint8_t>(10, 1));
+    // The scrub's damage marker is a sidecar too: never a capture file of its own.
+    test::write_file(dir.file(damaged_marker_name("f1.pcap")), std::vector<uint8_t>(20, 'x'));
     manifest("f0.pcap", kT0, kT0 + 19000000);
     manifest("f1.pcap", kT0 + kSecond, kT0 + kSecond + 19000000);
     config.retention.max_bytes = 3 * size + 100;
     auto m = manager();
     m->enforce(kT0 + 100 * kSecond);
     EXPECT_EQ(kept(*m), (std::vector<std::string>{"f2.pcap", "f3.pcap", "f4.pcap"}));
-    for (const char* gone : {"f0.pcap", "f0.pcap.idx", "f0.pcap.manifest", "f1.pcap", "f1.pcap.manifest"})
+    for (const char* gone : {"f0.pcap", "f0.pcap.idx", "f0.pcap.manifest", "f1.pcap", "f1.pcap.manifest",
+                             "f1.pcap.damaged"})
         EXPECT_FALSE(exists(gone)) << gone;
     EXPECT_EQ(counters.deleted_files.load(), 2u);
     EXPECT_GT(counters.deleted_bytes.load(), 2 * size);

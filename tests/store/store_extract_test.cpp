@@ -3,6 +3,7 @@
 // regression corpus of damaged files (each an error naming the file; the query over the
 // other files still returns exactly the right packets).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -11,6 +12,7 @@
 #include <map>
 #include <tuple>
 
+#include "format/pcap_format.hpp"
 #include "store/cli.hpp"
 #include "store/crc32c.hpp"
 #include "store/extract.hpp"
@@ -259,7 +261,13 @@ TEST(Extract, CorruptFilesAreReportedAndTheRestIsStillRight) {
             EXPECT_NE(warning_for(files[0].name).find("checksum mismatch"), std::string::npos);
             EXPECT_NE(warning_for(files[1].name).find("extends past the end of the capture file"), std::string::npos)
                 << warning_for(files[1].name);
-            EXPECT_NE(warning_for(files[2].name).find("index stale"), std::string::npos);
+            // The file changed after it was indexed: not a warning but a concern (scanned).
+            EXPECT_EQ(warning_for(files[2].name), "");
+            ASSERT_EQ(run.report.concerns.size(), 1u);
+            EXPECT_EQ(run.report.concerns[0].path, dir / files[2].name);
+            EXPECT_TRUE(run.report.concerns[0].stale_index);
+            EXPECT_NE(run.report.concerns[0].reason.find("index older than the file (indexed at"), std::string::npos)
+                << run.report.concerns[0].reason;
             EXPECT_NE(warning_for(trunc_record).find("no index; scanning the file"), std::string::npos);
         }
     }
@@ -293,6 +301,90 @@ int cli(std::vector<std::string> args, std::string* err = nullptr) {
     return rc;
 }
 }  // namespace
+
+// Integrity at query time (issue 14 point 3): one address byte changed with the mtime
+// kept. The index, built before, says the host is absent; extract sees that the file
+// changed after it was indexed (ctime), scans it and reports it. A file the scrub marked
+// damaged is scanned and reported even when its index is current.
+TEST(Cli, FilesChangedAfterIndexingOrMarkedDamagedAreScannedAndReported) {
+    TempDir dir;
+    auto files = make_streams(dir.path(), true);
+    const std::string path = dir / files[1].name;
+    // Packet 3 of the file (untagged IPv4): source 198.18.0.3 becomes 203.18.0.3, an
+    // address no file holds.
+    size_t at = sizeof(linecap::pcap::FileHeader);
+    for (int i = 0; i < 3; ++i) at += sizeof(linecap::pcap::RecordHeader) + files[1].packets[size_t(i)].data.size();
+    Bytes img = read_file(path);
+    ASSERT_EQ(img[at + sizeof(linecap::pcap::RecordHeader) + 26], 198);
+    img[at + sizeof(linecap::pcap::RecordHeader) + 26] = 203;
+    files[1].packets[3].data[26] = 203;
+    struct stat before {};
+    ASSERT_EQ(::stat(path.c_str(), &before), 0);
+    {
+        const int fd = ::open(path.c_str(), O_WRONLY);
+        ASSERT_EQ(::pwrite(fd, img.data(), img.size(), 0), ssize_t(img.size()));
+        const timespec times[2] = {before.st_atim, before.st_mtim};
+        ASSERT_EQ(::futimens(fd, times), 0);  // the mtime kept
+        ::close(fd);
+    }
+    // The index was written before the change: its mtime says so (set explicitly, as the
+    // change may fall in the same tick of the kernel's file clock as the build).
+    const std::string idx = index_path_for(path);
+    const timespec earlier[2] = {{before.st_mtim.tv_sec - 10, 0}, {before.st_mtim.tv_sec - 10, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, idx.c_str(), earlier, 0), 0);
+
+    const std::string host = "host 203.18.0.3";
+    const auto want = reference(files, 0, UINT64_MAX, host);
+    ASSERT_EQ(want.size(), 1u);
+    auto run = run_extract(dir.path(), 0, UINT64_MAX, host);
+    expect_same(run.packets, want, "changed after indexing");
+    ASSERT_EQ(run.report.concerns.size(), 1u);
+    EXPECT_EQ(run.report.concerns[0].path, path);
+    EXPECT_TRUE(run.report.concerns[0].stale_index);
+    EXPECT_FALSE(run.report.concerns[0].damaged);
+    EXPECT_NE(run.report.concerns[0].reason.find("after it was indexed (its mtime was kept)"), std::string::npos)
+        << run.report.concerns[0].reason;
+    EXPECT_TRUE(run.report.warnings.empty()) << run.report.warnings[0];
+    EXPECT_TRUE(run.report.errors.empty());
+
+    TempDir out;
+    std::string err;
+    const std::vector<std::string> query = {"extract", "--dir", dir.path(), "--filter", host, "-o", out / "x.pcap"};
+    auto with = [&](std::vector<std::string> args, std::vector<std::string> more) {
+        args.insert(args.end(), more.begin(), more.end());
+        return args;
+    };
+    EXPECT_EQ(cli(query, &err), kExitUntrusted) << err;
+    EXPECT_EQ(err, "linecap: integrity: " + path + ": " + run.report.concerns[0].reason + "\n");
+    EXPECT_EQ(parse_image(read_file(out / "x.pcap")).size(), 1u);  // the packets are written all the same
+    EXPECT_EQ(cli(with(query, {"--accept-damaged"}), &err), kExitOk) << err;
+    EXPECT_NE(err.find("linecap: integrity: " + path), std::string::npos) << err;  // still said
+    // linecap index rebuilds it; then the index answers, and nothing is reported.
+    EXPECT_EQ(cli({"index", "--dir", dir.path()}, &err), 0) << err;
+    EXPECT_EQ(cli(query, &err), kExitOk) << err;
+    EXPECT_EQ(err, "");
+
+    // Marked damaged by the scrub: scanned though its index is current, and reported,
+    // with --no-index too.
+    write_file(path + ".damaged", Bytes{'2', '0', ' ', 's', 'c', 'r', 'u', 'b', ':', ' ', 'x', '\n', 'y'});
+    for (bool use_index : {true, false}) {
+        run = run_extract(dir.path(), 0, UINT64_MAX, host, use_index);
+        expect_same(run.packets, want, "marked");
+        ASSERT_EQ(run.report.concerns.size(), 1u);
+        EXPECT_TRUE(run.report.concerns[0].damaged);
+        EXPECT_EQ(run.report.concerns[0].reason, "marked damaged (20 scrub: x)");
+        EXPECT_EQ(run.report.files_scanned, use_index ? 1u : files.size());
+    }
+    EXPECT_EQ(cli(query, &err), kExitUntrusted) << err;
+    EXPECT_EQ(err, "linecap: integrity: " + path + ": marked damaged (20 scrub: x)\n");
+    // A query that ends where the file begins does not touch it.
+    char to[32];
+    const uint64_t begins = files[1].packets.front().ts_ns;
+    std::snprintf(to, sizeof to, "%llu.%09llu", static_cast<unsigned long long>(begins / 1000000000),
+                  static_cast<unsigned long long>(begins % 1000000000));
+    EXPECT_EQ(cli(with(query, {"--to", to}), &err), kExitOk) << err;
+    EXPECT_EQ(err, "");
+}
 
 TEST(Cli, ExitCodesAndMessages) {
     TempDir dir;
