@@ -12,6 +12,7 @@
 #include <string>
 
 #include "capture/engine.hpp"
+#include "capture/plan.hpp"
 #include "config/config.hpp"
 #include "control/control_loop.hpp"
 #include "control/preflight.hpp"
@@ -32,11 +33,12 @@ constexpr int kExitConfig = 78;  // EX_CONFIG: systemd does not restart on it
 struct Options {
     std::string config_path;
     bool check = false;
+    bool print_plan = false;
 };
 
 void print_usage(FILE* out) {
     std::fprintf(out,
-                 "Usage: linecapd --config FILE [--check]\n"
+                 "Usage: linecapd --config FILE [--check | --print-plan]\n"
                  "       linecapd verify [OPTIONS] DIR   (manifests; linecapd verify --help)\n"
                  "       linecapd --version | --help\n"
                  "\n"
@@ -47,6 +49,9 @@ void print_usage(FILE* out) {
                  "      --check        validate the configuration and this machine (lcores, PCI\n"
                  "                     binding, output directory, filters), print every finding,\n"
                  "                     exit 0 when ready, 78 otherwise\n"
+                 "      --print-plan   print the capture plan (ports, lcore map, mbuf pools and write\n"
+                 "                     blocks per NUMA socket, hugepages needed) as planned before\n"
+                 "                     the devices are probed, and exit; linecap-hugepages reads it\n"
                  "  -V, --version      print version and the DPDK version\n"
                  "  -h, --help         this text\n"
                  "\n"
@@ -58,10 +63,11 @@ void print_usage(FILE* out) {
 
 // Returns an exit code to stop with, or -1 to go on.
 int parse_options(int argc, char** argv, Options& options) {
-    enum { kCheck = 1000 };
+    enum { kCheck = 1000, kPrintPlan };
     static const option long_options[] = {
         {"config", required_argument, nullptr, 'c'},
         {"check", no_argument, nullptr, kCheck},
+        {"print-plan", no_argument, nullptr, kPrintPlan},
         {"version", no_argument, nullptr, 'V'},
         {"help", no_argument, nullptr, 'h'},
         {nullptr, 0, nullptr, 0},
@@ -71,6 +77,7 @@ int parse_options(int argc, char** argv, Options& options) {
         switch (opt) {
             case 'c': options.config_path = optarg; break;
             case kCheck: options.check = true; break;
+            case kPrintPlan: options.print_plan = true; break;
             case 'V': std::printf("linecapd %s (%s)\n", LINECAP_VERSION, rte_version()); return kExitOk;
             case 'h': print_usage(stdout); return kExitOk;
             default: print_usage(stderr); return kExitUsage;
@@ -113,6 +120,15 @@ int run(const Options& options) {
     linecap::PreflightOptions preflight_options;
     preflight_options.probe_disk_speed = options.check;
     linecap::apply_test_overrides(preflight_options);  // LINECAP_SYSFS / LINECAP_PROC: tests only
+    if (options.print_plan) {
+        auto plan = linecap::plan_capture(config.value(), linecap::assumed_port_infos(config.value(), preflight_options));
+        if (!plan) {
+            spdlog::error("{}", plan.error().message);
+            return kExitConfig;
+        }
+        std::fputs(linecap::describe_plan(config.value(), plan.value()).c_str(), stdout);
+        return kExitOk;
+    }
     const bool ready = report_preflight(linecap::preflight(config.value(), preflight_options));
     if (options.check) {
         if (ready) spdlog::info("{}: configuration and machine ready", options.config_path);

@@ -15,7 +15,7 @@
 #include <map>
 #include <thread>
 
-#include "capture/assignment.hpp"
+#include "capture/plan.hpp"
 #include "dpdk/eal.hpp"
 #include "dpdk/mempool.hpp"
 #include "dpdk/port.hpp"
@@ -50,8 +50,11 @@ Result<std::unique_ptr<CaptureEngine>> CaptureEngine::start(const Config& config
 }
 
 Status CaptureEngine::init() {
-    auto assignment = assign_queues(config_);
-    if (!assignment) return assignment.error();
+    // Before EAL: the plan with assumed device capabilities catches a bad lcore map before
+    // anything is touched.
+    std::vector<PortInfo> assumed;
+    for (const PortConfig& pc : config_.ports) assumed.push_back(assumed_port_info(pc, -1));
+    if (auto early = plan_capture(config_, assumed); !early) return early.error();
 
     auto eal = Eal::init(config_);
     if (!eal) return eal.error();
@@ -59,44 +62,26 @@ Status CaptureEngine::init() {
     tsc_hz_ = rte_get_tsc_hz();
     clock_ = std::make_unique<TscClock>(tsc_hz_, rte_rdtsc(), realtime_ns());
 
-    // Find every port first: the mempools are sized per NUMA socket from all of them.
+    // Every port first: the plan sizes the pools per NUMA socket from all of them, with
+    // what the probed devices really offer.
     std::vector<PortInfo> infos;
     for (const PortConfig& pc : config_.ports) {
         auto info = find_port(pc);
         if (!info) return info.error().context("port " + pc.name);
         infos.push_back(info.value());
     }
+    auto planned = plan_capture(config_, infos);
+    if (!planned) return planned.error();
+    const CapturePlan& plan = planned.value();
+    for (const std::string& adjustment : plan.adjustments) spdlog::warn("device limits: {}", adjustment);
 
-    // Frames larger than one default mbuf are chained by PMDs that scatter; for those
-    // that cannot, the pool gets mbufs large enough for the whole frame.
-    std::map<int, MempoolSizing> sizing;
-    for (size_t p = 0; p < config_.ports.size(); ++p) {
-        const PortConfig& pc = config_.ports[p];
-        MempoolSizing& s = sizing[infos[p].socket];
-        s.descriptors += pc.rx_queues * effective_rx_descriptors(infos[p], pc.rx_descriptors);
-        s.burst = config_.capture.burst_size;
-        s.cache = config_.capture.mbuf_cache;
-        unsigned room = RTE_MBUF_DEFAULT_BUF_SIZE;
-        if (!infos[p].scatter_capable && max_frame_len(pc.mtu) > RTE_MBUF_DEFAULT_DATAROOM) {
-            room = max_frame_len(pc.mtu) + RTE_PKTMBUF_HEADROOM;
-        }
-        s.data_room = std::max(s.data_room, room);
-    }
-    for (const auto& w : assignment.value()) {
-        std::map<int, bool> counted;
-        for (const QueueRef& ref : w.queues) {
-            int socket = infos[ref.port_index].socket;
-            if (!counted[socket]) sizing[socket].workers += 1;
-            counted[socket] = true;
-        }
-    }
     std::map<int, Mempool*> pool_by_socket;
-    for (auto& [socket, s] : sizing) {
-        unsigned count = config_.capture.mbufs ? config_.capture.mbufs : mempool_size(s);
-        auto pool = Mempool::create("linecap_mbuf_s" + std::to_string(socket), count, s.cache, s.data_room, socket);
+    for (const auto& [socket, s] : plan.sockets) {
+        auto pool = Mempool::create("linecap_mbuf_s" + std::to_string(socket), s.mbufs, config_.capture.mbuf_cache,
+                                    s.mbuf_data_room, socket);
         if (!pool) return pool.error();
-        spdlog::info("mempool socket {}: {} mbufs × {} bytes ({} MiB)", socket, count, s.data_room,
-                     (uint64_t(count) * (s.data_room + 128 + sizeof(rte_mbuf))) >> 20);
+        spdlog::info("mempool socket {}: {} mbufs × {} bytes ({} MiB)", socket, s.mbufs, s.mbuf_data_room,
+                     s.pool_bytes() >> 20);
         pool_by_socket[socket] = pool.value().get();
         pools_.push_back(std::move(pool.value()));
     }
@@ -107,8 +92,8 @@ Status CaptureEngine::init() {
 
     for (size_t p = 0; p < config_.ports.size(); ++p) {
         const PortConfig& pc = config_.ports[p];
-        auto port = Port::open(pc, infos[p], pool_by_socket[infos[p].socket]->get(),
-                               sizing[infos[p].socket].data_room, config_.capture.mbufs);
+        auto port = Port::open(pc, infos[p], plan.ports[p], pool_by_socket[infos[p].socket]->get(),
+                               config_.capture.mbufs);
         if (!port) return port.error();
         port_views_.push_back(PortView{pc.name, pc.device, infos[p].port_id, pc.rx_queues});
         ports_.push_back(std::move(port.value()));
@@ -120,11 +105,11 @@ Status CaptureEngine::init() {
     std::vector<size_t> first_stream(config_.ports.size());
     for (size_t p = 1; p < config_.ports.size(); ++p) first_stream[p] = first_stream[p - 1] + config_.ports[p - 1].rx_queues;
 
-    const size_t nworkers = assignment->size();
+    const size_t nworkers = plan.workers.size();
     lcore_counters_ = std::make_unique<LcoreCounters[]>(nworkers);
     worker_controls_ = std::make_unique<WorkerControl[]>(nworkers);
     for (size_t w = 0; w < nworkers; ++w) {
-        const WorkerAssignment& a = assignment.value()[w];
+        const WorkerAssignment& a = plan.workers[w];
         auto ctx = std::make_unique<WorkerContext>();
         ctx->lcore = a.lcore;
         ctx->counters = &lcore_counters_[w];
