@@ -165,14 +165,15 @@ int run(const Options& options) {
     linecap::SystemdNotifier notifier;
     linecap::ControlHooks hooks;
     hooks.collect_metrics = [&metrics] { metrics.value()->collect(); };
+    hooks.snapshot = [&metrics] { return metrics.value()->snapshot(); };
     if (const char* stall = std::getenv("LINECAP_TEST_STALL_WORKER")) {
         std::sscanf(stall, "%lf:%lf", &hooks.stall_worker_after_s, &hooks.stall_worker_for_s);
     }
     linecap::run_control_loop(*engine.value(), signals.value(), notifier, options.config_path, hooks);
 
     engine.value()->stop();
-    if (hooks.collect_metrics) hooks.collect_metrics();
-    linecap::log_capture_summary(*engine.value());
+    metrics.value()->collect();  // after the drain: the summary and the last scrape are exact
+    linecap::log_capture_summary(metrics.value()->snapshot());
     metrics.value().reset();
     engine.value().reset();
     spdlog::info("linecapd stopped");
