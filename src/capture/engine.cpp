@@ -40,10 +40,11 @@ BlockMemory hugepage_block_memory() {
 
 }  // namespace
 
-CaptureEngine::CaptureEngine(const Config& config) : config_(config) {}
+CaptureEngine::CaptureEngine(const Config& config, FileFinishedHook file_finished)
+    : config_(config), file_finished_(std::move(file_finished)) {}
 
-Result<std::unique_ptr<CaptureEngine>> CaptureEngine::start(const Config& config) {
-    std::unique_ptr<CaptureEngine> engine(new CaptureEngine(config));
+Result<std::unique_ptr<CaptureEngine>> CaptureEngine::start(const Config& config, FileFinishedHook file_finished) {
+    std::unique_ptr<CaptureEngine> engine(new CaptureEngine(config, std::move(file_finished)));
     Status status = engine->init();
     if (!status) return status.error();
     return engine;
@@ -199,7 +200,7 @@ Status CaptureEngine::build_writer() {
         stream_views_.push_back(StreamView{specs[s].id.port, specs[s].id.port_id, specs[s].id.queue, 0,
                                            &queue_counters_[s], &writer_->counters(s)});
     }
-    start_indexer();
+    if (file_finished_) writer_->on_file_finished(file_finished_);
     Status started = writer_->start();
     if (!started) return started;
     spdlog::info("output {}: {} streams × {} blocks of {} KiB, rotate at {} MiB / {} s, format {}",
@@ -207,23 +208,6 @@ Status CaptureEngine::build_writer() {
                  config_.output.block_size_kb, config_.output.rotate_size_bytes >> 20,
                  config_.output.rotate_interval_s, to_string(config_.output.format));
     return {};
-}
-
-// Before the writer starts, so that no finished file is missed.
-void CaptureEngine::start_indexer() {
-    const OutputConfig& out = config_.output;
-    if (!out.index) return;
-    if (out.format != FileFormat::pcap) {
-        spdlog::info("output.index: indexes are built for pcap files only; pcapng files are scanned by linecap extract");
-        return;
-    }
-    Writer* writer = writer_.get();
-    indexer_ = std::make_unique<store::IndexService>(
-        store::IndexServiceOptions{.directory = out.directory, .file_template = out.file_template},
-        [writer](const std::string& name, uint64_t) { writer->sidecar_changed(name); }, indexing_counters_);
-    store::IndexService* indexer = indexer_.get();
-    writer_->on_file_finished([indexer](const std::string& name) { indexer->file_finished(name); });
-    indexer_->start();
 }
 
 Status CaptureEngine::launch_workers() {
@@ -327,10 +311,6 @@ Status CaptureEngine::reload_policies(const std::vector<PortConfig>& ports) {
 
 void CaptureEngine::tick_clock() { clock_->anchor(tsc_hz_, rte_rdtsc(), realtime_ns()); }
 
-void CaptureEngine::stall_worker(size_t worker_index, uint64_t ns) {
-    if (worker_index < worker_views_.size()) worker_controls_[worker_index].stall_ns.store(ns, std::memory_order_relaxed);
-}
-
 void CaptureEngine::wait_workers() {
     if (!workers_running_) return;
     for (size_t w = 0; w < worker_views_.size(); ++w) worker_controls_[w].stop.store(true, std::memory_order_relaxed);
@@ -344,14 +324,11 @@ void CaptureEngine::stop() {
     wait_workers();
     for (auto& port : ports_) port->stop();
     if (writer_) writer_->stop();
-    // After the writer: the files it finished while stopping are indexed (for a while).
-    if (indexer_) indexer_->stop();
 }
 
 CaptureEngine::~CaptureEngine() {
     stop();
     ports_.clear();
-    indexer_.reset();
     writer_.reset();
     policies_.clear();
     pools_.clear();

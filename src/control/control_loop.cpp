@@ -104,8 +104,6 @@ void run_control_loop(CaptureEngine& engine, SignalFd& signals, SystemdNotifier&
     bool ready_sent = false;
     auto next_second = Clock::now() + std::chrono::seconds(1);
     Totals previous = hooks.snapshot ? totals(hooks.snapshot()) : Totals{};
-    const auto started = Clock::now();
-    bool stall_done = hooks.stall_worker_for_s <= 0;
 
     for (;;) {
         if (auto sig = signals.wait(50)) {
@@ -121,11 +119,6 @@ void run_control_loop(CaptureEngine& engine, SignalFd& signals, SystemdNotifier&
             spdlog::info("capture running: all workers polling");
         }
         watchdog.tick();
-        if (!stall_done && Clock::now() - started >= std::chrono::duration<double>(hooks.stall_worker_after_s)) {
-            stall_done = true;
-            spdlog::warn("test hook: stalling worker 0 for {} s", hooks.stall_worker_for_s);
-            engine.stall_worker(0, static_cast<uint64_t>(hooks.stall_worker_for_s * 1e9));
-        }
         if (Clock::now() >= next_second) {
             next_second += std::chrono::seconds(1);
             engine.tick_clock();

@@ -17,10 +17,6 @@ class SystemdNotifier;
 struct ControlHooks {
     std::function<void()> collect_metrics;   // about once a second, and once at the end
     std::function<MetricsSnapshot()> snapshot;  // the last collection (status line)
-    // Test-only (LINECAP_TEST_STALL_WORKER="AFTER_S:FOR_S"): stall worker 0 once, so the
-    // watchdog test can see the pings stop.
-    double stall_worker_after_s = 0;
-    double stall_worker_for_s = 0;
 };
 
 // Runs until SIGINT/SIGTERM. SIGHUP re-reads config_path: new filters/snap lengths are

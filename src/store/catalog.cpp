@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <map>
 
-#include "output/io_status.hpp"
 #include "store/time_spec.hpp"
+#include "util/errno_text.hpp"
 
 namespace linecap::store {
 namespace {

@@ -12,8 +12,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "output/io_status.hpp"
 #include "store/crc32c.hpp"
+#include "util/errno_text.hpp"
 
 namespace linecap::store {
 namespace {

@@ -13,9 +13,9 @@
 #include <exception>
 #include <vector>
 
-#include "output/io_status.hpp"
 #include "store/catalog.hpp"
 #include "store/index_format.hpp"
+#include "util/errno_text.hpp"
 
 namespace linecap::store {
 namespace {

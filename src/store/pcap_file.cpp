@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "output/io_status.hpp"
+#include "util/errno_text.hpp"
 
 namespace linecap::store {
 namespace {
