@@ -13,27 +13,20 @@
 #   --no-mount  do not mount hugetlbfs
 #   --dry-run   print what would be reserved, change nothing
 #
-# How much, derived from the configuration (the same way linecapd allocates; linecapd
-# --check compares the free pages with the same estimate minus the slack). Per NUMA node
-# of the ports (a PCI port's node is <sysfs>/bus/pci/devices/ADDR/numa_node; virtual
-# devices and nodes the platform does not report go to the global pool):
-#
-#   mbufs  = capture.mbufs, or, as linecapd sizes its pool:
-#            n = (Σ rx_queues × rx_descriptors + workers × (burst_size + mbuf_cache) + mbuf_cache) × 1.25
-#            rounded up to 2^k − 1            (workers = lcores in eal.lcores minus the main one)
-#   MiB    = mbufs × 2.5 KiB  +  Σ rx_queues × blocks_per_queue × block_size_kb KiB  +  256 MiB slack
-#   pages  = ⌈MiB / 2⌉, at least eal.memory_mb / 2 in total
-#
-# e.g. 2 ports × 2 queues × 4096 descriptors, 4 workers, defaults: mbufs 32767 (80 MiB) +
-# 4 × 32 × 1 MiB blocks (128 MiB) + 256 MiB = 464 MiB = 232 pages.
+# How much: what `linecapd --config FILE --print-plan` says — the capture plan the daemon
+# allocates by and `linecapd --check` checks against (doc/linecapd.8, CAPTURE PLAN). Per
+# NUMA socket of the ports, its mbuf pool and its queues' write blocks (the plan's
+# "socket N: … hugepages_2m=P" lines) go to that node's pool; devices without a node
+# (virtual devices, or nodes the platform does not report: "socket -1") and the EAL
+# overhead go to the global pool, which is raised to the plan's total ("hugepages_2m: T").
 #
 # Where: <sysfs>/devices/system/node/nodeN/hugepages/hugepages-2048kB/nr_hugepages per node;
 # /proc/sys/vm/nr_hugepages for the global pool (when the default page size is 2 MiB, else
 # <sysfs>/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages).
 #
-# Environment (tests): LINECAP_SYSFS (default /sys), LINECAP_PROC (default /proc),
-# LINECAP_MOUNT (mount command, default mount), LINECAP_MOUNT_DIR (default
-# /dev/hugepages), LINECAP_CONFIG.
+# Environment: LINECAPD (the daemon to ask; default: linecapd next to this script, else on
+# PATH); for tests LINECAP_SYSFS (default /sys), LINECAP_PROC (default /proc), LINECAP_MOUNT
+# (mount command, default mount), LINECAP_MOUNT_DIR (default /dev/hugepages), LINECAP_CONFIG.
 # Exit status: 0 ok (also: eal.hugepages is false, nothing to do), 1 failure, 2 usage.
 set -euo pipefail
 
@@ -43,8 +36,6 @@ MOUNT_CMD=${LINECAP_MOUNT:-mount}
 CONFIG=${LINECAP_CONFIG:-/etc/linecap/linecap.yaml}
 MOUNT_DIR=${LINECAP_MOUNT_DIR:-/dev/hugepages}
 PAGE_KB=2048
-SLACK_MIB=256
-MBUF_BYTES=2560
 
 say() { printf 'linecap-hugepages: %s\n' "$*"; }
 warn() { printf 'linecap-hugepages: warning: %s\n' "$*" >&2; }
@@ -80,148 +71,60 @@ done
 [[ -z $node_arg || $node_arg =~ ^[0-9]+$ ]] || usage
 [[ -z $node_arg || -n $mib_arg ]] || { echo "linecap-hugepages: --node goes with a MIB argument" >&2; usage; }
 
-# parse_config FILE: the keys the estimate needs, one "key value" line each, and one
-# "port DEVICE RX_QUEUES RX_DESCRIPTORS" line per port. A YAML subset: block style (as in
-# the example configuration) and one-line flow mappings ({a: 1, b: 2}); keys left out are
-# left out here too (the defaults are applied below).
-parse_config() {
-    awk '
-    function value(line, key,    s) {
-        if (!match(line, "(^|[ \t{,-])" key "[ \t]*:[ \t]*")) return "\001"
-        s = substr(line, RSTART + RLENGTH)
-        if (s ~ /^"/) { s = substr(s, 2); sub(/".*$/, "", s); return s }
-        if (s ~ /^\047/) { s = substr(s, 2); sub(/\047.*$/, "", s); return s }
-        sub(/[ \t]*[,}].*$/, "", s); sub(/[ \t]+$/, "", s)
-        return s
-    }
-    function take(line, key, name,    v) {
-        v = value(line, key)
-        if (v != "\001" && v != "") print name, v
-    }
-    function take_port(line, key, idx,    v) {
-        v = value(line, key)
-        if (v != "\001" && v != "") port[nports, idx] = v
-    }
-    {
-        line = $0
-        sub(/(^|[ \t])#.*$/, "", line)
-        if (line ~ /^[ \t]*$/) next
-        if (line ~ /^[A-Za-z_]/) { section = line; sub(/[ \t]*:.*$/, "", section) }
-        if (section == "eal") {
-            take(line, "lcores", "lcores"); take(line, "hugepages", "hugepages"); take(line, "memory_mb", "memory_mb")
-        } else if (section == "ports") {
-            if (line ~ /^[ \t]*-([ \t]|$)/) { nports++; port[nports, 1] = ""; port[nports, 2] = 1; port[nports, 3] = 4096 }
-            if (nports > 0) {
-                take_port(line, "device", 1); take_port(line, "rx_queues", 2); take_port(line, "rx_descriptors", 3)
-            }
-        } else if (section == "capture") {
-            take(line, "burst_size", "burst"); take(line, "mbufs", "mbufs"); take(line, "mbuf_cache", "cache")
-        } else if (section == "output") {
-            take(line, "block_size_kb", "block_kb"); take(line, "blocks_per_queue", "blocks")
-        }
-    }
-    END { for (i = 1; i <= nports; i++) print "port", port[i, 1], port[i, 2], port[i, 3] }
-    ' "$1"
+# The daemon that plans: $LINECAPD, else the linecapd installed next to this script, else PATH.
+linecapd_bin() {
+    local here
+    here=$(dirname "$(readlink -f "$0")")
+    if [[ -n ${LINECAPD:-} ]]; then
+        echo "$LINECAPD"
+    elif [[ -x $here/linecapd ]]; then
+        echo "$here/linecapd"
+    else
+        command -v linecapd || die "linecapd not found (set LINECAPD, or give the MiB to reserve)"
+    fi
 }
 
-# count_lcores LIST: how many lcores an EAL -l list ("0-3", "0,2,4", "1-2,5") names.
-count_lcores() {
-    local n=0 part a b
-    IFS=, read -ra parts <<<"$1"
-    for part in "${parts[@]}"; do
-        if [[ $part =~ ^([0-9]+)-([0-9]+)$ ]]; then
-            a=${BASH_REMATCH[1]} b=${BASH_REMATCH[2]}
-            ((b >= a)) && n=$((n + b - a + 1))
-        elif [[ $part =~ ^[0-9]+$ ]]; then
-            n=$((n + 1))
-        fi
-    done
-    echo "$n"
+# print_plan: linecapd's capture plan for $CONFIG (LINECAP_SYSFS gives it the NUMA nodes);
+# its errors (a bad configuration) go to stderr as they are.
+print_plan() {
+    local bin
+    bin=$(linecapd_bin)
+    "$bin" --config "$CONFIG" --print-plan || die "linecapd --config $CONFIG --print-plan failed (see above)"
 }
 
-is_pci() { [[ $1 =~ ^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$ ]]; }
-normalize_pci() {
-    local a=${1,,}
-    [[ $a == ????:* ]] || a=0000:$a
-    echo "$a"
-}
-
-# NUMA node of a PCI address, "any" when unknown.
-pci_node() {
-    local n
-    n=$(cat "$SYSFS/bus/pci/devices/$(normalize_pci "$1")/numa_node" 2>/dev/null || echo -1)
-    [[ $n =~ ^[0-9]+$ ]] && echo "$n" || echo any
-}
-
-declare -A need_mib=() why=()
+declare -A need_pages=() why=()
+total_pages=0
 
 if [[ -n $mib_arg ]]; then
     if [[ -n $node_arg ]]; then
         node=$node_arg
     else
-        node=any
+        # The node of the configured ports when they share one.
+        node=-1
         if [[ -r $CONFIG ]]; then
-            nodes=$(parse_config "$CONFIG" | awk '$1 == "port" { print $2 }' | while read -r d; do
-                is_pci "$d" && pci_node "$d"; done | sort -u)
+            nodes=$(print_plan | sed -nE 's/^socket ([0-9]+): .*/\1/p')
             [[ -n $nodes && $(wc -l <<<"$nodes") -eq 1 ]] && node=$nodes
         fi
     fi
-    need_mib[$node]=$mib_arg
-    why[$node]="given on the command line"
+    need_pages[$node]=$(((mib_arg + 1) / 2))
+    why[$node]="$mib_arg MiB given on the command line"
+    total_pages=${need_pages[$node]}
 else
     [[ -r $CONFIG ]] || die "cannot read the configuration $CONFIG (give --config FILE, or the MiB to reserve)"
-    declare -A cfg=([lcores]=0-1 [hugepages]=true [memory_mb]=0 [burst]=64 [mbufs]=0 [cache]=256 [block_kb]=1024 [blocks]=32)
-    declare -A descs=() queues=() ports=()
-    nports=0
-    while read -r key a b c; do
-        if [[ $key == port ]]; then
-            [[ -n $a ]] || continue
-            node=any
-            if is_pci "$a"; then
-                node=$(pci_node "$a")
-                a=$(normalize_pci "$a")
-            fi
-            descs[$node]=$((${descs[$node]:-0} + b * c))
-            queues[$node]=$((${queues[$node]:-0} + b))
-            ports[$node]="${ports[$node]:+${ports[$node]}, }$a"
-            nports=$((nports + 1))
-        else
-            cfg[$key]=$a
-        fi
-    done < <(parse_config "$CONFIG")
-    case ${cfg[hugepages],,} in
-        false | no | off | 0)
-            say "eal.hugepages is false in $CONFIG: nothing to reserve"
-            exit 0 ;;
-    esac
-    ((nports > 0)) || die "no ports found in $CONFIG (block-style 'ports:' list expected; or give the MiB to reserve)"
-    for k in memory_mb burst mbufs cache block_kb blocks; do
-        [[ ${cfg[$k]} =~ ^[0-9]+$ ]] || die "$CONFIG: cannot read ${k} ('${cfg[$k]}'): give the MiB to reserve instead"
-    done
-    workers=$(($(count_lcores "${cfg[lcores]}") - 1))
-    ((workers >= 1)) || workers=1
-    total=0
-    for node in "${!descs[@]}"; do
-        if ((cfg[mbufs] > 0)); then
-            mbufs=${cfg[mbufs]}
-        else
-            n=$((descs[$node] + workers * (cfg[burst] + cfg[cache]) + cfg[cache]))
-            n=$((n + n / 4))
-            p=1
-            while ((p - 1 < n)); do p=$((p * 2)); done
-            mbufs=$((p - 1))
-        fi
-        mbuf_mib=$(((mbufs * MBUF_BYTES + 1048575) / 1048576))
-        block_mib=$(((queues[$node] * cfg[blocks] * cfg[block_kb] + 1023) / 1024))
-        need_mib[$node]=$((mbuf_mib + block_mib + SLACK_MIB))
-        why[$node]="ports ${ports[$node]}: $mbufs mbufs × 2.5 KiB = $mbuf_mib MiB + ${queues[$node]} queues × ${cfg[blocks]} × ${cfg[block_kb]} KiB blocks = $block_mib MiB + $SLACK_MIB MiB slack"
-        total=$((total + need_mib[$node]))
-    done
-    if ((cfg[memory_mb] > total)); then
-        first=$(printf '%s\n' "${!need_mib[@]}" | sort | head -n 1)
-        need_mib[$first]=$((need_mib[$first] + cfg[memory_mb] - total))
-        why[$first]+=" (raised to eal.memory_mb ${cfg[memory_mb]} in total)"
+    plan=$(print_plan)
+    if grep -q '^eal.hugepages: false' <<<"$plan"; then
+        say "eal.hugepages is false in $CONFIG: nothing to reserve"
+        exit 0
     fi
+    while IFS= read -r line; do
+        if [[ $line =~ ^socket\ (-?[0-9]+):\ (.*)\;\ hugepages_2m=([0-9]+)$ ]]; then
+            need_pages[${BASH_REMATCH[1]}]=${BASH_REMATCH[3]}
+            why[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
+        elif [[ $line =~ ^hugepages_2m:\ ([0-9]+)$ ]]; then
+            total_pages=${BASH_REMATCH[1]}
+        fi
+    done <<<"$plan"
+    ((total_pages > 0)) || die "no hugepages_2m total in linecapd --print-plan's output: $plan"
 fi
 
 # raise FILE PAGES WHAT: raise the pool behind FILE to at least PAGES (never lowers it).
@@ -255,24 +158,28 @@ else
     global_file=$SYSFS/kernel/mm/hugepages/hugepages-${PAGE_KB}kB/nr_hugepages
 fi
 
-any_pages=0 known_pages=0
-for node in $(printf '%s\n' "${!need_mib[@]}" | sort); do
-    pages=$(((need_mib[$node] + 1) / 2))
+# Each known node's pages on that node (when the kernel has per-node pools); the global
+# count includes every node's pages, so it is raised to the plan's total: the nodes above
+# plus what has no node (virtual devices, the EAL overhead, eal.memory_mb).
+known_pages=0 global_needed=0
+for node in $(printf '%s\n' "${!need_pages[@]}" | sort -n); do
+    pages=${need_pages[$node]}
     label="node $node"
-    [[ $node != any ]] || label="no NUMA node (global pool)"
-    say "$label: ${need_mib[$node]} MiB = $pages pages of 2 MiB (${why[$node]})"
+    [[ $node != -1 ]] || label="no NUMA node (global pool)"
+    say "$label: $pages pages of 2 MiB (${why[$node]})"
     node_file=$SYSFS/devices/system/node/node$node/hugepages/hugepages-${PAGE_KB}kB/nr_hugepages
-    if [[ $node != any && -e $node_file ]]; then
+    if [[ $node != -1 && -e $node_file ]]; then
         raise "$node_file" "$pages" "node $node"
         known_pages=$((known_pages + pages))
     else
-        [[ $node == any ]] || warn "no per-node hugepage pool for node $node ($node_file): using the global pool"
-        any_pages=$((any_pages + pages))
+        [[ $node == -1 ]] || warn "no per-node hugepage pool for node $node ($node_file): using the global pool"
+        global_needed=1
     fi
 done
-if ((any_pages > 0)); then
-    # The global count includes every node's pages: the nodes reserved above plus the rest.
-    raise "$global_file" $((known_pages + any_pages)) "global pool"
+((total_pages > known_pages)) && global_needed=1
+if ((global_needed)); then
+    say "in total: $total_pages pages of 2 MiB"
+    raise "$global_file" "$total_pages" "global pool"
 fi
 
 if ((no_mount)); then

@@ -12,14 +12,17 @@
 #include <string>
 
 #include "capture/engine.hpp"
+#include "capture/plan.hpp"
 #include "config/config.hpp"
 #include "control/control_loop.hpp"
 #include "control/preflight.hpp"
 #include "control/sd_notify.hpp"
 #include "control/signals.hpp"
-#include "metrics/engine_views.hpp"
+#include "metrics/collector.hpp"
+#include "metrics/ethdev_port_stats.hpp"
 #include "metrics/exporter.hpp"
 #include "output/verify.hpp"
+#include "store/index_service.hpp"
 #include "linecap_build.h"
 
 namespace {
@@ -32,11 +35,12 @@ constexpr int kExitConfig = 78;  // EX_CONFIG: systemd does not restart on it
 struct Options {
     std::string config_path;
     bool check = false;
+    bool print_plan = false;
 };
 
 void print_usage(FILE* out) {
     std::fprintf(out,
-                 "Usage: linecapd --config FILE [--check]\n"
+                 "Usage: linecapd --config FILE [--check | --print-plan]\n"
                  "       linecapd verify [OPTIONS] DIR   (manifests; linecapd verify --help)\n"
                  "       linecapd --version | --help\n"
                  "\n"
@@ -47,6 +51,9 @@ void print_usage(FILE* out) {
                  "      --check        validate the configuration and this machine (lcores, PCI\n"
                  "                     binding, output directory, filters), print every finding,\n"
                  "                     exit 0 when ready, 78 otherwise\n"
+                 "      --print-plan   print the capture plan (ports, lcore map, mbuf pools and write\n"
+                 "                     blocks per NUMA socket, hugepages needed) as planned before\n"
+                 "                     the devices are probed, and exit; linecap-hugepages reads it\n"
                  "  -V, --version      print version and the DPDK version\n"
                  "  -h, --help         this text\n"
                  "\n"
@@ -58,10 +65,11 @@ void print_usage(FILE* out) {
 
 // Returns an exit code to stop with, or -1 to go on.
 int parse_options(int argc, char** argv, Options& options) {
-    enum { kCheck = 1000 };
+    enum { kCheck = 1000, kPrintPlan };
     static const option long_options[] = {
         {"config", required_argument, nullptr, 'c'},
         {"check", no_argument, nullptr, kCheck},
+        {"print-plan", no_argument, nullptr, kPrintPlan},
         {"version", no_argument, nullptr, 'V'},
         {"help", no_argument, nullptr, 'h'},
         {nullptr, 0, nullptr, 0},
@@ -71,6 +79,7 @@ int parse_options(int argc, char** argv, Options& options) {
         switch (opt) {
             case 'c': options.config_path = optarg; break;
             case kCheck: options.check = true; break;
+            case kPrintPlan: options.print_plan = true; break;
             case 'V': std::printf("linecapd %s (%s)\n", LINECAP_VERSION, rte_version()); return kExitOk;
             case 'h': print_usage(stdout); return kExitOk;
             default: print_usage(stderr); return kExitUsage;
@@ -86,6 +95,77 @@ int parse_options(int argc, char** argv, Options& options) {
         return kExitUsage;
     }
     return -1;
+}
+
+// The capture engine and the background indexer (output.index) that indexes every file
+// the engine's writer finishes, on its own thread at idle priority. Stopped and destroyed
+// in the one safe order on every path: the engine stops (its writer hands the last files
+// to the indexer), the indexer drains and goes (its hook calls the engine), then the engine.
+class Capture {
+public:
+    static linecap::Result<std::unique_ptr<Capture>> start(const linecap::Config& config) {
+        std::unique_ptr<Capture> capture(new Capture);
+        const linecap::OutputConfig& out = config.output;
+        linecap::CaptureEngine::FileFinishedHook file_finished;
+        if (out.index && out.format != linecap::FileFormat::pcap) {
+            spdlog::info("output.index: indexes are built for pcap files only; pcapng files are scanned by linecap extract");
+        } else if (out.index) {
+            // The hook runs on the indexer thread, which starts once the engine exists;
+            // files finished before that wait in its queue.
+            Capture* self = capture.get();
+            capture->indexer_ = std::make_unique<linecap::store::IndexService>(
+                linecap::store::IndexServiceOptions{.directory = out.directory, .file_template = out.file_template},
+                [self](const std::string& name, uint64_t) { self->engine_->sidecar_changed(name); },
+                capture->indexing_);
+            file_finished = [indexer = capture->indexer_.get()](const std::string& name) { indexer->file_finished(name); };
+        }
+        auto engine = linecap::CaptureEngine::start(config, std::move(file_finished));
+        if (!engine) return engine.error();
+        capture->engine_ = std::move(engine.value());
+        if (capture->indexer_) capture->indexer_->start();
+        return capture;
+    }
+    ~Capture() {
+        stop();
+        indexer_.reset();
+        engine_.reset();
+    }
+
+    linecap::CaptureEngine& engine() { return *engine_; }
+    // Null when output.index is off.
+    const linecap::store::IndexingCounters* indexing() const { return indexer_ ? &indexing_ : nullptr; }
+
+    void stop() {
+        if (engine_) engine_->stop();
+        // After the writer: the files it finished while stopping are indexed (for a while).
+        if (indexer_) indexer_->stop();
+    }
+
+private:
+    Capture() = default;
+    linecap::store::IndexingCounters indexing_;
+    std::unique_ptr<linecap::store::IndexService> indexer_;
+    std::unique_ptr<linecap::CaptureEngine> engine_;
+};
+
+// The collector over the engine's views, the indexer's counters, ethdev port stats and
+// statvfs of the output directory. The engine must outlive every collect() call.
+std::unique_ptr<linecap::MetricsCollector> make_collector(const linecap::CaptureEngine& engine,
+                                                          const linecap::store::IndexingCounters* indexing) {
+    const linecap::Writer& writer = engine.writer();
+    linecap::CaptureViews views{
+        .streams = engine.streams(),
+        .ports = engine.ports(),
+        .workers = engine.workers(),
+        .write_latency = &writer.latency(),
+        .backlog_blocks = [&writer] { return writer.backlog_blocks(); },
+        .all_workers_polling = [&engine] { return engine.all_workers_polling(); },
+        .output_directory = engine.config().output.directory,
+        .retention = &writer.retention(),
+        .indexing = indexing,
+        .scrub = engine.scrub(),
+    };
+    return std::make_unique<linecap::MetricsCollector>(std::move(views), std::make_unique<linecap::EthdevPortStats>());
 }
 
 // Prints every finding; true when none is an error.
@@ -113,6 +193,15 @@ int run(const Options& options) {
     linecap::PreflightOptions preflight_options;
     preflight_options.probe_disk_speed = options.check;
     linecap::apply_test_overrides(preflight_options);  // LINECAP_SYSFS / LINECAP_PROC: tests only
+    if (options.print_plan) {
+        auto plan = linecap::plan_capture(config.value(), linecap::assumed_port_infos(config.value(), preflight_options));
+        if (!plan) {
+            spdlog::error("{}", plan.error().message);
+            return kExitConfig;
+        }
+        std::fputs(linecap::describe_plan(config.value(), plan.value()).c_str(), stdout);
+        return kExitOk;
+    }
     const bool ready = report_preflight(linecap::preflight(config.value(), preflight_options));
     if (options.check) {
         if (ready) spdlog::info("{}: configuration and machine ready", options.config_path);
@@ -133,14 +222,15 @@ int run(const Options& options) {
     }
 
     spdlog::info("linecapd {} ({}) starting with {}", LINECAP_VERSION, rte_version(), options.config_path);
-    auto engine = linecap::CaptureEngine::start(config.value());
-    if (!engine) {
-        spdlog::error("{}", engine.error().message);
-        return engine.error().config ? kExitConfig : kExitFailure;
+    auto capture = Capture::start(config.value());
+    if (!capture) {
+        spdlog::error("{}", capture.error().message);
+        return capture.error().config ? kExitConfig : kExitFailure;
     }
+    linecap::CaptureEngine& engine = capture.value()->engine();
 
     // The endpoint only ever reads the collector's last snapshot, never engine memory.
-    auto metrics = linecap::MetricsExporter::start(config->metrics, linecap::make_engine_collector(*engine.value()));
+    auto metrics = linecap::MetricsExporter::start(config->metrics, make_collector(engine, capture.value()->indexing()));
     if (!metrics) {
         spdlog::error("{}", metrics.error().message);
         return kExitFailure;
@@ -149,16 +239,14 @@ int run(const Options& options) {
     linecap::SystemdNotifier notifier;
     linecap::ControlHooks hooks;
     hooks.collect_metrics = [&metrics] { metrics.value()->collect(); };
-    if (const char* stall = std::getenv("LINECAP_TEST_STALL_WORKER")) {
-        std::sscanf(stall, "%lf:%lf", &hooks.stall_worker_after_s, &hooks.stall_worker_for_s);
-    }
-    linecap::run_control_loop(*engine.value(), signals.value(), notifier, options.config_path, hooks);
+    hooks.snapshot = [&metrics] { return metrics.value()->snapshot(); };
+    linecap::run_control_loop(engine, signals.value(), notifier, options.config_path, hooks);
 
-    engine.value()->stop();
-    if (hooks.collect_metrics) hooks.collect_metrics();
-    linecap::log_capture_summary(*engine.value());
+    capture.value()->stop();
+    metrics.value()->collect();  // after the drain: the summary and the last scrape are exact
+    linecap::log_capture_summary(metrics.value()->snapshot());
     metrics.value().reset();
-    engine.value().reset();
+    capture.value().reset();
     spdlog::info("linecapd stopped");
     return kExitOk;
 }

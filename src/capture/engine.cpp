@@ -15,7 +15,7 @@
 #include <map>
 #include <thread>
 
-#include "capture/assignment.hpp"
+#include "capture/plan.hpp"
 #include "dpdk/eal.hpp"
 #include "dpdk/mempool.hpp"
 #include "dpdk/port.hpp"
@@ -40,18 +40,22 @@ BlockMemory hugepage_block_memory() {
 
 }  // namespace
 
-CaptureEngine::CaptureEngine(const Config& config) : config_(config) {}
+CaptureEngine::CaptureEngine(const Config& config, FileFinishedHook file_finished)
+    : config_(config), file_finished_(std::move(file_finished)) {}
 
-Result<std::unique_ptr<CaptureEngine>> CaptureEngine::start(const Config& config) {
-    std::unique_ptr<CaptureEngine> engine(new CaptureEngine(config));
+Result<std::unique_ptr<CaptureEngine>> CaptureEngine::start(const Config& config, FileFinishedHook file_finished) {
+    std::unique_ptr<CaptureEngine> engine(new CaptureEngine(config, std::move(file_finished)));
     Status status = engine->init();
     if (!status) return status.error();
     return engine;
 }
 
 Status CaptureEngine::init() {
-    auto assignment = assign_queues(config_);
-    if (!assignment) return assignment.error();
+    // Before EAL: the plan with assumed device capabilities catches a bad lcore map before
+    // anything is touched.
+    std::vector<PortInfo> assumed;
+    for (const PortConfig& pc : config_.ports) assumed.push_back(assumed_port_info(pc, -1));
+    if (auto early = plan_capture(config_, assumed); !early) return early.error();
 
     auto eal = Eal::init(config_);
     if (!eal) return eal.error();
@@ -59,44 +63,26 @@ Status CaptureEngine::init() {
     tsc_hz_ = rte_get_tsc_hz();
     clock_ = std::make_unique<TscClock>(tsc_hz_, rte_rdtsc(), realtime_ns());
 
-    // Find every port first: the mempools are sized per NUMA socket from all of them.
+    // Every port first: the plan sizes the pools per NUMA socket from all of them, with
+    // what the probed devices really offer.
     std::vector<PortInfo> infos;
     for (const PortConfig& pc : config_.ports) {
         auto info = find_port(pc);
         if (!info) return info.error().context("port " + pc.name);
         infos.push_back(info.value());
     }
+    auto planned = plan_capture(config_, infos);
+    if (!planned) return planned.error();
+    const CapturePlan& plan = planned.value();
+    for (const std::string& adjustment : plan.adjustments) spdlog::warn("device limits: {}", adjustment);
 
-    // Frames larger than one default mbuf are chained by PMDs that scatter; for those
-    // that cannot, the pool gets mbufs large enough for the whole frame.
-    std::map<int, MempoolSizing> sizing;
-    for (size_t p = 0; p < config_.ports.size(); ++p) {
-        const PortConfig& pc = config_.ports[p];
-        MempoolSizing& s = sizing[infos[p].socket];
-        s.descriptors += pc.rx_queues * effective_rx_descriptors(infos[p], pc.rx_descriptors);
-        s.burst = config_.capture.burst_size;
-        s.cache = config_.capture.mbuf_cache;
-        unsigned room = RTE_MBUF_DEFAULT_BUF_SIZE;
-        if (!infos[p].scatter_capable && max_frame_len(pc.mtu) > RTE_MBUF_DEFAULT_DATAROOM) {
-            room = max_frame_len(pc.mtu) + RTE_PKTMBUF_HEADROOM;
-        }
-        s.data_room = std::max(s.data_room, room);
-    }
-    for (const auto& w : assignment.value()) {
-        std::map<int, bool> counted;
-        for (const QueueRef& ref : w.queues) {
-            int socket = infos[ref.port_index].socket;
-            if (!counted[socket]) sizing[socket].workers += 1;
-            counted[socket] = true;
-        }
-    }
     std::map<int, Mempool*> pool_by_socket;
-    for (auto& [socket, s] : sizing) {
-        unsigned count = config_.capture.mbufs ? config_.capture.mbufs : mempool_size(s);
-        auto pool = Mempool::create("linecap_mbuf_s" + std::to_string(socket), count, s.cache, s.data_room, socket);
+    for (const auto& [socket, s] : plan.sockets) {
+        auto pool = Mempool::create("linecap_mbuf_s" + std::to_string(socket), s.mbufs, config_.capture.mbuf_cache,
+                                    s.mbuf_data_room, socket);
         if (!pool) return pool.error();
-        spdlog::info("mempool socket {}: {} mbufs × {} bytes ({} MiB)", socket, count, s.data_room,
-                     (uint64_t(count) * (s.data_room + 128 + sizeof(rte_mbuf))) >> 20);
+        spdlog::info("mempool socket {}: {} mbufs × {} bytes ({} MiB)", socket, s.mbufs, s.mbuf_data_room,
+                     s.pool_bytes() >> 20);
         pool_by_socket[socket] = pool.value().get();
         pools_.push_back(std::move(pool.value()));
     }
@@ -107,8 +93,8 @@ Status CaptureEngine::init() {
 
     for (size_t p = 0; p < config_.ports.size(); ++p) {
         const PortConfig& pc = config_.ports[p];
-        auto port = Port::open(pc, infos[p], pool_by_socket[infos[p].socket]->get(),
-                               sizing[infos[p].socket].data_room, config_.capture.mbufs);
+        auto port = Port::open(pc, infos[p], plan.ports[p], pool_by_socket[infos[p].socket]->get(),
+                               config_.capture.mbufs);
         if (!port) return port.error();
         port_views_.push_back(PortView{pc.name, pc.device, infos[p].port_id, pc.rx_queues});
         ports_.push_back(std::move(port.value()));
@@ -120,11 +106,11 @@ Status CaptureEngine::init() {
     std::vector<size_t> first_stream(config_.ports.size());
     for (size_t p = 1; p < config_.ports.size(); ++p) first_stream[p] = first_stream[p - 1] + config_.ports[p - 1].rx_queues;
 
-    const size_t nworkers = assignment->size();
+    const size_t nworkers = plan.workers.size();
     lcore_counters_ = std::make_unique<LcoreCounters[]>(nworkers);
     worker_controls_ = std::make_unique<WorkerControl[]>(nworkers);
     for (size_t w = 0; w < nworkers; ++w) {
-        const WorkerAssignment& a = assignment.value()[w];
+        const WorkerAssignment& a = plan.workers[w];
         auto ctx = std::make_unique<WorkerContext>();
         ctx->lcore = a.lcore;
         ctx->counters = &lcore_counters_[w];
@@ -215,7 +201,7 @@ Status CaptureEngine::build_writer() {
         stream_views_.push_back(StreamView{specs[s].id.port, specs[s].id.port_id, specs[s].id.queue, 0,
                                            &queue_counters_[s], &writer_->counters(s)});
     }
-    start_indexer();
+    if (file_finished_) writer_->on_file_finished(file_finished_);
     Status started = writer_->start();
     if (!started) return started;
     start_scrub();
@@ -224,23 +210,6 @@ Status CaptureEngine::build_writer() {
                  config_.output.block_size_kb, config_.output.rotate_size_bytes >> 20,
                  config_.output.rotate_interval_s, to_string(config_.output.format));
     return {};
-}
-
-// Before the writer starts, so that no finished file is missed.
-void CaptureEngine::start_indexer() {
-    const OutputConfig& out = config_.output;
-    if (!out.index) return;
-    if (out.format != FileFormat::pcap) {
-        spdlog::info("output.index: indexes are built for pcap files only; pcapng files are scanned by linecap extract");
-        return;
-    }
-    Writer* writer = writer_.get();
-    indexer_ = std::make_unique<store::IndexService>(
-        store::IndexServiceOptions{.directory = out.directory, .file_template = out.file_template},
-        [writer](const std::string& name, uint64_t) { writer->sidecar_changed(name); }, indexing_counters_);
-    store::IndexService* indexer = indexer_.get();
-    writer_->on_file_finished([indexer](const std::string& name) { indexer->file_finished(name); });
-    indexer_->start();
 }
 
 namespace {
@@ -389,10 +358,6 @@ Status CaptureEngine::reload_policies(const std::vector<PortConfig>& ports) {
 
 void CaptureEngine::tick_clock() { clock_->anchor(tsc_hz_, rte_rdtsc(), realtime_ns()); }
 
-void CaptureEngine::stall_worker(size_t worker_index, uint64_t ns) {
-    if (worker_index < worker_views_.size()) worker_controls_[worker_index].stall_ns.store(ns, std::memory_order_relaxed);
-}
-
 void CaptureEngine::wait_workers() {
     if (!workers_running_) return;
     for (size_t w = 0; w < worker_views_.size(); ++w) worker_controls_[w].stop.store(true, std::memory_order_relaxed);
@@ -407,14 +372,11 @@ void CaptureEngine::stop() {
     if (scrubber_) scrubber_->stop();  // its place in the pass is kept in the directory
     for (auto& port : ports_) port->stop();
     if (writer_) writer_->stop();
-    // After the writer: the files it finished while stopping are indexed (for a while).
-    if (indexer_) indexer_->stop();
 }
 
 CaptureEngine::~CaptureEngine() {
     stop();
     ports_.clear();
-    indexer_.reset();
     scrubber_.reset();
     writer_.reset();
     policies_.clear();

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,11 +17,11 @@
 #include "capture/counters.hpp"
 #include "capture/policy.hpp"
 #include "capture/tsc_clock.hpp"
+#include "capture/views.hpp"
 #include "capture/worker.hpp"
 #include "config/config.hpp"
 #include "output/scrub.hpp"
 #include "output/writer.hpp"
-#include "store/index_service.hpp"
 #include "util/result.hpp"
 
 namespace linecap {
@@ -29,34 +30,16 @@ class Eal;
 class Mempool;
 class Port;
 
-// One (port, queue) stream as the metrics side sees it.
-struct StreamView {
-    std::string port;
-    uint16_t port_id = 0;
-    uint16_t queue = 0;
-    unsigned lcore = 0;
-    const QueueCounters* capture = nullptr;   // rx / filtered / writer_full, by the worker
-    const StreamCounters* output = nullptr;   // written / write errors, by the writer
-};
-
-struct PortView {
-    std::string name;
-    std::string device;
-    uint16_t port_id = 0;
-    unsigned rx_queues = 0;
-};
-
-struct WorkerView {
-    unsigned lcore = 0;
-    const LcoreCounters* counters = nullptr;
-    const WorkerControl* control = nullptr;
-};
-
 class CaptureEngine {
 public:
+    // Called on a writer thread with the name (in output.directory) of every file the
+    // writer finished; main wires the background indexer to it.
+    using FileFinishedHook = std::function<void(const std::string& name)>;
+
     // Initialises EAL and everything below it, launches the workers. On error, whatever
-    // was built is torn down in order before returning.
-    static Result<std::unique_ptr<CaptureEngine>> start(const Config& config);
+    // was built is torn down in order before returning. The hook is in place before the
+    // writer starts, so that no finished file is missed.
+    static Result<std::unique_ptr<CaptureEngine>> start(const Config& config, FileFinishedHook file_finished = {});
     ~CaptureEngine();  // stop() if still running, then release DPDK resources
     CaptureEngine(const CaptureEngine&) = delete;
     CaptureEngine& operator=(const CaptureEngine&) = delete;
@@ -75,41 +58,37 @@ public:
     // Re-anchors the TSC clock to CLOCK_REALTIME (control thread, about once a second).
     void tick_clock();
 
-    // Test hook: make one worker's loop stall (watchdog tests).
-    void stall_worker(size_t worker_index, uint64_t ns);
-
     bool all_workers_polling() const;
     const std::vector<StreamView>& streams() const { return stream_views_; }
     const std::vector<PortView>& ports() const { return port_views_; }
     const std::vector<WorkerView>& workers() const { return worker_views_; }
     const Writer& writer() const { return *writer_; }
-    // The background indexer's counters; null when output.index is off.
-    const store::IndexingCounters* indexing() const { return indexer_ ? &indexing_counters_ : nullptr; }
+    // A sidecar (an index) of the finished file `name` was written: retention counts it.
+    // Any thread.
+    void sidecar_changed(const std::string& name) { writer_->sidecar_changed(name); }
     // The background scrub's counters; null when output.scrub.enabled is off.
     const ScrubCounters* scrub() const { return scrubber_ ? &scrub_counters_ : nullptr; }
     const Config& config() const { return config_; }
     uint64_t tsc_hz() const { return tsc_hz_; }
 
 private:
-    explicit CaptureEngine(const Config& config);
+    CaptureEngine(const Config& config, FileFinishedHook file_finished);
     Status init();
     Status build_policies();
     Status build_writer();
-    void start_indexer();
     void start_scrub();
     Status launch_workers();
     void wait_workers();
 
     Config config_;
+    FileFinishedHook file_finished_;
     uint64_t tsc_hz_ = 0;
     std::unique_ptr<Eal> eal_;
     std::vector<std::unique_ptr<Mempool>> pools_;
     std::vector<std::unique_ptr<Port>> ports_;
     std::unique_ptr<Writer> writer_;
-    store::IndexingCounters indexing_counters_;
-    std::unique_ptr<store::IndexService> indexer_;  // after writer_: its hook calls the writer
     ScrubCounters scrub_counters_;
-    std::unique_ptr<ScrubService> scrubber_;        // after writer_: its hook calls the writer
+    std::unique_ptr<ScrubService> scrubber_;  // after writer_: its hook calls the writer
     std::unique_ptr<TscClock> clock_;
 
     // One policy slot per port; policies_ keeps every policy ever published alive until

@@ -167,11 +167,6 @@ int worker_loop(WorkerContext& w) {
                     hand_off(q);
                 }
             }
-            const uint64_t stall = control.stall_ns.load(std::memory_order_relaxed);
-            if (unlikely(stall != 0)) {
-                control.stall_ns.store(0, std::memory_order_relaxed);
-                rte_delay_us_block(static_cast<unsigned>(stall / 1000));
-            }
         }
     }
 

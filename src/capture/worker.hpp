@@ -38,7 +38,6 @@ struct WorkerControl {
     std::atomic<bool> stop{false};
     std::atomic<uint64_t> rotate_requests{0};  // bumped on SIGHUP: rotate every file now
     std::atomic<bool> polling{false};          // set once the loop runs (readiness)
-    std::atomic<uint64_t> stall_ns{0};         // test hook: stall the loop this long once
 };
 
 struct alignas(RTE_CACHE_LINE_SIZE) WorkerContext {

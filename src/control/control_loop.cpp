@@ -1,11 +1,12 @@
 #include "control/control_loop.hpp"
 
-#include <rte_ethdev.h>
-
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "capture/engine.hpp"
@@ -65,23 +66,20 @@ private:
     bool stalled_logged_ = false;
 };
 
+// The status line's numbers, from the metrics snapshot (the same drop accounting as
+// /metrics and the shutdown summary).
 struct Totals {
     uint64_t rx = 0, written = 0, written_bytes = 0, dropped = 0;
 };
 
-Totals totals(const CaptureEngine& engine) {
+Totals totals(const MetricsSnapshot& snapshot) {
     Totals t;
-    for (const auto& s : engine.streams()) {
-        t.rx += s.capture->rx_packets.get();
-        t.written += s.output->written_packets.load(std::memory_order_relaxed);
-        t.written_bytes += s.output->written_bytes.load(std::memory_order_relaxed);
-        t.dropped += s.capture->writer_full_packets.get() + s.output->write_error_packets.load() +
-                     s.output->disk_full_packets.load();
+    for (const StreamSample& s : snapshot.streams) {
+        t.rx += s.capture.rx_packets;
+        t.written += s.output.written_packets;
+        t.written_bytes += s.output.written_bytes;
     }
-    for (const auto& p : engine.ports()) {
-        rte_eth_stats st{};
-        if (rte_eth_stats_get(p.port_id, &st) == 0) t.dropped += st.imissed + st.ierrors + st.rx_nombuf;
-    }
+    t.dropped = dropped_packets(snapshot);
     return t;
 }
 
@@ -105,9 +103,7 @@ void run_control_loop(CaptureEngine& engine, SignalFd& signals, SystemdNotifier&
     WatchdogFeeder watchdog(engine, notifier);
     bool ready_sent = false;
     auto next_second = Clock::now() + std::chrono::seconds(1);
-    Totals previous = totals(engine);
-    const auto started = Clock::now();
-    bool stall_done = hooks.stall_worker_for_s <= 0;
+    Totals previous = hooks.snapshot ? totals(hooks.snapshot()) : Totals{};
 
     for (;;) {
         if (auto sig = signals.wait(50)) {
@@ -123,16 +119,11 @@ void run_control_loop(CaptureEngine& engine, SignalFd& signals, SystemdNotifier&
             spdlog::info("capture running: all workers polling");
         }
         watchdog.tick();
-        if (!stall_done && Clock::now() - started >= std::chrono::duration<double>(hooks.stall_worker_after_s)) {
-            stall_done = true;
-            spdlog::warn("test hook: stalling worker 0 for {} s", hooks.stall_worker_for_s);
-            engine.stall_worker(0, static_cast<uint64_t>(hooks.stall_worker_for_s * 1e9));
-        }
         if (Clock::now() >= next_second) {
             next_second += std::chrono::seconds(1);
             engine.tick_clock();
             if (hooks.collect_metrics) hooks.collect_metrics();
-            Totals now = totals(engine);
+            const Totals now = hooks.snapshot ? totals(hooks.snapshot()) : Totals{};
             notifier.status(fmt::format("{} pkt/s received, {} pkt/s written ({:.1f} Mbit/s), {} dropped in total",
                                         now.rx - previous.rx, now.written - previous.written,
                                         (now.written_bytes - previous.written_bytes) * 8 / 1e6, now.dropped));
@@ -142,25 +133,26 @@ void run_control_loop(CaptureEngine& engine, SignalFd& signals, SystemdNotifier&
     notifier.stopping();
 }
 
-void log_capture_summary(const CaptureEngine& engine) {
-    for (const auto& port : engine.ports()) {
-        uint64_t rx = 0, written = 0, filtered = 0, writer_full = 0, write_error = 0, disk_full = 0;
-        for (const auto& s : engine.streams()) {
-            if (s.port_id != port.port_id) continue;
-            rx += s.capture->rx_packets.get();
-            filtered += s.capture->filtered_packets.get();
-            writer_full += s.capture->writer_full_packets.get();
-            written += s.output->written_packets.load();
-            write_error += s.output->write_error_packets.load();
-            disk_full += s.output->disk_full_packets.load();
+void log_capture_summary(const MetricsSnapshot& snapshot) {
+    for (const PortSample& port : snapshot.ports) {
+        uint64_t written = 0, filtered = 0;
+        std::vector<std::pair<std::string_view, uint64_t>> drops;  // by reason: the NIC's, then the streams'
+        for_each_port_drop(port.counters, [&](std::string_view reason, uint64_t n) { drops.emplace_back(reason, n); });
+        const size_t nic_reasons = drops.size();
+        for (const StreamSample& s : snapshot.streams) {
+            if (s.port != port.name) continue;
+            written += s.output.written_packets;
+            filtered += s.capture.filtered_packets;
+            size_t i = nic_reasons;
+            for_each_stream_drop(s, [&](std::string_view reason, uint64_t n) {
+                if (i == drops.size()) drops.emplace_back(reason, 0);
+                drops[i++].second += n;
+            });
         }
-        rte_eth_stats st{};
-        rte_eth_stats_get(port.port_id, &st);
-        const uint64_t reached = rx + st.imissed + st.ierrors + st.rx_nombuf;
-        spdlog::info("port {}: {} packets reached the port, {} written, {} filtered, dropped: nic_missed={} "
-                     "nic_error={} no_mbuf={} writer_full={} write_error={} disk_full={}",
-                     port.name, reached, written, filtered, st.imissed, st.ierrors, st.rx_nombuf, writer_full,
-                     write_error, disk_full);
+        std::string by_reason;
+        for (const auto& [reason, n] : drops) by_reason += fmt::format(" {}={}", reason, n);
+        spdlog::info("port {}: {} packets reached the port, {} written, {} filtered, dropped:{}", port.name,
+                     received_packets(port.counters), written, filtered, by_reason);
     }
 }
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "metrics/snapshot.hpp"
 #include "util/result.hpp"
 
 namespace linecap {
@@ -15,10 +16,7 @@ class SystemdNotifier;
 
 struct ControlHooks {
     std::function<void()> collect_metrics;   // about once a second, and once at the end
-    // Test-only (LINECAP_TEST_STALL_WORKER="AFTER_S:FOR_S"): stall worker 0 once, so the
-    // watchdog test can see the pings stop.
-    double stall_worker_after_s = 0;
-    double stall_worker_for_s = 0;
+    std::function<MetricsSnapshot()> snapshot;  // the last collection (status line)
 };
 
 // Runs until SIGINT/SIGTERM. SIGHUP re-reads config_path: new filters/snap lengths are
@@ -27,7 +25,8 @@ struct ControlHooks {
 void run_control_loop(CaptureEngine& engine, SignalFd& signals, SystemdNotifier& notifier,
                       const std::string& config_path, const ControlHooks& hooks);
 
-// Per-port summary (received, written, filtered, dropped by reason) at shutdown.
-void log_capture_summary(const CaptureEngine& engine);
+// Per-port summary (received, written, filtered, dropped by reason) at shutdown, from the
+// final collection (after CaptureEngine::stop(), so exact).
+void log_capture_summary(const MetricsSnapshot& snapshot);
 
 }  // namespace linecap

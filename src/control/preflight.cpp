@@ -18,8 +18,7 @@
 #include <set>
 #include <sstream>
 
-#include "capture/assignment.hpp"
-#include "dpdk/mempool.hpp"
+#include "capture/plan.hpp"
 #include "filter/bpf_filter.hpp"
 
 namespace linecap {
@@ -104,19 +103,6 @@ std::string hex4(std::optional<long long> v) {
 
 fs::path pci_device_dir(const PreflightOptions& options, const PortConfig& port) {
     return fs::path(options.sysfs) / "bus/pci/devices" / port.device;
-}
-
-// NUMA node of each port: PCI from sysfs (-1 when the platform does not say), vdevs -1.
-std::vector<int> port_numa_nodes(const Config& config, const PreflightOptions& options) {
-    std::vector<int> nodes;
-    for (const PortConfig& port : config.ports) {
-        int node = -1;
-        if (port.is_pci()) {
-            if (auto n = read_number(pci_device_dir(options, port) / "numa_node"); n && *n >= 0) node = int(*n);
-        }
-        nodes.push_back(node);
-    }
-    return nodes;
 }
 
 // NUMA node of a CPU: the nodeN entry in its sysfs directory; -1 when there is none.
@@ -214,19 +200,14 @@ void check_pci_devices(const Config& config, const PreflightOptions& options, Fi
 
 // Worker lcores should sit on the NUMA node of the ports they poll: otherwise every
 // descriptor, mbuf and write block crosses the socket interconnect.
-void check_numa(const Config& config, const PreflightOptions& options, const std::vector<int>& port_nodes,
-                Findings& f) {
-    auto assignment = assign_queues(config);
-    if (!assignment) {
-        error(f, assignment.error().message);
-        return;
-    }
+void check_numa(const Config& config, const PreflightOptions& options, const CapturePlan& plan,
+                const std::vector<PortInfo>& ports, Findings& f) {
     std::set<std::pair<size_t, unsigned>> reported;  // (port, lcore)
-    for (const WorkerAssignment& w : assignment.value()) {
+    for (const WorkerAssignment& w : plan.workers) {
         const int lcore_node = cpu_numa_node(options, w.lcore);
         if (lcore_node < 0) continue;
         for (const QueueRef& q : w.queues) {
-            const int port_node = port_nodes[q.port_index];
+            const int port_node = ports[q.port_index].socket;
             if (port_node < 0 || port_node == lcore_node) continue;
             if (!reported.insert({q.port_index, w.lcore}).second) continue;
             const PortConfig& port = config.ports[q.port_index];
@@ -302,13 +283,11 @@ std::string fix_hugepages(const Config& config) {
     return "reserve them: linecap-hugepages --config " + (config.path.empty() ? std::string("FILE") : config.path);
 }
 
-void check_hugepages(const Config& config, const PreflightOptions& options, const std::vector<int>& port_nodes,
-                     Findings& f) {
+void check_hugepages(const Config& config, const PreflightOptions& options, const CapturePlan& plan, Findings& f) {
     if (!config.eal.hugepages) return;  // --no-huge: nothing to reserve
-    const HugepageNeed need = estimate_hugepage_need(config, port_nodes);
-    std::string breakdown = "mbufs " + mib(need.mbuf_bytes()) + " + write blocks " + mib(need.block_bytes()) +
-                            " + EAL " + mib(HugepageNeed::kEalOverheadBytes);
-    if (need.mbuf_bytes() + need.block_bytes() + HugepageNeed::kEalOverheadBytes < need.total_bytes) {
+    std::string breakdown = "mbufs " + mib(plan.pool_bytes()) + " + write blocks " + mib(plan.block_bytes()) +
+                            " + EAL " + mib(CapturePlan::kEalOverheadBytes);
+    if (plan.pool_bytes() + plan.block_bytes() + CapturePlan::kEalOverheadBytes < plan.hugepage_bytes) {
         breakdown += "; at least eal.memory_mb " + std::to_string(config.eal.memory_mb) + " MiB";
     }
 
@@ -334,28 +313,28 @@ void check_hugepages(const Config& config, const PreflightOptions& options, cons
 
     if (total_bytes == 0) {
         error(f, "eal.hugepages: no hugepages are reserved (HugePages_Total: 0 in " + options.proc_meminfo +
-                     "); the configuration needs about " + mib(need.total_bytes) + " (" + breakdown + "); " +
+                     "); the configuration needs about " + mib(plan.hugepage_bytes) + " (" + breakdown + "); " +
                      fix_hugepages(config) + " (or echo " +
-                     std::to_string(page_bytes ? (need.total_bytes + page_bytes - 1) / page_bytes : 0) +
+                     std::to_string(page_bytes ? (plan.hugepage_bytes + page_bytes - 1) / page_bytes : 0) +
                      " > /proc/sys/vm/nr_hugepages), or set eal.hugepages: false (tests only)");
         return;
     }
-    if (free_bytes < need.total_bytes) {
+    if (free_bytes < plan.hugepage_bytes) {
         error(f, "eal.hugepages: only " + mib(free_bytes) + " of hugepages free (" + std::to_string(mi.free_pages) + " of " +
                      std::to_string(mi.total_pages) + " " + pages + "), the configuration needs about " +
-                     mib(need.total_bytes) + " (" + breakdown + "); " + fix_hugepages(config) +
+                     mib(plan.hugepage_bytes) + " (" + breakdown + "); " + fix_hugepages(config) +
                      ", or lower rx_descriptors, output.blocks_per_queue or output.block_size_kb");
         return;
     }
     // Each node's pool and blocks are allocated on that node: enough in total is not enough.
-    for (const auto& [node, n] : need.nodes) {
+    for (const auto& [node, n] : plan.sockets) {
         if (node < 0) continue;
         const fs::path dir = fs::path(options.sysfs) / "devices/system/node" / ("node" + std::to_string(node)) / "hugepages";
         const PoolBytes pool = sysfs_pools(dir, 0);
         if (!pool.found) continue;  // kernel without per-node pools: the total above is all we know
         if (pool.free_bytes < n.bytes()) {
             std::string ports;
-            for (const std::string& p : n.ports) ports += (ports.empty() ? "" : ", ") + p;
+            for (size_t p : n.ports) ports += (ports.empty() ? "" : ", ") + config.ports[p].name;
             error(f, "eal.hugepages: NUMA node " + std::to_string(node) + " (ports " + ports + ") has " +
                          mib(pool.free_bytes) + " of hugepages free, its mbuf pool and write blocks need about " +
                          mib(n.bytes()) + "; reserve them on that node: linecap-hugepages --config " + config.path +
@@ -501,56 +480,16 @@ void probe_disk_speed(const Config& config, const PreflightOptions& options, Fin
 
 }  // namespace
 
-uint64_t HugepageNeed::mbuf_bytes() const {
-    uint64_t sum = 0;
-    for (const auto& [node, n] : nodes) sum += n.mbuf_bytes;
-    return sum;
-}
-
-uint64_t HugepageNeed::block_bytes() const {
-    uint64_t sum = 0;
-    for (const auto& [node, n] : nodes) sum += n.block_bytes;
-    return sum;
-}
-
-HugepageNeed estimate_hugepage_need(const Config& config, const std::vector<int>& port_nodes) {
-    HugepageNeed need;
-    std::map<int, MempoolSizing> sizing;
-    for (size_t p = 0; p < config.ports.size(); ++p) {
-        const PortConfig& port = config.ports[p];
-        const int node = p < port_nodes.size() ? port_nodes[p] : -1;
-        MempoolSizing& s = sizing[node];
-        s.descriptors += port.rx_queues * port.rx_descriptors;
-        s.burst = config.capture.burst_size;
-        s.cache = config.capture.mbuf_cache;
-        HugepageNeed::Node& n = need.nodes[node];
-        n.block_bytes += uint64_t(port.rx_queues) * config.output.blocks_per_queue * config.output.block_size_kb * 1024;
-        n.ports.push_back(port.name);
-    }
-    // Workers per node, as the engine counts them; every worker when the mapping is invalid.
-    auto assignment = assign_queues(config);
-    for (auto& [node, s] : sizing) {
-        if (!assignment) {
-            s.workers = unsigned(config.eal.lcore_ids.empty() ? 1 : config.eal.lcore_ids.size() - 1);
-            continue;
+std::vector<PortInfo> assumed_port_infos(const Config& config, const PreflightOptions& options) {
+    std::vector<PortInfo> ports;
+    for (const PortConfig& port : config.ports) {
+        int node = -1;  // vdevs, and PCI devices the platform gives no node
+        if (port.is_pci()) {
+            if (auto n = read_number(pci_device_dir(options, port) / "numa_node"); n && *n >= 0) node = int(*n);
         }
-        for (const WorkerAssignment& w : assignment.value()) {
-            bool polls = false;
-            for (const QueueRef& q : w.queues) {
-                const int qnode = q.port_index < port_nodes.size() ? port_nodes[q.port_index] : -1;
-                polls = polls || qnode == node;
-            }
-            s.workers += polls ? 1 : 0;
-        }
+        ports.push_back(assumed_port_info(port, node));
     }
-    uint64_t total = HugepageNeed::kEalOverheadBytes;
-    for (auto& [node, n] : need.nodes) {
-        n.mbufs = config.capture.mbufs ? config.capture.mbufs : mempool_size(sizing[node]);
-        n.mbuf_bytes = n.mbufs * HugepageNeed::kMbufBytes;
-        total += n.bytes();
-    }
-    need.total_bytes = std::max<uint64_t>(total, uint64_t(config.eal.memory_mb) * kMiB);
-    return need;
+    return ports;
 }
 
 void apply_test_overrides(PreflightOptions& options) {
@@ -563,12 +502,16 @@ void apply_test_overrides(PreflightOptions& options) {
 
 std::vector<PreflightFinding> preflight(const Config& config, const PreflightOptions& options) {
     Findings findings;
-    const std::vector<int> port_nodes = port_numa_nodes(config, options);
+    const std::vector<PortInfo> ports = assumed_port_infos(config, options);
     check_lcores(config, options, findings);
     check_worker_cpus(config, findings);
     check_pci_devices(config, options, findings);
-    check_numa(config, options, port_nodes, findings);
-    check_hugepages(config, options, port_nodes, findings);
+    if (auto plan = plan_capture(config, ports); !plan) {
+        error(findings, plan.error().message);
+    } else {
+        check_numa(config, options, plan.value(), ports, findings);
+        check_hugepages(config, options, plan.value(), findings);
+    }
     const bool output_ok = check_output_directory(config, findings);
     check_filters(config, findings);
     if (options.probe_disk_speed && output_ok) probe_disk_speed(config, options, findings);

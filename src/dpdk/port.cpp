@@ -83,10 +83,40 @@ uint32_t max_frame_len(unsigned mtu) {
     return mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + 2 * RTE_VLAN_HLEN;
 }
 
+PortInfo port_info_from_dev_info(uint16_t port_id, int socket, const rte_eth_dev_info& dev_info) {
+    PortInfo info;
+    info.port_id = port_id;
+    info.socket = socket;
+    info.driver = dev_info.driver_name ? dev_info.driver_name : "?";
+    info.probed = true;
+    info.scatter_capable = (dev_info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER) != 0;
+    info.max_rx_queues = dev_info.max_rx_queues;
+    info.rx_desc_min = dev_info.rx_desc_lim.nb_min;
+    info.rx_desc_max = dev_info.rx_desc_lim.nb_max;
+    info.rx_desc_align = std::max<unsigned>(1, dev_info.rx_desc_lim.nb_align);
+    info.max_mtu = dev_info.max_mtu;
+    return info;
+}
+
+PortInfo assumed_port_info(const PortConfig& config, int numa_node) {
+    PortInfo info;
+    info.socket = numa_node;
+    if (!config.is_pci()) {
+        std::string name = ethdev_name(config);  // the vdev's driver plus an instance number
+        while (!name.empty() && name.back() >= '0' && name.back() <= '9') name.pop_back();
+        info.driver = name;
+    }
+    return info;
+}
+
 unsigned effective_rx_descriptors(const PortInfo& info, unsigned requested) {
     constexpr unsigned kAfXdpMinDescriptors = 4096;
-    if (info.driver == "net_af_xdp" && requested < kAfXdpMinDescriptors) return kAfXdpMinDescriptors;
-    return requested;
+    unsigned n = requested;
+    if (info.driver == "net_af_xdp" && n < kAfXdpMinDescriptors) n = kAfXdpMinDescriptors;
+    // The order of rte_eth_dev_adjust_nb_rx_tx_desc: maximum, minimum, then alignment.
+    if (info.rx_desc_max != 0 && n > info.rx_desc_max) n = info.rx_desc_max;
+    if (info.rx_desc_min != 0 && n < info.rx_desc_min) n = info.rx_desc_min;
+    return (n + info.rx_desc_align - 1) / info.rx_desc_align * info.rx_desc_align;
 }
 
 Result<PortInfo> find_port(const PortConfig& config) {
@@ -103,18 +133,13 @@ Result<PortInfo> find_port(const PortConfig& config) {
     rte_eth_dev_info dev_info;
     int rc = rte_eth_dev_info_get(port_id, &dev_info);
     if (rc != 0) return call_error("rte_eth_dev_info_get", rc);
-    PortInfo info;
-    info.port_id = port_id;
-    int socket = rte_eth_dev_socket_id(port_id);
-    info.socket = socket < 0 ? 0 : socket;
-    info.driver = dev_info.driver_name ? dev_info.driver_name : "?";
-    info.scatter_capable = (dev_info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER) != 0;
-    return info;
+    // Devices that do not say (most vdevs) go with socket 0's pool.
+    const int socket = rte_eth_dev_socket_id(port_id);
+    return port_info_from_dev_info(port_id, socket < 0 ? 0 : socket, dev_info);
 }
 
 Result<std::unique_ptr<Port>> Port::open(const PortConfig& config, const PortInfo& info,
-                                         rte_mempool* pool, unsigned mbuf_data_room,
-                                         unsigned configured_mbufs) {
+                                         const PortSetup& setup, rte_mempool* pool, unsigned configured_mbufs) {
     std::unique_ptr<Port> port(new Port(config.name, info));
     const uint16_t id = info.port_id;
     auto fail = [&](Error e) { return e.context("port " + config.name + " (" + config.device + ")"); };
@@ -123,12 +148,7 @@ Result<std::unique_ptr<Port>> Port::open(const PortConfig& config, const PortInf
     int rc = rte_eth_dev_info_get(id, &dev_info);
     if (rc != 0) return fail(call_error("rte_eth_dev_info_get", rc));
 
-    unsigned queues = config.rx_queues;
-    if (queues > dev_info.max_rx_queues) {
-        return fail(runtime_error("rx_queues " + std::to_string(queues) + " but the device has at most " +
-                                  std::to_string(dev_info.max_rx_queues)));
-    }
-
+    const unsigned queues = setup.rx_queues;
     rte_eth_conf conf{};
     RssPlan rss = plan_rss(config.rss, queues,
                            RssDeviceCaps{dev_info.hash_key_size, dev_info.flow_type_rss_offloads,
@@ -152,25 +172,8 @@ Result<std::unique_ptr<Port>> Port::open(const PortConfig& config, const PortInf
         }
     }
 
-    // MTU and scattered rx: a frame larger than one mbuf needs the SCATTER offload.
-    unsigned mtu = config.mtu;
-    if (dev_info.max_mtu && mtu > dev_info.max_mtu) {
-        spdlog::warn("port {}: mtu {} above the device maximum {}, using {}", config.name, mtu,
-                     dev_info.max_mtu, dev_info.max_mtu);
-        mtu = dev_info.max_mtu;
-    }
-    conf.rxmode.mtu = mtu;
-    const uint32_t frame = max_frame_len(mtu);
-    const uint32_t mbuf_room = mbuf_data_room - RTE_PKTMBUF_HEADROOM;
-    if (frame > mbuf_room) {
-        if (info.scatter_capable) {
-            conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
-        } else {
-            spdlog::info("port {}: frames up to {} bytes exceed one mbuf ({}) and {} has no scattered rx offload; "
-                         "relying on the PMD to chain segments",
-                         config.name, frame, mbuf_room, info.driver);
-        }
-    }
+    conf.rxmode.mtu = setup.mtu;
+    if (setup.scatter) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
 
     // A capture port never transmits, so it asks for no tx queue. Some PMDs (af_xdp,
     // af_packet) only work with rx/tx pairs: for those, idle tx queues are set up too.
@@ -182,19 +185,15 @@ Result<std::unique_ptr<Port>> Port::open(const PortConfig& config, const PortInf
     }
     if (rc != 0) return fail(call_error("rte_eth_dev_configure", rc));
 
-    const unsigned wanted_rxd = effective_rx_descriptors(info, config.rx_descriptors);
-    if (wanted_rxd != config.rx_descriptors) {
-        spdlog::warn("port {}: rx_descriptors {} raised to {}: below that, {} drops packets on a full socket "
-                     "ring without counting them",
-                     config.name, config.rx_descriptors, wanted_rxd, info.driver);
-    }
-    uint16_t nb_rxd = static_cast<uint16_t>(wanted_rxd);
+    // The plan already rounded the count the way this call does; it stays for the tx side
+    // and as a check that the plan saw the same limits.
+    uint16_t nb_rxd = static_cast<uint16_t>(setup.rx_descriptors);
     uint16_t nb_txd = tx_queues ? kIdleTxDescriptors : 0;
     rc = rte_eth_dev_adjust_nb_rx_tx_desc(id, &nb_rxd, &nb_txd);
     if (rc != 0) return fail(call_error("rte_eth_dev_adjust_nb_rx_tx_desc", rc));
-    if (nb_rxd != wanted_rxd) {
-        spdlog::warn("port {}: rx_descriptors {} trimmed to {} by {}", config.name, wanted_rxd,
-                     nb_rxd, info.driver);
+    if (nb_rxd != setup.rx_descriptors) {
+        spdlog::warn("port {}: rx_descriptors {} adjusted to {} by {}", config.name, setup.rx_descriptors, nb_rxd,
+                     info.driver);
     }
 
     rte_eth_rxconf rxconf = dev_info.default_rxconf;
@@ -244,7 +243,7 @@ Result<std::unique_ptr<Port>> Port::open(const PortConfig& config, const PortInf
     char link_text[RTE_ETH_LINK_MAX_STR_LEN] = "";
     if (rte_eth_link_get_nowait(id, &link) == 0) rte_eth_link_to_str(link_text, sizeof link_text, &link);
     spdlog::info("port {}: {} driver {} socket {}: {} rx queues × {} descriptors, mtu {}, rss {}{}; {}",
-                 config.name, config.device, info.driver, info.socket, queues, nb_rxd, mtu,
+                 config.name, config.device, info.driver, info.socket, queues, nb_rxd, setup.mtu,
                  rss.enabled ? to_string(config.rss) : "not used",
                  rss.enabled && dev_info.reta_size ? " (reta " + std::to_string(dev_info.reta_size) + ")" : "",
                  link_text);

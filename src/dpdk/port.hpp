@@ -10,6 +10,7 @@
 #include "util/result.hpp"
 
 struct rte_mempool;
+struct rte_eth_dev_info;
 
 namespace linecap {
 
@@ -20,17 +21,37 @@ std::string ethdev_name(const PortConfig& port);
 // Largest frame the port must receive for its MTU: Ethernet header, two VLAN tags, CRC.
 uint32_t max_frame_len(unsigned mtu);
 
+// What a port can do, as far as the capture plan (capture/plan.hpp) is concerned.
 struct PortInfo {
     uint16_t port_id = 0;
-    int socket = 0;              // NUMA socket (0 when the device does not say)
-    std::string driver;
-    bool scatter_capable = false;
+    int socket = -1;                 // NUMA socket; -1 when unknown
+    std::string driver;              // rte_eth_dev_info::driver_name, e.g. net_ixgbe
+    bool probed = false;             // false: assumed before EAL probed the device (see below)
+    bool scatter_capable = false;    // RTE_ETH_RX_OFFLOAD_SCATTER offered
+    unsigned max_rx_queues = 0;      // 0: unknown
+    unsigned rx_desc_min = 0;        // rte_eth_desc_lim; 0: no limit known
+    unsigned rx_desc_max = 0;
+    unsigned rx_desc_align = 1;
+    unsigned max_mtu = 0;            // 0: unknown
 };
 
-// The rx descriptor count a port really gets. net_af_xdp (DPDK 22.11) counts a full
-// XDP socket rx ring nowhere (the kernel's rx_ring_full is not read by the PMD), which
-// only stays impossible while the ring holds at least 4096 descriptors; so af_xdp ports
-// get at least that many — every drop must be counted.
+// From the device's rte_eth_dev_info (pure: the fake dev_info tests call it with the values
+// 82599 and X710 ports report).
+PortInfo port_info_from_dev_info(uint16_t port_id, int socket, const rte_eth_dev_info& dev_info);
+
+// Before EAL probes the device, the conservative assumptions: the NUMA node the caller read
+// from sysfs (-1 for virtual devices), the driver named by a vdev's name (net_af_xdp0 →
+// net_af_xdp; empty for PCI), no scattered rx (so each mbuf holds a whole frame: the larger
+// pool), and no queue, descriptor or MTU limits (real devices only trim those, so the
+// request is the upper bound: the configuration allows only powers of two 64..32768 for
+// rx_descriptors, which the alignment of every device we know divides).
+PortInfo assumed_port_info(const PortConfig& config, int numa_node);
+
+// The rx descriptor count a port gets: the request within the device's limits (as
+// rte_eth_dev_adjust_nb_rx_tx_desc rounds it). net_af_xdp (DPDK 22.11) counts a full XDP
+// socket rx ring nowhere (the kernel's rx_ring_full is not read by the PMD), which only
+// stays impossible while the ring holds at least 4096 descriptors; so af_xdp ports get at
+// least that many — every drop must be counted.
 unsigned effective_rx_descriptors(const PortInfo& info, unsigned requested);
 
 // What is known when a device rejects an rx queue setup, for an error a user can act on:
@@ -56,12 +77,21 @@ std::string rx_queue_setup_hint(const RxQueueSetupFacts& facts);
 // Looks the device up after EAL probed it.
 Result<PortInfo> find_port(const PortConfig& config);
 
+// How a port is set up (planned by plan_capture from the config and its PortInfo).
+struct PortSetup {
+    unsigned rx_queues = 0;
+    unsigned rx_descriptors = 0;     // per queue, within the device's limits
+    unsigned mtu = 0;                // at most the device's maximum
+    bool scatter = false;            // frames larger than one mbuf: RTE_ETH_RX_OFFLOAD_SCATTER
+};
+
 class Port {
 public:
-    // Configures rx queues (RSS as planned), MTU, promiscuous mode and starts the port.
-    // `configured_mbufs` (capture.mbufs, 0 = automatic) only goes into error messages.
+    // Configures rx queues, descriptors, MTU and scattered rx as planned, RSS, promiscuous
+    // mode, and starts the port. `configured_mbufs` (capture.mbufs, 0 = automatic) only goes
+    // into error messages.
     static Result<std::unique_ptr<Port>> open(const PortConfig& config, const PortInfo& info,
-                                              rte_mempool* pool, unsigned mbuf_data_room,
+                                              const PortSetup& setup, rte_mempool* pool,
                                               unsigned configured_mbufs = 0);
     ~Port();  // stop + close
     Port(const Port&) = delete;

@@ -1,7 +1,8 @@
 // What the metrics collector reads: the engine's views of its counters (StreamView,
-// PortView, WorkerView) plus the few writer-side values that are not per stream. Built
-// once after the engine starts (capture_views(engine) in engine_views.hpp) or by hand in
-// unit tests, which is why this is a plain struct and not the engine itself.
+// PortView, WorkerView; capture/views.hpp) plus the few writer-side values that are not
+// per stream and the background indexer's counters. Built once after the engine starts
+// (by main, src/linecapd.cpp) or by hand in unit tests, which is why this is a plain
+// struct and not the engine itself: metrics builds without the engine.
 //
 // Only MetricsCollector::collect() (control thread) dereferences these pointers; the
 // HTTP threads see nothing but the collector's snapshot. So the views must outlive the
@@ -13,7 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "capture/engine.hpp"
+#include "capture/views.hpp"
+#include "output/scrub.hpp"
+#include "output/writer.hpp"
+#include "store/index_service.hpp"
 
 namespace linecap {
 

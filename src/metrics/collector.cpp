@@ -61,20 +61,8 @@ StreamSample MetricsCollector::sample_stream(const StreamView& view) const {
     StreamSample s;
     s.port = view.port;
     s.queue = view.queue;
-    if (view.capture != nullptr) {
-        s.rx_packets = view.capture->rx_packets.get();
-        s.rx_bytes = view.capture->rx_bytes.get();
-        s.filtered_packets = view.capture->filtered_packets.get();
-        s.writer_full_packets = view.capture->writer_full_packets.get();
-    }
-    if (view.output != nullptr) {
-        s.written_packets = load(view.output->written_packets);
-        s.written_bytes = load(view.output->written_bytes);
-        s.file_bytes = load(view.output->file_bytes);
-        s.write_error_packets = load(view.output->write_error_packets);
-        s.disk_full_packets = load(view.output->disk_full_packets);
-        s.files_finalised = load(view.output->files_finalised);
-    }
+    if (view.capture != nullptr) s.capture = read_counts(*view.capture);
+    if (view.output != nullptr) s.output = read_counts(*view.output);
     return s;
 }
 

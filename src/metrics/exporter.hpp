@@ -37,6 +37,7 @@ public:
 
     std::string scrape() const;                      // the /metrics body
     Readiness readiness() const { return collector_->readiness(); }
+    MetricsSnapshot snapshot() const { return collector_->snapshot(); }  // the last collect()
     uint16_t port() const { return server_ ? server_->port() : 0; }   // 0 when disabled
 
 private:

@@ -1,5 +1,6 @@
-// MetricsSnapshot → Prometheus metric families. Every name, label and help text the
-// exporter produces is defined here, in one place.
+// MetricsSnapshot → Prometheus metric families. Each metric's name, help text and type is
+// declared once, next to the counters it reads (util/metric.hpp lists where); this file
+// arranges them into families and series with their labels.
 //
 // Accounting: a packet that reached a port is exactly one of written, filtered or
 // dropped(reason), where
@@ -36,6 +37,9 @@
 #include "metrics/snapshot.hpp"
 
 namespace linecap {
+
+// Labels version, dpdk_version.
+inline constexpr MetricDecl kBuildInfoMetric{"linecap_build_info", "linecapd build; always 1.", MetricType::gauge};
 
 struct BuildInfo {
     std::string version;        // LINECAP_VERSION

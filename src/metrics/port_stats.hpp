@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "util/metric.hpp"
+
 namespace linecap {
 
 // The subset of rte_eth_stats the drop accounting needs.
@@ -17,15 +19,34 @@ struct PortCounters {
     uint64_t rx_nombuf = 0;   // mbuf allocation failures (mempool empty)
 };
 
+// The metrics read from PortCounters (util/metric.hpp); label port. The NIC's drops are
+// series of linecap_dropped_packets_total (metrics/snapshot.hpp) with queue="all".
+inline constexpr MetricDecl kPortReceivedMetric{
+    "linecap_port_received_packets_total",
+    "Packets that reached the port: ipackets + imissed + ierrors + rx_nombuf. Each is exactly one of written, "
+    "filtered or dropped (once the queues are drained).",
+    MetricType::counter};
+inline constexpr DropReason<PortCounters> kNicMissedDrop{"nic_missed", &PortCounters::imissed};
+inline constexpr DropReason<PortCounters> kNicErrorDrop{"nic_error", &PortCounters::ierrors};
+inline constexpr DropReason<PortCounters> kNoMbufDrop{"no_mbuf", &PortCounters::rx_nombuf};
+
 struct PortLink {
     bool up = false;
     uint64_t speed_bps = 0;   // 0 when down or unknown
 };
 
+inline constexpr MetricDecl kPortLinkUpMetric{"linecap_port_link_up", "1 when the port's link is up.",
+                                              MetricType::gauge};
+inline constexpr MetricDecl kPortLinkSpeedMetric{
+    "linecap_port_link_speed_bps", "Link speed in bits per second; 0 when down or unknown.", MetricType::gauge};
+
 struct PortIdentity {
     std::string driver;            // e.g. net_ixgbe, net_i40e, net_af_xdp
     bool virtual_device = false;   // on the vdev bus (net_pcap, net_af_xdp, …)
 };
+
+// Labels port, device, driver.
+inline constexpr MetricDecl kPortInfoMetric{"linecap_port_info", "Port identity; always 1.", MetricType::gauge};
 
 class PortStatsSource {
 public:

@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "metrics/filesystem_usage.hpp"
+#include "capture/counters.hpp"
 #include "metrics/port_stats.hpp"
 #include "output/writer.hpp"
 
@@ -19,18 +21,8 @@ namespace linecap {
 struct StreamSample {
     std::string port;
     uint16_t queue = 0;
-    // From the worker (QueueCounters).
-    uint64_t rx_packets = 0;
-    uint64_t rx_bytes = 0;
-    uint64_t filtered_packets = 0;
-    uint64_t writer_full_packets = 0;
-    // From the writer (StreamCounters).
-    uint64_t written_packets = 0;
-    uint64_t written_bytes = 0;
-    uint64_t file_bytes = 0;
-    uint64_t write_error_packets = 0;
-    uint64_t disk_full_packets = 0;
-    uint64_t files_finalised = 0;
+    QueueCounts capture;      // the worker's counters (capture/counters.hpp)
+    StreamCounts output;      // the writer's counters (output/writer.hpp)
 };
 
 struct PortSample {
@@ -54,8 +46,7 @@ struct LatencySample {
     uint64_t sum_ns = 0;
 };
 
-// Retention (output/retention.hpp). The horizon is computed at collection time from the
-// oldest kept packet, so it grows by itself between deletions.
+// Retention (output/retention.hpp; metrics declared next to RetentionCounters).
 struct RetentionSample {
     double horizon_seconds = 0;       // age of the oldest packet kept; 0 when nothing is kept
     uint64_t files = 0;
@@ -104,5 +95,43 @@ struct MetricsSnapshot {
     std::optional<IndexingSample> indexing;
     std::optional<ScrubSample> scrub;
 };
+
+// ---- drop accounting, computed here only (exposition, shutdown summary, status line) ----
+//
+// A packet that reached a port is exactly one of written, filtered or dropped(reason),
+// where reached = ipackets + imissed + ierrors + rx_nombuf (see exposition.hpp). The
+// NIC's counters are the collector's reset-proof totals, never raw rte_eth_stats.
+
+inline constexpr MetricDecl kDroppedPacketsMetric{
+    "linecap_dropped_packets_total",
+    "Packets that reached the port but were not written, by reason. Per queue: writer_full (no free write block), "
+    "write_error (I/O error), disk_full (ENOSPC/EDQUOT). Per port, queue=\"all\": nic_missed (rte_eth_stats "
+    "imissed), nic_error (ierrors), no_mbuf (rx_nombuf).",
+    MetricType::counter};
+
+inline uint64_t received_packets(const PortCounters& c) { return c.ipackets + c.imissed + c.ierrors + c.rx_nombuf; }
+
+// f(reason, packets) for each per-queue drop reason of a stream, in exposition order.
+template <class F>
+void for_each_stream_drop(const StreamSample& s, F&& f) {
+    f(kWriterFullDrop.reason, s.capture.*kWriterFullDrop.field);
+    f(kWriteErrorDrop.reason, s.output.*kWriteErrorDrop.field);
+    f(kDiskFullDrop.reason, s.output.*kDiskFullDrop.field);
+}
+
+// f(reason, packets) for each drop the NIC counts for the whole port.
+template <class F>
+void for_each_port_drop(const PortCounters& c, F&& f) {
+    for (const DropReason<PortCounters>& d : {kNicMissedDrop, kNicErrorDrop, kNoMbufDrop}) f(d.reason, c.*d.field);
+}
+
+// Every drop of every port and stream.
+inline uint64_t dropped_packets(const MetricsSnapshot& snapshot) {
+    uint64_t sum = 0;
+    const auto add = [&sum](std::string_view, uint64_t n) { sum += n; };
+    for (const StreamSample& s : snapshot.streams) for_each_stream_drop(s, add);
+    for (const PortSample& p : snapshot.ports) for_each_port_drop(p.counters, add);
+    return sum;
+}
 
 }  // namespace linecap

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cerrno>
-#include <cstring>
 #include <string>
 
 #include "util/errno_text.hpp"

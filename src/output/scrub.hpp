@@ -42,6 +42,8 @@
 #include <string>
 #include <thread>
 
+#include "util/metric.hpp"
+
 namespace linecap {
 
 // Whether the capture file `name` in `dir_fd` is marked damaged: the marker's line (when
@@ -62,6 +64,30 @@ struct ScrubCounters {
     std::atomic<uint64_t> last_pass_end_ns{0};    // wall clock of the last completed pass; 0: none yet
     std::atomic<uint64_t> period_s{0};            // as configured
 };
+
+// The metrics read from ScrubCounters (only with output.scrub.enabled). damaged_files is
+// what the alert watches: a capture file whose bytes no longer match its manifest answers
+// queries with what it holds now, not with what was captured.
+inline constexpr MetricDecl kScrubFilesMetric{
+    "linecap_scrub_files_total",
+    "Finished capture files the background scrub checked against their manifests, by result: ok, mismatch (bytes "
+    "differ: marked damaged), no_manifest and bad_manifest (cannot be checked), unreadable (read error, logged).",
+    MetricType::counter};
+inline constexpr MetricDecl kScrubReadBytesMetric{"linecap_scrub_read_bytes_total",
+                                                  "Bytes of capture files the scrub read.", MetricType::counter};
+inline constexpr MetricDecl kScrubDamagedFilesMetric{
+    "linecap_scrub_damaged_files",
+    "Capture files marked damaged (NAME.damaged): their bytes no longer match their manifest.", MetricType::gauge};
+inline constexpr MetricDecl kScrubPassesMetric{"linecap_scrub_passes_total",
+                                               "Scrub passes over the whole store completed by this run.",
+                                               MetricType::counter};
+inline constexpr MetricDecl kScrubLastPassMetric{
+    "linecap_scrub_last_pass_completed_timestamp_seconds",
+    "When the last scrub pass over the whole store completed (Unix time, kept across restarts); 0: none yet.",
+    MetricType::gauge};
+inline constexpr MetricDecl kScrubPeriodMetric{"linecap_scrub_period_seconds",
+                                               "output.scrub.period: the store is re-read once per period.",
+                                               MetricType::gauge};
 
 struct ScrubOptions {
     std::string directory;

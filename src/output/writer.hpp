@@ -17,20 +17,60 @@
 
 #include "config/config.hpp"
 #include "output/stream.hpp"
+#include "util/metric.hpp"
 #include "util/result.hpp"
 
 namespace linecap {
 
-// Written only by the writer thread that owns the stream.
-struct alignas(64) StreamCounters {
-    std::atomic<uint64_t> written_packets{0};
-    std::atomic<uint64_t> written_bytes{0};        // original (wire) length of written packets
-    std::atomic<uint64_t> file_bytes{0};           // bytes appended to files (headers included)
-    std::atomic<uint64_t> write_error_packets{0};  // lost to an I/O error (EIO, …)
-    std::atomic<uint64_t> disk_full_packets{0};    // lost to ENOSPC / EDQUOT
-    std::atomic<uint64_t> files_finalised{0};
-    std::atomic<uint64_t> open_file_bytes{0};      // size of the file being written (0: none)
+// Written only by the writer thread that owns the stream; Counter is std::atomic for the
+// live counters, uint64_t for a snapshot (StreamCounts; util/counter.hpp).
+template <class Counter>
+struct StreamCountersOf {
+    Counter written_packets{};
+    Counter written_bytes{};        // original (wire) length of written packets
+    Counter file_bytes{};           // bytes appended to files (headers included)
+    Counter write_error_packets{};  // lost to an I/O error (EIO, …)
+    Counter disk_full_packets{};    // lost to ENOSPC / EDQUOT
+    Counter files_finalised{};
+    Counter open_file_bytes{};      // size of the file being written (0: none)
+
+    template <class F, class... Group>
+    static void fields(F&& f, Group&... g) {
+        f(g.written_packets...);
+        f(g.written_bytes...);
+        f(g.file_bytes...);
+        f(g.write_error_packets...);
+        f(g.disk_full_packets...);
+        f(g.files_finalised...);
+        f(g.open_file_bytes...);
+    }
 };
+struct alignas(64) StreamCounters : StreamCountersOf<std::atomic<uint64_t>> {};
+using StreamCounts = StreamCountersOf<uint64_t>;
+
+// The metrics read from StreamCounters (util/metric.hpp); labels port, queue.
+inline constexpr FieldMetric<StreamCounts> kWrittenPacketsMetric{
+    {"linecap_written_packets_total", "Packets that reached a capture file.", MetricType::counter},
+    &StreamCounts::written_packets};
+inline constexpr FieldMetric<StreamCounts> kWrittenBytesMetric{
+    {"linecap_written_bytes_total", "Original (wire) length of the packets that reached a capture file.",
+     MetricType::counter},
+    &StreamCounts::written_bytes};
+inline constexpr FieldMetric<StreamCounts> kFilesFinalisedMetric{
+    {"linecap_files_finalised_total", "Capture files completed (synced and renamed to their final name).",
+     MetricType::counter},
+    &StreamCounts::files_finalised};
+inline constexpr FieldMetric<StreamCounts> kOutputFileBytesMetric{
+    {"linecap_output_file_bytes_total", "Bytes appended to capture files, file and record headers included.",
+     MetricType::counter},
+    &StreamCounts::file_bytes};
+inline constexpr DropReason<StreamCounts> kWriteErrorDrop{"write_error", &StreamCounts::write_error_packets};
+inline constexpr DropReason<StreamCounts> kDiskFullDrop{"disk_full", &StreamCounts::disk_full_packets};
+
+// The writer's backlog (Writer::backlog_blocks), unlabelled.
+inline constexpr MetricDecl kWriterBacklogMetric{"linecap_writer_backlog_blocks",
+                                                 "Full write blocks waiting for the writer, all streams.",
+                                                 MetricType::gauge};
 
 // Retention (output/retention.hpp), written by the retention thread, read by metrics.
 struct RetentionCounters {
@@ -42,6 +82,32 @@ struct RetentionCounters {
     std::atomic<uint64_t> deleted_bytes{0};
     std::atomic<uint64_t> budget_unmet{0};         // 1 while a limit cannot be met
 };
+
+// The metrics read from RetentionCounters, unlabelled. The horizon is computed at
+// collection time from oldest_packet_ns, so it grows by itself between deletions.
+inline constexpr MetricDecl kRetentionHorizonMetric{
+    "linecap_retention_horizon_seconds",
+    "Age of the oldest packet still kept in a finished capture file (how far back a question can be answered); 0 "
+    "when no file is kept.",
+    MetricType::gauge};
+inline constexpr MetricDecl kRetentionFilesMetric{"linecap_retention_files",
+                                                  "Finished capture files kept in the output directory.",
+                                                  MetricType::gauge};
+inline constexpr MetricDecl kRetentionBytesMetric{
+    "linecap_retention_bytes", "Bytes of the finished capture files kept, manifests and indexes included.",
+    MetricType::gauge};
+inline constexpr MetricDecl kRetentionHeldFilesMetric{
+    "linecap_retention_held_files", "Kept capture files that are on the legal hold list.", MetricType::gauge};
+inline constexpr MetricDecl kRetentionBudgetUnmetMetric{
+    "linecap_retention_budget_unmet",
+    "1 while a retention limit cannot be met (the remaining files are on hold, the hold list is unreadable, or "
+    "deleting failed).",
+    MetricType::gauge};
+inline constexpr MetricDecl kRetentionDeletedFilesMetric{
+    "linecap_retention_deleted_files_total", "Capture files deleted by retention.", MetricType::counter};
+inline constexpr MetricDecl kRetentionDeletedBytesMetric{
+    "linecap_retention_deleted_bytes_total", "Bytes deleted by retention (capture files and their sidecars).",
+    MetricType::counter};
 
 // Write latency histogram (per write syscall), cumulative-free buckets; upper bounds in µs.
 struct WriteLatency {
@@ -62,6 +128,10 @@ struct WriteLatency {
         count.fetch_add(1, std::memory_order_relaxed);
     }
 };
+
+// Exported as a histogram: cumulative buckets with `le` in seconds, +Inf, _sum, _count.
+inline constexpr MetricDecl kWriteLatencyMetric{"linecap_write_latency_seconds",
+                                                "Duration of the writer's write syscalls.", MetricType::histogram};
 
 // Where block memory comes from: hugepages (rte_malloc_socket) in the daemon, the heap
 // in unit tests. `socket` is the NUMA socket of the worker that fills the stream.

@@ -9,6 +9,7 @@
 
 #include "util/errno_text.hpp"
 #include "store/time_spec.hpp"
+#include "util/errno_text.hpp"
 
 namespace linecap::store {
 namespace {

@@ -18,12 +18,12 @@
 
 #include "config/config.hpp"
 #include "linecap_build.h"
-#include "output/io_status.hpp"
 #include "store/catalog.hpp"
 #include "store/extract.hpp"
 #include "store/index_format.hpp"
 #include "store/stats.hpp"
 #include "store/time_spec.hpp"
+#include "util/errno_text.hpp"
 
 namespace linecap::store {
 namespace {

@@ -18,6 +18,7 @@
 #include "output/manifest.hpp"  // format_utc_ns
 #include "util/stat_time.hpp"
 #include "store/crc32c.hpp"
+#include "util/errno_text.hpp"
 
 namespace linecap::store {
 namespace {

@@ -36,6 +36,8 @@
 #include <thread>
 #include <vector>
 
+#include "util/metric.hpp"
+
 namespace linecap::store {
 
 // Written by the indexer thread, read by metrics (relaxed).
@@ -48,6 +50,24 @@ struct IndexingCounters {
     std::atomic<uint64_t> index_bytes{0};     // of the indexes written
     std::atomic<uint64_t> busy_ns{0};         // wall time spent building
 };
+
+// The metrics read from IndexingCounters (only with output.index on). The queue is what
+// an operator watches: it grows while the writer keeps the control core busy and shrinks
+// when traffic drops.
+inline constexpr MetricDecl kIndexFilesMetric{
+    "linecap_index_files_total",
+    "Finished capture files the background indexer handled, by result: built, failed (logged), skipped (queue "
+    "full; run linecap index).",
+    MetricType::counter};
+inline constexpr MetricDecl kIndexQueuedFilesMetric{"linecap_index_queued_files",
+                                                    "Finished capture files waiting to be indexed.", MetricType::gauge};
+inline constexpr MetricDecl kIndexSourceBytesMetric{"linecap_index_source_bytes_total",
+                                                    "Bytes of capture files indexed.", MetricType::counter};
+inline constexpr MetricDecl kIndexBytesMetric{"linecap_index_bytes_total", "Bytes of index files written.",
+                                              MetricType::counter};
+inline constexpr MetricDecl kIndexBusySecondsMetric{"linecap_index_busy_seconds_total",
+                                                    "Wall time the indexer spent building indexes (at idle priority).",
+                                                    MetricType::counter};
 
 struct IndexServiceOptions {
     std::string directory;

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# scripts/linecap-hugepages.sh against fake sysfs/procfs trees: the pages it derives from a
-# configuration (the documented formula) land in the NUMA node's pool of the NICs, the
+# scripts/linecap-hugepages.sh against fake sysfs/procfs trees: the pages `linecapd
+# --print-plan` plans for a configuration land in the NUMA node's pool of the NICs, the
 # global pool takes the rest, a second run changes nothing, hugetlbfs is mounted once, a
 # MiB argument works, eal.hugepages: false is a no-op; and what it reserves satisfies
-# `linecapd --check` (the same estimate). Needs no root.
+# `linecapd --check` (the same plan). Needs no root.
 # shellcheck source=../lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 # shellcheck source=fake_tree.sh
@@ -11,6 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/fake_tree.sh"
 
 HP=$LINECAP_SRC/scripts/linecap-hugepages.sh
 [[ -r $HP ]] || fail "no $HP"
+need_linecapd  # the script asks linecapd --print-plan
 make_tmpdir
 T=$TEST_TMPDIR
 
@@ -78,23 +79,28 @@ mkdir -p "$T/out"
 log "derived from the configuration"
 run_hp --config "$T/cfg.yaml"
 expect_rc 0 "reserve from the configuration"
-# node 1: descriptors 2*4096 + 2*4096 = 16384; workers 4 -> (16384 + 4*(64+256) + 256) * 1.25
-# = 22400 -> 32767 mbufs = 80 MiB; blocks 4 queues * 32 MiB = 128 MiB; + 256 = 464 MiB = 232
-# pages. No node: 1024 descriptors -> (1024 + 1280 + 256) * 1.25 = 3200 -> 4095 mbufs = 10
-# MiB; 1 queue * 32 MiB; + 256 = 298 MiB = 149 pages.
-assert_file "$T/sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepages" 232
+# The plan (src/capture/plan.cpp). Node 1: descriptors 2*4096 + 2*4096 = 16384, 3 workers
+# poll its queues -> (16384 + 3*(64+256) + 256) * 1.25 = 22000 -> 32767 mbufs of 2368 B
+# (rte_mempool_calc_obj_size: 64 B object header + 128 B rte_mbuf + 2176 B data room) =
+# 77592256 B; blocks 4 queues * 32 MiB = 134217728 B; 211809984 B = 101 pages. No node
+# (the pcap vdev): (1024 + 320 + 256) * 1.25 = 2000 -> 2047 mbufs = 4847296 B + 32 MiB =
+# 19 pages. EAL overhead 64 MiB = 32 pages, no node. Total 101 + 19 + 32 = 152 pages.
+plan=$("$LINECAPD" --config "$T/cfg.yaml" --print-plan)
+grep -qx "hugepages_2m: 152" <<<"$plan" || fail "linecapd --print-plan: no 'hugepages_2m: 152' line"
+assert_file "$T/sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepages" 101
 assert_file "$T/sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages" 0
-assert_file "$T/proc/sys/vm/nr_hugepages" $((232 + 149))
-expect_out "node 1: 464 MiB = 232 pages" "node 1 estimate"
-expect_out "32767 mbufs" "node 1 estimate"
-expect_out "no NUMA node (global pool): 298 MiB = 149 pages" "vdev estimate"
+assert_file "$T/proc/sys/vm/nr_hugepages" 152
+expect_out "node 1: 101 pages of 2 MiB" "node 1 plan"
+expect_out "32767 mbufs" "node 1 plan"
+expect_out "no NUMA node (global pool): 19 pages of 2 MiB" "vdev plan"
+expect_out "in total: 152 pages" "total"
 assert_file "$FAKE_MOUNT_LOG" "-t hugetlbfs -o pagesize=2M nodev $T/hugepages-mnt"
 
 log "idempotent"
 cp "$T/sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepages" "$T/before"
 run_hp --config "$T/cfg.yaml"
 expect_rc 0 "second run"
-expect_out "already 232" "second run"
+expect_out "already 101" "second run"
 expect_out "hugetlbfs already mounted" "second run"
 assert_file "$T/sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepages" "$(cat "$T/before")"
 [[ $(wc -l <"$FAKE_MOUNT_LOG") == 1 ]] || fail "mounted twice"
@@ -103,33 +109,29 @@ echo 500 >"$T/sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepa
 run_hp --config "$T/cfg.yaml"
 assert_file "$T/sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepages" 500
 
-# What the script reserved satisfies linecapd --check's estimate (same formula, less slack).
-if [[ -x ${LINECAPD:-} ]]; then
-    log "linecapd --check accepts what the script reserved"
-    fresh
-    fake_pci "$T/sys" 0000:81:00.0 8086 10fb vfio-pci 1 "" 30
-    fake_pci "$T/sys" 0000:81:00.1 8086 10fb vfio-pci 1 "" 31
-    for n in 2 3 4; do fake_cpu "$T/sys" "$n" 1; done
-    run_hp --config "$T/cfg.yaml"
-    expect_rc 0 "reserve for --check"
-    node1=$(cat "$T/sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepages")
-    total=$(cat "$T/proc/sys/vm/nr_hugepages")
-    fake_node_hugepages "$T/sys" 1 "$node1" "$node1"
-    fake_proc "$T/proc" "$total" "$total" 1
-    RC=0
-    OUT=$("$LINECAPD" --config "$T/cfg.yaml" --check 2>&1) || RC=$?
-    printf '%s\n' "$OUT" | sed 's/^/    | /' >&2
-    grep -q "eal.hugepages" <<<"$OUT" && fail "--check complains about hugepages the script reserved"
-    # one page less on node 1 than its pool and blocks need: --check names the node
-    fake_node_hugepages "$T/sys" 1 "$node1" 50
-    RC=0
-    OUT=$("$LINECAPD" --config "$T/cfg.yaml" --check 2>&1) || RC=$?
-    printf '%s\n' "$OUT" | sed 's/^/    | /' >&2
-    expect_rc 78 "--check with too few pages on node 1"
-    expect_out "NUMA node 1 (ports wan0, wan1) has 100 MiB of hugepages free" "--check per node"
-else
-    log "LINECAPD not built: the --check consistency part is not run"
-fi
+# What the script reserved satisfies linecapd --check (the same plan).
+log "linecapd --check accepts what the script reserved"
+fresh
+fake_pci "$T/sys" 0000:81:00.0 8086 10fb vfio-pci 1 "" 30
+fake_pci "$T/sys" 0000:81:00.1 8086 10fb vfio-pci 1 "" 31
+for n in 2 3 4; do fake_cpu "$T/sys" "$n" 1; done
+run_hp --config "$T/cfg.yaml"
+expect_rc 0 "reserve for --check"
+node1=$(cat "$T/sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepages")
+total=$(cat "$T/proc/sys/vm/nr_hugepages")
+fake_node_hugepages "$T/sys" 1 "$node1" "$node1"
+fake_proc "$T/proc" "$total" "$total" 1
+RC=0
+OUT=$("$LINECAPD" --config "$T/cfg.yaml" --check 2>&1) || RC=$?
+printf '%s\n' "$OUT" | sed 's/^/    | /' >&2
+grep -q "eal.hugepages" <<<"$OUT" && fail "--check complains about hugepages the script reserved"
+# one page less on node 1 than its pool and blocks need: --check names the node
+fake_node_hugepages "$T/sys" 1 "$node1" 50
+RC=0
+OUT=$("$LINECAPD" --config "$T/cfg.yaml" --check 2>&1) || RC=$?
+printf '%s\n' "$OUT" | sed 's/^/    | /' >&2
+expect_rc 78 "--check with too few pages on node 1"
+expect_out "NUMA node 1 (ports wan0, wan1) has 100 MiB of hugepages free" "--check per node"
 
 log "MiB argument"
 fresh
@@ -149,7 +151,7 @@ assert_file "$T/proc/sys/vm/nr_hugepages" 0
 run_hp --config "$T/cfg.yaml"
 expect_rc 0 "global pool"
 expect_out "no per-node hugepage pool for node 1" "global pool"
-assert_file "$T/proc/sys/vm/nr_hugepages" $((232 + 149))
+assert_file "$T/proc/sys/vm/nr_hugepages" 152
 
 log "default page size 1 GiB: the 2 MiB pool in sysfs, not /proc/sys/vm/nr_hugepages"
 fresh
