@@ -14,6 +14,7 @@
 #include "capture/engine.hpp"
 #include "config/config.hpp"
 #include "control/control_loop.hpp"
+#include "control/cpu_shield.hpp"
 #include "control/preflight.hpp"
 #include "control/sd_notify.hpp"
 #include "control/signals.hpp"
@@ -32,11 +33,12 @@ constexpr int kExitConfig = 78;  // EX_CONFIG: systemd does not restart on it
 struct Options {
     std::string config_path;
     bool check = false;
+    bool print_cpus = false;
 };
 
 void print_usage(FILE* out) {
     std::fprintf(out,
-                 "Usage: linecapd --config FILE [--check]\n"
+                 "Usage: linecapd --config FILE [--check | --print-cpus]\n"
                  "       linecapd verify [OPTIONS] DIR   (manifests; linecapd verify --help)\n"
                  "       linecapd --version | --help\n"
                  "\n"
@@ -47,6 +49,9 @@ void print_usage(FILE* out) {
                  "      --check        validate the configuration and this machine (lcores, PCI\n"
                  "                     binding, output directory, filters), print every finding,\n"
                  "                     exit 0 when ready, 78 otherwise\n"
+                 "      --print-cpus   print worker_cpus=LIST and other_cpus=LIST (the CPUs of the\n"
+                 "                     worker lcores; every other online CPU), one per line, for\n"
+                 "                     linecap-shield; exit 0, or 78 for a bad configuration\n"
                  "  -V, --version      print version and the DPDK version\n"
                  "  -h, --help         this text\n"
                  "\n"
@@ -58,10 +63,11 @@ void print_usage(FILE* out) {
 
 // Returns an exit code to stop with, or -1 to go on.
 int parse_options(int argc, char** argv, Options& options) {
-    enum { kCheck = 1000 };
+    enum { kCheck = 1000, kPrintCpus };
     static const option long_options[] = {
         {"config", required_argument, nullptr, 'c'},
         {"check", no_argument, nullptr, kCheck},
+        {"print-cpus", no_argument, nullptr, kPrintCpus},
         {"version", no_argument, nullptr, 'V'},
         {"help", no_argument, nullptr, 'h'},
         {nullptr, 0, nullptr, 0},
@@ -71,6 +77,7 @@ int parse_options(int argc, char** argv, Options& options) {
         switch (opt) {
             case 'c': options.config_path = optarg; break;
             case kCheck: options.check = true; break;
+            case kPrintCpus: options.print_cpus = true; break;
             case 'V': std::printf("linecapd %s (%s)\n", LINECAP_VERSION, rte_version()); return kExitOk;
             case 'h': print_usage(stdout); return kExitOk;
             default: print_usage(stderr); return kExitUsage;
@@ -113,6 +120,12 @@ int run(const Options& options) {
     linecap::PreflightOptions preflight_options;
     preflight_options.probe_disk_speed = options.check;
     linecap::apply_test_overrides(preflight_options);  // LINECAP_SYSFS / LINECAP_PROC: tests only
+    if (options.print_cpus) {
+        const auto plan = linecap::cpu_shield_plan(config.value(), linecap::online_cpus(preflight_options));
+        std::printf("worker_cpus=%s\nother_cpus=%s\n", linecap::format_cpu_list(plan.worker_cpus).c_str(),
+                    linecap::format_cpu_list(plan.other_cpus).c_str());
+        return kExitOk;
+    }
     const bool ready = report_preflight(linecap::preflight(config.value(), preflight_options));
     if (options.check) {
         if (ready) spdlog::info("{}: configuration and machine ready", options.config_path);
