@@ -124,7 +124,8 @@ parse_config() {
     ' "$1"
 }
 
-# count_lcores LIST: how many lcores an EAL -l list ("0-3", "0,2,4", "1-2,5") names.
+# count_lcores LIST: how many lcores an EAL -l list ("0-3", "0,2,4", "1-2,5") names, or an
+# --lcores list that places lcores on CPUs ("0@0,1@1,2@1": three lcores).
 count_lcores() {
     local n=0 part a b
     IFS=, read -ra parts <<<"$1"
@@ -132,7 +133,7 @@ count_lcores() {
         if [[ $part =~ ^([0-9]+)-([0-9]+)$ ]]; then
             a=${BASH_REMATCH[1]} b=${BASH_REMATCH[2]}
             ((b >= a)) && n=$((n + b - a + 1))
-        elif [[ $part =~ ^[0-9]+$ ]]; then
+        elif [[ $part =~ ^[0-9]+(@[0-9]+)?$ ]]; then
             n=$((n + 1))
         fi
     done

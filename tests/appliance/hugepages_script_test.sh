@@ -103,6 +103,15 @@ echo 500 >"$T/sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepa
 run_hp --config "$T/cfg.yaml"
 assert_file "$T/sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepages" 500
 
+log "lcores placed on CPUs (--lcores style) count as lcores"
+fresh
+fake_pci "$T/sys" 0000:81:00.0 8086 10fb vfio-pci 1 "" 30
+fake_pci "$T/sys" 0000:81:00.1 8086 10fb vfio-pci 1 "" 31
+sed 's/lcores: "0-4" .*/lcores: "0@0,1@1,2@1,3@0,4@1"/' "$T/cfg.yaml" >"$T/placed.yaml"
+run_hp --config "$T/placed.yaml"
+expect_rc 0 "placed lcores"
+expect_out "node 1: 464 MiB = 232 pages" "placed lcores: 4 workers, as with 0-4"
+
 # What the script reserved satisfies linecapd --check's estimate (same formula, less slack).
 if [[ -x ${LINECAPD:-} ]]; then
     log "linecapd --check accepts what the script reserved"
