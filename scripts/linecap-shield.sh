@@ -47,7 +47,7 @@ usage() {
 read_cpus() {
     local out key value
     out=$("$LINECAPD" --config "$CONFIG" --print-cpus) || die "$LINECAPD --config $CONFIG --print-cpus failed"
-    WORKERS= OTHERS=
+    WORKERS='' OTHERS=''
     while IFS='=' read -r key value; do
         case $key in
             worker_cpus) WORKERS=$value ;;

@@ -12,7 +12,7 @@
 # The test image and its working container are removed at the end; the base image stays
 # (named after the image cache key) for the next run.
 # Environment: as tests/vm/vm_test.sh (LINECAP_VM_CACHE, LINECAP_DEB, LINECAP_VM_EVIDENCE).
-TEST_NAME=container
+TEST_NAME=container  # for common.sh's log lines and temp dir names
 # shellcheck source=../lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 need_root

@@ -3,7 +3,7 @@
 # reports no error, and it holds what an operator needs - the binaries, the helper scripts,
 # the units and the slice, the module list, the example configuration (a conffile), the man
 # page, the Prometheus rules and the Grafana dashboard.
-TEST_NAME=package
+TEST_NAME=package  # for common.sh's log lines and temp dir names
 # shellcheck source=../lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 need_cmd dpkg-buildpackage dh lintian

@@ -27,7 +27,7 @@
 # build), tcpreplay, ssh. Environment: LINECAP_VM_CACHE (image and package cache, default
 # /var/cache/linecap-vm), LINECAP_DEB (use this package), LINECAP_VM_EVIDENCE=DIR (copy the
 # guest's logs there), LINECAP_VM_NICE (QEMU's niceness, default 10).
-TEST_NAME=vm
+TEST_NAME=vm  # for common.sh's log lines and temp dir names
 # shellcheck source=../lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 need_root
