@@ -79,7 +79,7 @@ eal: {lcores: "0-1", hugepages: false}
 ports:
   - {name: file0, device: "net_pcap0,rx_pcap=/in/sent.pcap", rx_queues: 1, rx_descriptors: 512}
 output:
-  directory: /var/lib/linecap
+  directory: /out
   rotate: {size_mb: 16}
   block_size_kb: 256
   blocks_per_queue: 4
@@ -91,7 +91,9 @@ EOF
 # metrics endpoint: chroot isolation keeps the host's network), then the host asks for the
 # stop through a file in a writable mount and the container's shell sends SIGINT.
 mkdir "$T/ctl"
-run -v "$T/in:/in:ro" -v "$T/ctl:/ctl" -v "$T/out:/var/lib/linecap" "$CTR" -- \
+# /out, not the image's VOLUME /var/lib/linecap: buildah run does not put a bind mount over
+# a declared volume (the files stayed in the container).
+run -v "$T/in:/in:ro" -v "$T/ctl:/ctl" -v "$T/out:/out" "$CTR" -- \
     sh -c 'linecapd --config /in/linecap.yaml & pid=$!
            while [ ! -e /ctl/stop ] && kill -0 $pid 2>/dev/null; do sleep 0.1; done
            kill -INT $pid; wait $pid' >"$T/capture.log" 2>&1 &
@@ -110,7 +112,7 @@ grep -E "port file0: .* packets reached the port" "$T/capture.log" >/dev/null ||
 { echo "files written:"; ls -l "$T/out"; } >>"$OUT_LOG"
 pcap_compare validate "$T/out" >>"$OUT_LOG" 2>&1 || fail "the files written in the container are not valid"
 pcap_compare multiset "$T/in/sent.pcap" "$T/out" >>"$OUT_LOG" 2>&1 || fail "the files do not hold exactly the packets of the file"
-run -v "$T/out:/var/lib/linecap" "$CTR" -- linecapd verify /var/lib/linecap >>"$OUT_LOG" 2>&1 \
+run -v "$T/out:/out" "$CTR" -- linecapd verify /out >>"$OUT_LOG" 2>&1 \
     || fail "linecapd verify failed on the files"
 say "PASS"
 [[ -z $EVIDENCE ]] || cp "$OUT_LOG" "$EVIDENCE/container-test.txt"
