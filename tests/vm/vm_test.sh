@@ -131,7 +131,9 @@ g "ls /sys/bus/pci/devices/$CAP_PCI/virtio*/net/" >/dev/null || fail "no kernel 
 # ---- install ------------------------------------------------------------------------------
 phase "install"
 put "$DEB" /root/ || fail "cannot copy the package into the guest"
-g "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-download /root/$(basename "$DEB")" >"$T/apt.log" 2>&1 \
+# (Not --no-download: apt 2.6 then fails on a local .deb, "Pathname to install is not
+# absolute". The guest needs no download: the image holds the dependencies.)
+g "DEBIAN_FRONTEND=noninteractive apt-get install -y -q /root/$(basename "$DEB")" >"$T/apt.log" 2>&1 \
     || { cat "$T/apt.log" >&2; fail "apt-get install of the package failed in the guest"; }
 g 'for f in /usr/sbin/linecapd /usr/bin/linecap; do ldd $f | grep "not found" && exit 1; done; exit 0' \
     || fail "a library linecapd or linecap needs is missing in the guest"
