@@ -1,7 +1,14 @@
-# linecapd in a container. NOTE: this file has not been built by the project's CI: the
-# build machines have no container engine. It mirrors scripts/install-deps.sh (Debian 12).
+# linecapd in a container: the Debian package (debian/), installed with apt into Debian 12,
+# so the image holds exactly what the package declares (the DPDK drivers included).
+# Built and run by tests/vm/container_test.sh (suite vm).
 #
-#   docker build -t linecap .
+#   docker build -t linecap .                 # builds the package from this tree first
+#   buildah bud --isolation chroot --build-arg PACKAGE=local -t linecap DIR
+#                                             # DIR holds this Dockerfile and a linecap_*.deb
+#
+# Build arguments: BASE, the Debian 12 image (default debian:bookworm; the test imports its
+# own mmdebstrap root); PACKAGE=source (default: dpkg-buildpackage in a build stage) or
+# local (the linecap_*.deb of the build context).
 #
 # On the host first: bind the NICs to vfio-pci and reserve hugepages (linecap-bind bind
 # ADDR..., linecap-hugepages --config FILE, or the linecap-bind/linecap-hugepages units);
@@ -34,59 +41,39 @@
 #              "0.0.0.0:9475" and publish the port (-p 9475:9475) instead.
 # `docker run <same flags> linecap --check` works too (arguments after the image are
 # appended to the ENTRYPOINT): it prints the preflight findings and exits 0 or 78.
+# CPU shielding is the host's business (linecap-shield, the kernel command line): give the
+# container the worker CPUs with --cpuset-cpus and keep other containers off them.
 
-ARG DEBIAN=debian:bookworm
+ARG BASE=debian:bookworm
+ARG PACKAGE=source
 
-# ---- build ------------------------------------------------------------------------------
-FROM ${DEBIAN} AS build
-# The build packages of scripts/install-deps.sh (its test-only packages left out).
+# ---- the package, built from this tree -----------------------------------------------------
+FROM ${BASE} AS package-source
 RUN apt-get update -q \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-        build-essential g++ pkg-config meson ninja-build \
-        libdpdk-dev dpdk-dev dpdk libpcap-dev libspdlog-dev libyaml-cpp-dev prometheus-cpp-dev \
-        libssl-dev \
- && rm -rf /var/lib/apt/lists/*
-WORKDIR /src
-# The sources only (not the build directories of a working tree).
-COPY meson.build meson_options.txt ./
-COPY src/ src/
-COPY config/ config/
-COPY systemd/ systemd/
-COPY scripts/ scripts/
-COPY doc/ doc/
-RUN meson setup build --prefix=/usr --sysconfdir=/etc --localstatedir=/var \
-        -Dtests=false -Dbench=false \
- && ninja -C build \
- && DESTDIR=/staging meson install -C build --no-rebuild
-# The runtime packages: whatever owns the libraries the binary links (dpkg -S on each;
-# Debian 12 is usr-merged, so try both spellings of a path).
-RUN set -eu; \
-    for lib in $(ldd /staging/usr/sbin/linecapd | awk '$3 ~ /^\// { print $3 }'); do \
-        real=$(realpath "$lib"); \
-        for p in "$lib" "$real" "/usr$lib" "${real#/usr}"; do \
-            dpkg -S "$p" 2>/dev/null && break; \
-        done; \
-    done | cut -d: -f1 | sort -u > /staging/runtime-packages; \
-    cat /staging/runtime-packages
+        build-essential debhelper dpkg-dev
+WORKDIR /build/linecap
+# The sources only (.dockerignore leaves out build directories and package output).
+COPY . .
+# debian/control's Build-Depends, then the package; it lands in /build.
+RUN DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -q --no-install-recommends ./ \
+ && dpkg-buildpackage -b -us -uc \
+ && mkdir /debs && mv /build/linecap_*.deb /debs/
 
-# ---- runtime ----------------------------------------------------------------------------
-FROM ${DEBIAN}-slim AS runtime
-COPY --from=build /staging/runtime-packages /tmp/runtime-packages
-# The DPDK drivers are plugins EAL loads from its pmds directory, not linked libraries:
-# the PCI bus and the 82599/X710 PMDs, the mempool driver, and the virtual devices
-# (tests, replay). Each package brings what it needs.
+# ---- or the package given in the build context ---------------------------------------------
+FROM ${BASE} AS package-local
+COPY linecap_*.deb /debs/
+
+FROM package-${PACKAGE} AS package
+
+# ---- runtime --------------------------------------------------------------------------------
+FROM ${BASE} AS runtime
+COPY --from=package /debs/ /tmp/debs/
+# apt resolves the package's dependencies (shared libraries and the DPDK driver plugins EAL
+# loads at start); nothing is listed here twice.
 RUN apt-get update -q \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-        $(cat /tmp/runtime-packages) \
-        librte-bus-pci23 librte-bus-vdev23 librte-mempool-ring23 \
-        librte-net-ixgbe23 librte-net-i40e23 \
-        librte-net-pcap23 librte-net-null23 librte-net-ring23 librte-net-memif23 \
-        librte-net-af-packet23 librte-net-af-xdp23 \
- && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages
-COPY --from=build /staging/usr/sbin/linecapd /usr/sbin/linecapd
-COPY --from=build /staging/etc/linecap/ /etc/linecap/
-COPY --from=build /staging/usr/share/linecap/ /usr/share/linecap/
-RUN install -d -m 0750 /var/lib/linecap
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends /tmp/debs/linecap_*.deb \
+ && rm -rf /var/lib/apt/lists/* /tmp/debs
 VOLUME ["/var/lib/linecap"]
 # Metrics (metrics.listen; the example configuration listens on 127.0.0.1 only).
 EXPOSE 9475

@@ -15,6 +15,7 @@
 #include "capture/plan.hpp"
 #include "config/config.hpp"
 #include "control/control_loop.hpp"
+#include "control/cpu_shield.hpp"
 #include "control/preflight.hpp"
 #include "control/sd_notify.hpp"
 #include "control/signals.hpp"
@@ -36,11 +37,12 @@ struct Options {
     std::string config_path;
     bool check = false;
     bool print_plan = false;
+    bool print_cpus = false;
 };
 
 void print_usage(FILE* out) {
     std::fprintf(out,
-                 "Usage: linecapd --config FILE [--check | --print-plan]\n"
+                 "Usage: linecapd --config FILE [--check | --print-plan | --print-cpus]\n"
                  "       linecapd verify [OPTIONS] DIR   (manifests; linecapd verify --help)\n"
                  "       linecapd --version | --help\n"
                  "\n"
@@ -54,6 +56,9 @@ void print_usage(FILE* out) {
                  "      --print-plan   print the capture plan (ports, lcore map, mbuf pools and write\n"
                  "                     blocks per NUMA socket, hugepages needed) as planned before\n"
                  "                     the devices are probed, and exit; linecap-hugepages reads it\n"
+                 "      --print-cpus   print worker_cpus=LIST and other_cpus=LIST (the CPUs of the\n"
+                 "                     worker lcores; every other online CPU), one per line, for\n"
+                 "                     linecap-shield; exit 0, or 78 for a bad configuration\n"
                  "  -V, --version      print version and the DPDK version\n"
                  "  -h, --help         this text\n"
                  "\n"
@@ -65,11 +70,12 @@ void print_usage(FILE* out) {
 
 // Returns an exit code to stop with, or -1 to go on.
 int parse_options(int argc, char** argv, Options& options) {
-    enum { kCheck = 1000, kPrintPlan };
+    enum { kCheck = 1000, kPrintPlan, kPrintCpus };
     static const option long_options[] = {
         {"config", required_argument, nullptr, 'c'},
         {"check", no_argument, nullptr, kCheck},
         {"print-plan", no_argument, nullptr, kPrintPlan},
+        {"print-cpus", no_argument, nullptr, kPrintCpus},
         {"version", no_argument, nullptr, 'V'},
         {"help", no_argument, nullptr, 'h'},
         {nullptr, 0, nullptr, 0},
@@ -80,6 +86,7 @@ int parse_options(int argc, char** argv, Options& options) {
             case 'c': options.config_path = optarg; break;
             case kCheck: options.check = true; break;
             case kPrintPlan: options.print_plan = true; break;
+            case kPrintCpus: options.print_cpus = true; break;
             case 'V': std::printf("linecapd %s (%s)\n", LINECAP_VERSION, rte_version()); return kExitOk;
             case 'h': print_usage(stdout); return kExitOk;
             default: print_usage(stderr); return kExitUsage;
@@ -200,6 +207,12 @@ int run(const Options& options) {
             return kExitConfig;
         }
         std::fputs(linecap::describe_plan(config.value(), plan.value()).c_str(), stdout);
+        return kExitOk;
+    }
+    if (options.print_cpus) {
+        const auto plan = linecap::cpu_shield_plan(config.value(), linecap::online_cpus(preflight_options));
+        std::printf("worker_cpus=%s\nother_cpus=%s\n", linecap::format_cpu_list(plan.worker_cpus).c_str(),
+                    linecap::format_cpu_list(plan.other_cpus).c_str());
         return kExitOk;
     }
     const bool ready = report_preflight(linecap::preflight(config.value(), preflight_options));

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "capture/plan.hpp"
+#include "control/cpu_shield.hpp"
 #include "filter/bpf_filter.hpp"
 
 namespace linecap {
@@ -136,13 +137,6 @@ void check_lcores(const Config& config, const PreflightOptions& options, Finding
         if (fs::exists(cpu / "online", ec) && read_line(cpu / "online") == "0") {
             error(f, "eal.lcores: lcore " + std::to_string(lcore) + " is offline; echo 1 > " +
                          (cpu / "online").string() + " or pick another lcore");
-        }
-    }
-    if (config.eal.lcore_ids.size() > 1) {
-        const std::string isolated = read_line(fs::path(options.sysfs) / "devices/system/cpu/isolated");
-        if (isolated.empty()) {
-            warning(f, "no CPU is isolated: worker lcores share their cores with the kernel's scheduler; add "
-                       "isolcpus=/nohz_full= for the worker lcores to the kernel command line");
         }
     }
 }
@@ -505,6 +499,7 @@ std::vector<PreflightFinding> preflight(const Config& config, const PreflightOpt
     const std::vector<PortInfo> ports = assumed_port_infos(config, options);
     check_lcores(config, options, findings);
     check_worker_cpus(config, findings);
+    check_cpu_shield(config, options, findings);  // isolcpus/nohz_full, other slices' cpusets
     check_pci_devices(config, options, findings);
     if (auto plan = plan_capture(config, ports); !plan) {
         error(findings, plan.error().message);

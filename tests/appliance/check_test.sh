@@ -200,6 +200,55 @@ case $CASE in
         LINECAP_SYSFS=$T/empty-sys check
         expect_error "eal.lcores: lcore 0 does not exist on this machine"
         ;;
+    shield)
+        # CPU shielding: warnings only (exit 0 throughout), each naming what is missing.
+        # Worker CPU 1 is in isolcpus= (the common setup) but not in nohz_full=.
+        write_cfg
+        check
+        expect_rc 0
+        expect_out "CPU shielding: nohz_full= lacks worker CPU 1 on the kernel command line"
+        expect_no "isolcpus= lacks"
+        expect_out "nohz_full=1 rcu_nocbs=1 irqaffinity=0"
+        expect_out "CPU shielding: no cgroup v2 hierarchy at $S/fs/cgroup"
+        # systemd's slices: system.slice may still use CPU 1, user.slice is confined.
+        mkdir -p "$S/fs/cgroup/system.slice" "$S/fs/cgroup/user.slice"
+        echo "cpuset cpu io memory pids" >"$S/fs/cgroup/cgroup.controllers"
+        echo 0-1 >"$S/fs/cgroup/system.slice/cpuset.cpus.effective"
+        echo 0 >"$S/fs/cgroup/user.slice/cpuset.cpus.effective"
+        check
+        expect_rc 0
+        expect_out "CPU shielding: system.slice may run on worker CPU 1 ($S/fs/cgroup/system.slice/cpuset.cpus.effective: 0-1)"
+        expect_out "systemctl start linecap-shield"
+        expect_no "user.slice may run"
+        # machine.slice without the cpuset controller may use every CPU.
+        mkdir -p "$S/fs/cgroup/machine.slice"
+        check
+        expect_out "machine.slice may run on worker CPU 1 (no cpuset controller on it)"
+        # Everything shielded: no finding about it at all.
+        rmdir "$S/fs/cgroup/machine.slice"
+        echo 0 >"$S/fs/cgroup/system.slice/cpuset.cpus.effective"
+        echo 1 >"$S/devices/system/cpu/nohz_full"
+        check
+        expect_rc 0
+        expect_no "CPU shielding"
+        # The workers take every CPU: nothing can be shielded, and that is said.
+        write_cfg false "0@0,1@1,2@0"
+        check
+        expect_out "CPU shielding: the worker lcores take every online CPU (0-1)"
+        # --print-cpus: what linecap-shield applies. Four CPUs, workers on 1 and 2.
+        fake_cpu "$S" 2 0
+        fake_cpu "$S" 3 0
+        write_cfg false 0-2
+        OUT=$("$LINECAPD" --config "$T/cfg.yaml" --print-cpus) || fail "--print-cpus failed"
+        [[ $OUT == $'worker_cpus=1-2\nother_cpus=0,3' ]] || fail "--print-cpus printed: $OUT"
+        write_cfg false "0@0,1@3,2@3"
+        OUT=$("$LINECAPD" --config "$T/cfg.yaml" --print-cpus) || fail "--print-cpus failed"
+        [[ $OUT == $'worker_cpus=3\nother_cpus=0-2' ]] || fail "--print-cpus printed: $OUT"
+        echo "eal: {lcores: oops}" >"$T/bad.yaml"
+        RC=0
+        "$LINECAPD" --config "$T/bad.yaml" --print-cpus >/dev/null 2>&1 || RC=$?
+        expect_rc 78
+        ;;
     *) fail "unknown case $CASE" ;;
 esac
 log "$CASE: ok"

@@ -12,7 +12,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 
 TEST_UNITS=${1:?usage: units_test.sh TEST_UNIT_DIR INSTALL_UNIT_DIR}
 INSTALL_UNITS=${2:?usage: units_test.sh TEST_UNIT_DIR INSTALL_UNIT_DIR}
-UNITS=(linecapd.service linecap-hugepages.service linecap-bind.service)
+UNITS=(linecapd.service linecap-hugepages.service linecap-bind.service linecap-shield.service)
 need_cmd systemd-analyze
 need_linecapd
 make_tmpdir
@@ -60,13 +60,14 @@ for line in 'Type=notify' 'NotifyAccess=main' 'WatchdogSec=10s' 'Restart=on-fail
     'CapabilityBoundingSet=CAP_IPC_LOCK CAP_SYS_RAWIO' \
     'Requires=linecap-hugepages.service linecap-bind.service' \
     'After=linecap-hugepages.service linecap-bind.service' \
+    'Wants=linecap-shield.service' 'After=linecap-shield.service' 'Slice=linecap.slice' \
     "ExecStart=$LINECAPD --config \${LINECAP_CONFIG}" \
     "ExecStartPre=-$LINECAPD --config \${LINECAP_CONFIG} --check"; do
     grep -qxF -- "$line" "$D" || fail "linecapd.service lacks the line: $line"
 done
 grep -qE '^ReadWritePaths=.*/var/lib/linecap.*/dev/hugepages.*/dev/vfio' "$D" \
     || fail "linecapd.service: ReadWritePaths= lacks the capture directory, /dev/hugepages or /dev/vfio"
-for u in linecap-hugepages.service linecap-bind.service; do
+for u in linecap-hugepages.service linecap-bind.service linecap-shield.service; do
     grep -qx 'Type=oneshot' "$TEST_UNITS/$u" || fail "$u is not Type=oneshot"
     grep -qx 'RemainAfterExit=yes' "$TEST_UNITS/$u" || fail "$u lacks RemainAfterExit=yes"
     grep -qx 'Before=linecapd.service' "$TEST_UNITS/$u" || fail "$u is not ordered Before=linecapd.service"

@@ -21,6 +21,9 @@ Modes (exit 0 = as expected, 1 = mismatch or invalid, 2 = usage or unreadable fi
                                 len, caplen <= snaplen, timestamp fraction in range;
                                 --monotonic: timestamps never go back within a file;
                                 --unique: no packet occurs twice
+  flows FILE...                 each IPv4/IPv6 TCP/UDP flow, both directions, lies in the files
+                                of one group only (the group: --group REGEX of the file name,
+                                default the rx queue q[0-9]+); --min-groups N
   list FILE                     one line per record (debugging); --limit N
 
 A packet is identified by its original length and its captured bytes.
@@ -36,6 +39,7 @@ import collections
 import hashlib
 import mmap
 import os
+import re
 import struct
 import sys
 
@@ -505,6 +509,52 @@ def cmd_validate(args):
     return 1 if bad else 0
 
 
+def flow_of(rec):
+    """Both directions of an IPv4/IPv6 TCP/UDP flow give the same key (the two endpoints
+    sorted); None for anything else."""
+    d = bytes(rec.data[:80])
+    if rec.linktype != 1 or len(d) < 14:
+        return None
+    et, off = struct.unpack_from("!H", d, 12)[0], 14
+    if et == 0x8100 and len(d) >= 18:
+        et, off = struct.unpack_from("!H", d, 16)[0], 18
+    if et == 0x0800 and len(d) >= off + 20:
+        proto, ihl = d[off + 9], (d[off] & 0xF) * 4
+        src, dst, l4 = d[off + 12:off + 16], d[off + 16:off + 20], off + ihl
+    elif et == 0x86DD and len(d) >= off + 40:
+        proto, src, dst, l4 = d[off + 6], d[off + 8:off + 24], d[off + 24:off + 40], off + 40
+    else:
+        return None
+    if proto not in (6, 17) or len(d) < l4 + 4:
+        return None
+    sport, dport = struct.unpack_from("!HH", d, l4)
+    return (proto,) + tuple(sorted([(src, sport), (dst, dport)]))
+
+
+def cmd_flows(args):
+    """Which file each flow landed in: every flow in exactly one file (per --group)."""
+    files = expand(args.files)
+    where = collections.defaultdict(set)
+    groups = collections.Counter()
+    for p in files:
+        g = re.search(args.group, os.path.basename(p))
+        group = g.group(0) if g else os.path.basename(p)
+        for rec in Capture(p):
+            f = flow_of(rec)
+            if f is not None:
+                where[f].add(group)
+                groups[group] += 1
+    split = [f for f, gs in where.items() if len(gs) > 1]
+    for group, n in sorted(groups.items()):
+        flows = sum(1 for gs in where.values() if group in gs)
+        print(f"{group}: {n} packets, {flows} flows")
+    print(f"{len(where)} flows in {len(groups)} groups, {len(split)} split over several")
+    bad = bool(split) or len(groups) < args.min_groups
+    if len(groups) < args.min_groups:
+        print(f"fewer than {args.min_groups} groups hold packets", file=sys.stderr)
+    return 1 if bad else 0
+
+
 def cmd_list(args):
     for rec in Capture(args.file):
         if args.limit is not None and rec.index >= args.limit:
@@ -553,6 +603,14 @@ def main(argv=None):
     p.add_argument("--monotonic", action="store_true", help="timestamps never decrease")
     p.add_argument("--unique", action="store_true", help="no packet occurs twice")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("flows", help="each TCP/UDP flow (both directions) in one file group")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--group", default=r"q[0-9]+", metavar="REGEX",
+                   help="the part of a file name that names its group (default: q[0-9]+, the rx queue)")
+    p.add_argument("--min-groups", type=int, default=1, metavar="N",
+                   help="exit 1 unless at least N groups hold packets")
+    p.set_defaults(func=cmd_flows)
 
     p = sub.add_parser("list", help="print records")
     p.add_argument("file")

@@ -1,0 +1,42 @@
+// CPU shielding: which CPUs belong to the workers, and what on this machine can still run
+// there. A worker lcore busy-polls its rx queues; whenever the scheduler gives its CPU to
+// anything else the rx ring fills and packets are lost (nic_missed). DPDK appliances keep
+// those CPUs for the workers alone: the kernel's own work stays off them through the kernel
+// command line (isolcpus=, nohz_full=, irqaffinity=), every other systemd slice through
+// AllowedCPUs= (cgroup v2 cpuset), which linecap-shield.service applies from
+// `linecapd --print-cpus`. README, "CPU shielding".
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "control/preflight.hpp"
+
+namespace linecap {
+
+using CpuSet = std::set<unsigned>;
+
+// The kernel's cpulist format ("0-3,8,10-11", as in /sys/devices/system/cpu/online and
+// cpuset.cpus.effective, and as AllowedCPUs= takes it); "" is the empty set.
+std::string format_cpu_list(const CpuSet& cpus);
+
+struct CpuShieldPlan {
+    CpuSet worker_cpus;  // the CPUs of the worker lcores (every lcore but the first, main one)
+    CpuSet other_cpus;   // every online CPU except those: for the main lcore and everything else
+};
+
+CpuShieldPlan cpu_shield_plan(const Config& config, const CpuSet& online_cpus);
+
+// The online CPUs of this machine (options.sysfs/devices/system/cpu/online).
+CpuSet online_cpus(const PreflightOptions& options);
+
+// Preflight's warnings about what is not shielded (never errors: an unshielded machine
+// captures, it only loses packets sooner under load): worker CPUs missing from isolcpus= or
+// nohz_full=, and systemd slices (system, user, machine) whose cpuset still includes a
+// worker CPU.
+void check_cpu_shield(const Config& config, const PreflightOptions& options,
+                      std::vector<PreflightFinding>& findings);
+
+}  // namespace linecap

@@ -1,0 +1,319 @@
+#!/usr/bin/env bash
+# The appliance as an operator runs it: the Debian package installed into a Debian 12
+# guest, booted in QEMU with systemd as PID 1, capturing from an emulated PCI NIC behind an
+# emulated IOMMU through vfio-pci. Checks, in order:
+#
+#   package    `apt-get install ./linecap_*.deb` in the guest (offline: the image holds what
+#              the package declared, tests/vm/image.sh), then `systemctl enable --now linecapd`
+#   units      linecap-hugepages reserved pages; linecap-bind bound the capture NIC (by PCI
+#              address from /etc/linecap/linecap.yaml) to vfio-pci and left the management
+#              NIC, which carries this test's ssh, up with its address; linecapd.service is
+#              Type=notify and reported ready
+#   shield     linecap-shield confined system.slice and user.slice to CPU 0, linecapd's
+#              slice kept CPU 1 (its worker CPU); busy loops started in system.slice and
+#              user.slice never run on CPU 1 and cannot be moved there; `linecapd --check`
+#              reports the kernel command line (no isolcpus=/nohz_full=) and nothing about
+#              the slices
+#   capture    frames written by tcpreplay into a multi-queue tap reach the virtio NIC's two
+#              rx queues and two worker lcores: exactly the frames sent, in valid files,
+#              every flow (both directions) in one queue's files; metrics scraped from the
+#              host through a forwarded port
+#   stop       `systemctl stop` finalises the files; the summary reaches the journal
+#   kill -9    systemd restarts linecapd; recovery finalises the interrupted files
+#   bad config exit 78, the unit fails without a restart
+#   reboot     capture comes back by itself
+#
+# Needs root, qemu-system-x86 and qemu-utils, mmdebstrap, dpkg-dev + debhelper (the package
+# build), tcpreplay, ssh. Environment: LINECAP_VM_CACHE (image and package cache, default
+# /var/cache/linecap-vm), LINECAP_DEB (use this package), LINECAP_VM_EVIDENCE=DIR (copy the
+# guest's logs there), LINECAP_VM_NICE (QEMU's niceness, default 10).
+TEST_NAME=vm  # for common.sh's log lines and temp dir names
+# shellcheck source=../lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+need_root
+need_cmd qemu-system-x86_64 qemu-img mmdebstrap mkfs.ext4 ssh scp tcpreplay dpkg-buildpackage ip flock
+[[ -c /dev/net/tun ]] || skip "no /dev/net/tun for the tap backend"
+make_tmpdir
+T=$TEST_TMPDIR
+VM_DIR=$(dirname "${BASH_SOURCE[0]}")
+EVIDENCE=${LINECAP_VM_EVIDENCE:-}
+[[ -z $EVIDENCE ]] || mkdir -p "$EVIDENCE"
+PHASE_START=$SECONDS
+phase() {
+    log "== $* (t=$((SECONDS - PHASE_START))s)"
+}
+
+# ---- the package and the image ------------------------------------------------------------
+phase "package"
+DEB=$(bash "$VM_DIR/deb.sh") || fail "the package did not build"
+phase "image"
+IMAGE=$(bash "$VM_DIR/image.sh" "$DEB") || fail "the image did not build"
+log "package $DEB, image $IMAGE (built in $(cat "$IMAGE/build-seconds")s)"
+
+# ---- the VM -------------------------------------------------------------------------------
+# The capture NIC: virtio-net, 2 queue pairs, QEMU's own RSS (rss=on: the device honours the
+# key the driver programs), backed by a multi-queue tap this test creates. The tap has no
+# address and IPv6 off, so the only frames on it are the ones tcpreplay writes.
+TAP=lcvm$$
+ip tuntap add dev "$TAP" mode tap multi_queue
+on_exit "ip link del '$TAP' 2>/dev/null"
+_lc_reaper_add "ip link del '$TAP'"
+sysctl -qw "net.ipv6.conf.$TAP.disable_ipv6=1"
+ip link set "$TAP" up
+
+SSH_PORT=$(free_tcp_port)
+METRICS_PORT=$(free_tcp_port)
+qemu-img create -q -f qcow2 -F raw -b "$IMAGE/disk.img" "$T/disk.qcow2"
+CONSOLE=$T/console.log
+show_on_failure "$CONSOLE"
+# -machine/-cpu/-device intel-iommu: vfio-pci needs an IOMMU, and intremap needs the split
+# irqchip; caching-mode lets the guest's IOMMU driver tell QEMU about every mapping.
+# PCI slots are fixed so that the guest's addresses are known: management NIC 00:02.0,
+# capture NIC 00:03.0, disk 00:04.0.
+QEMU_ARGS=(
+    -name linecap-vm-test -nodefaults -display none -vga none
+    -machine q35,kernel-irqchip=split -accel tcg -cpu max -smp 2 -m 2048
+    -device intel-iommu,intremap=on,caching-mode=on
+    -kernel "$IMAGE/vmlinuz" -initrd "$IMAGE/initrd.img"
+    -append "console=ttyS0 root=/dev/vda rw intel_iommu=on iommu=pt net.ifnames=1 systemd.journald.forward_to_console=0"
+    -serial "file:$CONSOLE"
+    -drive "file=$T/disk.qcow2,format=qcow2,if=none,id=disk0,cache=unsafe"
+    -device virtio-blk-pci,drive=disk0,addr=0x4
+    -netdev "user,id=mgmt,hostfwd=tcp:127.0.0.1:$SSH_PORT-:22,hostfwd=tcp:127.0.0.1:$METRICS_PORT-:9475"
+    -device virtio-net-pci,netdev=mgmt,mac=52:54:00:00:00:01,addr=0x2
+    -netdev "tap,id=cap0,ifname=$TAP,script=no,downscript=no,queues=2,vhost=off"
+    -device virtio-net-pci,netdev=cap0,mac=52:54:00:00:00:02,addr=0x3,mq=on,rss=on,vectors=6
+    -pidfile "$T/qemu.pid"
+)
+QEMU_PID=
+stop_qemu() {
+    [[ -n $QEMU_PID ]] || return 0
+    kill "$QEMU_PID" 2>/dev/null
+    wait_for "! kill -0 $QEMU_PID" 20 || kill -9 "$QEMU_PID" 2>/dev/null
+    wait "$QEMU_PID" 2>/dev/null
+    QEMU_PID=
+}
+on_exit stop_qemu
+nice -n "${LINECAP_VM_NICE:-10}" qemu-system-x86_64 "${QEMU_ARGS[@]}" </dev/null >"$T/qemu.log" 2>&1 &
+QEMU_PID=$!
+_lc_reaper_add "kill -9 $QEMU_PID"
+show_on_failure "$T/qemu.log"
+
+SSH_OPTS=(-i "$IMAGE/id_ed25519" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
+    -o LogLevel=ERROR -o ConnectTimeout=20 -o ServerAliveInterval=10 -o ServerAliveCountMax=6 -o BatchMode=yes)
+# g CMD...: run CMD (a shell command line) as root in the guest.
+g() { ssh "${SSH_OPTS[@]}" -p "$SSH_PORT" root@127.0.0.1 "$@"; }
+# put FILE DEST: copy a file into the guest.
+put() { scp -q "${SSH_OPTS[@]}" -P "$SSH_PORT" "$1" "root@127.0.0.1:$2"; }
+qemu_alive() { [[ -n $QEMU_PID ]] && kill -0 "$QEMU_PID" 2>/dev/null; }
+# wait_guest TIMEOUT: until ssh answers (fails at once if QEMU exited).
+wait_guest() {
+    wait_for 'qemu_alive || exit 0; g true' "$1" || fail "the guest did not answer ssh within $1s"
+    qemu_alive || fail "QEMU exited (see its log)"
+}
+# guest_save NAME CMD...: the output of CMD in the guest, into $T/NAME (and the evidence dir).
+guest_save() {
+    local name=$1
+    shift
+    g "$@" >"$T/$name" 2>&1 || true
+    [[ -z $EVIDENCE ]] || cp "$T/$name" "$EVIDENCE/$name"
+}
+
+phase "boot"
+wait_guest 600
+phase "booted"
+g 'systemctl is-system-running --wait' >"$T/running" 2>&1 || true
+log "system state after boot: $(cat "$T/running")"
+MGMT_IF=$(g "basename \$(ls -d /sys/bus/pci/devices/0000:00:02.0/virtio*/net/*)")
+CAP_PCI=0000:00:03.0
+g "ls /sys/bus/pci/devices/$CAP_PCI/virtio*/net/" >/dev/null || fail "no kernel interface on the capture NIC $CAP_PCI before the bind"
+
+# ---- install ------------------------------------------------------------------------------
+phase "install"
+put "$DEB" /root/ || fail "cannot copy the package into the guest"
+# (Not --no-download: apt 2.6 then fails on a local .deb, "Pathname to install is not
+# absolute". The guest needs no download: the image holds the dependencies.)
+g "DEBIAN_FRONTEND=noninteractive apt-get install -y -q /root/$(basename "$DEB")" >"$T/apt.log" 2>&1 \
+    || { cat "$T/apt.log" >&2; fail "apt-get install of the package failed in the guest"; }
+g 'for f in /usr/sbin/linecapd /usr/bin/linecap; do ldd $f | grep "not found" && exit 1; done; exit 0' \
+    || fail "a library linecapd or linecap needs is missing in the guest"
+g 'test -f /etc/linecap/linecap.yaml && test -f /usr/share/man/man8/linecapd.8.gz && ls /usr/share/linecap/prometheus/*.yml /usr/share/linecap/grafana/*.json' >/dev/null \
+    || fail "the package lacks the example config, the man page or the monitoring files"
+g 'linecapd --version' >"$T/version" || fail "linecapd --version failed in the guest"
+
+# The configuration: the capture NIC by PCI address, two rx queues with symmetric RSS on two
+# worker lcores. The guest has 2 CPUs: the main lcore on CPU 0 and both workers on CPU 1
+# (EAL --lcores placement), so CPU 1 is the worker CPU the shield keeps for linecapd.
+cat >"$T/linecap.yaml" <<EOF
+# written by tests/vm/vm_test.sh
+eal:
+  lcores: "0@0,1@1,2@1"
+ports:
+  - name: cap0
+    device: "$CAP_PCI"
+    rx_queues: 2
+    rx_descriptors: 512
+    rss: symmetric
+output:
+  directory: /var/lib/linecap
+  rotate: {size_mb: 64, interval_s: 0}
+  block_size_kb: 64
+  blocks_per_queue: 8
+metrics:
+  enabled: true
+  listen: "0.0.0.0:9475"
+log:
+  level: info
+EOF
+put "$T/linecap.yaml" /etc/linecap/linecap.yaml
+# virtio-net is not an 82599/X710-family NIC: linecap-bind binds it only when told to.
+g 'echo LINECAP_BIND_OPTS=--force > /etc/default/linecap'
+
+phase "start"
+g 'systemctl enable linecapd && timeout 600 systemctl start linecapd' >"$T/start.log" 2>&1 || {
+    g 'systemctl status --no-pager -l linecapd linecap-bind linecap-hugepages; journalctl -b --no-pager -n 80' >&2 || true
+    fail "systemctl start linecapd failed"
+}
+phase "started"
+guest_save bind.log 'journalctl -b --no-pager -o short-precise -u linecap-bind -u linecap-hugepages -u linecap-shield'
+guest_save systemctl-status.txt 'systemctl status --no-pager -l linecapd'
+g "[ \"\$(basename \$(readlink /sys/bus/pci/devices/$CAP_PCI/driver))\" = vfio-pci ]" \
+    || fail "the capture NIC $CAP_PCI is not bound to vfio-pci"
+g 'systemctl is-active linecap-hugepages linecap-bind linecap-shield' >/dev/null || fail "a linecap unit is not active"
+g 'awk "/HugePages_Total/ { exit !(\$2 > 0) }" /proc/meminfo' || fail "no hugepages reserved"
+g "ip -o link show dev $MGMT_IF | grep -q 'state UP' && ip -o -4 addr show dev $MGMT_IF | grep -q inet" \
+    || fail "the management interface $MGMT_IF is not up with its address"
+grep -q "linecap-bind.*$CAP_PCI.*bound to vfio-pci" "$T/bind.log" || fail "the bind log does not show $CAP_PCI bound"
+g 'systemctl show -p Type -p WatchdogUSec -p NotifyAccess -p Slice linecapd' >"$T/show"
+for want in Type=notify WatchdogUSec=10s NotifyAccess=main Slice=linecap.slice; do
+    grep -qx "$want" "$T/show" || fail "linecapd.service: expected $want, got: $(tr '\n' ' ' <"$T/show")"
+done
+
+# ---- CPU shielding ------------------------------------------------------------------------
+phase "shield"
+cpus() { g "cat /sys/fs/cgroup/$1/cpuset.cpus.effective"; }
+[[ $(cpus system.slice) == 0 ]] || fail "system.slice may use CPUs $(cpus system.slice), expected 0"
+[[ $(cpus user.slice) == 0 ]] || fail "user.slice may use CPUs $(cpus user.slice), expected 0"
+[[ $(cpus linecap.slice) == 0-1 ]] || fail "linecap.slice may use CPUs $(cpus linecap.slice), expected 0-1"
+# Two busy loops: a service in system.slice and one in user.slice. Each may only run on CPU 0, and
+# asking the kernel to move it to CPU 1 is refused.
+g 'systemd-run --quiet --unit=lc-busy-system sh -c "while :; do :; done" &&
+   systemd-run --quiet --slice=user.slice --unit=lc-busy-user sh -c "while :; do :; done"' || fail "cannot start the busy loops"
+wait_for "g 'systemctl is-active lc-busy-system lc-busy-user'" 60 || fail "the busy loops did not start"
+BUSY=$(g 'echo $(systemctl show -p MainPID --value lc-busy-system) $(systemctl show -p MainPID --value lc-busy-user)')
+for pid in $BUSY; do
+    [[ $(g "awk '/Cpus_allowed_list/ { print \$2 }' /proc/$pid/status") == 0 ]] || fail "busy loop $pid may run on another CPU than 0"
+    g "taskset -pc 1 $pid" >/dev/null 2>&1 && fail "busy loop $pid could be moved to worker CPU 1"
+done
+# Where they ran: 20 samples of each loop's last CPU (field 39 of /proc/PID/stat).
+g "for i in \$(seq 20); do for p in $BUSY; do awk '{ print \$39 }' /proc/\$p/stat; done; sleep 0.2; done" >"$T/psr"
+[[ $(sort -u "$T/psr") == 0 ]] || fail "a busy loop ran on worker CPU 1: $(sort "$T/psr" | uniq -c | tr '\n' ' ')"
+# linecapd's worker threads run on CPU 1, and the busy loops do not take it from them.
+g "ps -L -o psr=,comm= -p \$(systemctl show -p MainPID --value linecapd)" >"$T/threads"
+grep -q '^ *1 lcore-worker' "$T/threads" || fail "no linecapd worker thread on CPU 1: $(tr '\n' ';' <"$T/threads")"
+g 'linecapd --config /etc/linecap/linecap.yaml --check' >"$T/check.log" 2>&1 || fail "linecapd --check failed in the guest"
+grep -q "isolcpus= lacks worker CPU 1" "$T/check.log" || fail "--check does not report the missing isolcpus="
+grep -q "slice may run on worker" "$T/check.log" && fail "--check says a slice is not shielded"
+g 'linecap-shield status' >"$T/shield-status" 2>&1
+[[ -z $EVIDENCE ]] || { cp "$T/check.log" "$EVIDENCE/check-in-guest.log"; cp "$T/shield-status" "$EVIDENCE/shield-status.txt";
+    { echo "busy loop CPU samples:"; sort "$T/psr" | uniq -c; echo "linecapd threads (psr comm):"; cat "$T/threads"; } >"$EVIDENCE/shield-samples.txt"; }
+g 'systemctl stop lc-busy-system lc-busy-user'
+# Without the shield the same slice reaches the worker CPU, and --check says so.
+g 'systemctl stop linecap-shield' || fail "cannot stop linecap-shield"
+[[ $(cpus system.slice) == 0-1 ]] || fail "after linecap-shield stop, system.slice has CPUs $(cpus system.slice)"
+g 'linecapd --config /etc/linecap/linecap.yaml --check' >"$T/check-unshielded.log" 2>&1 || true
+grep -q "system.slice may run on worker CPU 1" "$T/check-unshielded.log" || fail "--check does not report the unshielded system.slice"
+g 'systemctl start linecap-shield'
+[[ $(cpus system.slice) == 0 ]] || fail "linecap-shield start did not confine system.slice again"
+
+# ---- capture ------------------------------------------------------------------------------
+METRICS_URL=http://127.0.0.1:$METRICS_PORT/metrics
+wait_for "http_get $METRICS_URL 5" 120 || fail "metrics not reachable from the host through the forwarded port"
+# inject N PPS: tcpreplay N frames (64 flows, both directions of each) into the tap; waits
+# until linecapd counted them all (or times out).
+inject() {
+    local n=$1 pps=$2 seed=$3 before
+    gen_pcap --count "$n" --flows 64 --both-directions --seed "$seed" --dst-mac 52:54:00:00:00:02 --out "$T/sent-$seed.pcap"
+    before=$(metric_sum "$METRICS_URL" linecap_rx_packets_total)
+    tcpreplay -q -i "$TAP" --pps="$pps" "$T/sent-$seed.pcap" >"$T/tcpreplay.log" 2>&1 || fail "tcpreplay failed: $(cat "$T/tcpreplay.log")"
+    wait_for "(( \$(metric_sum $METRICS_URL linecap_rx_packets_total) >= $before + $n ))" 120 \
+        || fail "linecapd counted $(( $(metric_sum "$METRICS_URL" linecap_rx_packets_total) - before )) of the $n frames sent"
+}
+phase "capture"
+inject 2000 400 1
+http_get "$METRICS_URL" >"$T/metrics.txt"
+[[ -z $EVIDENCE ]] || cp "$T/metrics.txt" "$EVIDENCE/metrics-scrape.txt"
+# The port is the PCI device, driven by the virtio PMD through vfio-pci.
+grep -qE "^linecap_port_info\{[^}]*device=\"$CAP_PCI\"[^}]*driver=\"net_virtio\"" "$T/metrics.txt" \
+    || fail "linecap_port_info does not show $CAP_PCI driven by net_virtio: $(grep port_info "$T/metrics.txt")"
+for q in 0 1; do
+    n=$(metric_sum "$METRICS_URL" linecap_rx_packets_total queue=$q)
+    log "queue $q: $n packets"
+    ((n > 0)) || fail "rx queue $q received nothing: RSS did not spread the flows"
+done
+[[ $(metric_sum "$METRICS_URL" linecap_dropped_packets_total) == 0 ]] || fail "linecapd dropped packets: $(grep dropped "$T/metrics.txt")"
+
+phase "stop"
+g 'systemctl stop linecapd' || fail "systemctl stop linecapd failed"
+g 'journalctl -b --no-pager -o cat -u linecapd' >"$T/journal-stop"
+grep -E "port cap0: [0-9]+ packets reached the port" "$T/journal-stop" | tail -1 >"$T/summary"
+[[ -s $T/summary ]] || fail "no capture summary in the journal"
+[[ -z $EVIDENCE ]] || { g 'journalctl -b --no-pager -o short-precise -u linecapd' | tail -25 >"$EVIDENCE/journal-shutdown.txt"; }
+mkdir "$T/files1"
+g 'cd /var/lib/linecap && tar -cf - --exclude=".*" .' | tar -C "$T/files1" -xf -
+pcap_compare validate "$T/files1" || fail "the captured files are not valid"
+pcap_compare multiset "$T/sent-1.pcap" "$T/files1" || fail "the files do not hold exactly the frames sent"
+pcap_compare flows "$T/files1" --min-groups 2 >"$T/flows" || { cat "$T/flows" >&2; fail "a flow was split over queues, or only one queue captured"; }
+cat "$T/flows" >&2
+g 'linecapd verify /var/lib/linecap' >"$T/verify" 2>&1 || { cat "$T/verify" >&2; fail "linecapd verify failed after stop"; }
+if grep -q "not symmetric" "$T/journal-stop"; then log "the device reports a key that is not symmetric (logged)"; fi
+
+# ---- kill -9 ------------------------------------------------------------------------------
+phase "kill -9"
+g 'systemctl start linecapd' || fail "restart after stop failed"
+wait_for "http_get $METRICS_URL 5" 120 || fail "metrics not back after the restart"
+inject 500 400 2
+RESTARTS=$(g 'systemctl show -p NRestarts --value linecapd')
+OLD_PID=$(g 'systemctl show -p MainPID --value linecapd')
+g 'systemctl kill --kill-whom=main --signal=SIGKILL linecapd'
+wait_for "[[ \$(g 'systemctl show -p NRestarts --value linecapd') -gt $RESTARTS ]] && g 'systemctl is-active linecapd'" 300 \
+    || fail "systemd did not restart linecapd after kill -9"
+NEW_PID=$(g 'systemctl show -p MainPID --value linecapd')
+[[ $NEW_PID != "$OLD_PID" ]] || fail "same main PID after the restart"
+g "journalctl -b --no-pager -o cat _PID=$NEW_PID" >"$T/journal-recovery"
+grep -q " recovered /var/lib/linecap/" "$T/journal-recovery" || fail "the restarted linecapd did not recover the interrupted files"
+[[ -z $EVIDENCE ]] || grep -E "recovered|starting" "$T/journal-recovery" >"$EVIDENCE/journal-recovery.txt"
+g 'systemctl stop linecapd && linecapd verify /var/lib/linecap' >"$T/verify2" 2>&1 \
+    || { cat "$T/verify2" >&2; fail "linecapd verify failed after the recovery"; }
+
+# ---- bad configuration --------------------------------------------------------------------
+phase "bad config"
+g 'cp /etc/linecap/linecap.yaml /root/good.yaml && sed -i "s/^  rotate:/  rotat:/" /etc/linecap/linecap.yaml'
+g 'systemctl start linecapd' 2>/dev/null && fail "linecapd started with a bad configuration"
+g 'systemctl show -p ExecMainStatus -p ActiveState -p SubState -p NRestarts linecapd' >"$T/bad"
+grep -qx ExecMainStatus=78 "$T/bad" || fail "bad configuration: expected exit status 78: $(tr '\n' ' ' <"$T/bad")"
+# Restart=on-failure would show SubState=auto-restart now; RestartPreventExitStatus=78 fails it.
+grep -qx SubState=failed "$T/bad" || fail "bad configuration: the unit is not failed for good: $(tr '\n' ' ' <"$T/bad")"
+g 'journalctl -b --no-pager -o cat -u linecapd -n 30' | grep -q "rotat" || fail "the journal does not name the bad key"
+g 'cp /root/good.yaml /etc/linecap/linecap.yaml && systemctl reset-failed linecapd'
+
+# ---- reboot -------------------------------------------------------------------------------
+phase "reboot"
+BOOT_ID=$(g 'cat /proc/sys/kernel/random/boot_id')
+g 'systemd-run --quiet --on-active=1 systemctl reboot' || fail "cannot schedule the reboot"
+wait_for "qemu_alive || exit 0; id=\$(g 'cat /proc/sys/kernel/random/boot_id') && [[ \$id != $BOOT_ID ]]" 600 \
+    || fail "the guest did not come back from the reboot"
+qemu_alive || fail "QEMU exited during the reboot"
+wait_for "g 'systemctl is-active linecapd'" 600 || fail "linecapd is not active after the reboot"
+[[ $(cpus system.slice) == 0 ]] || fail "after the reboot system.slice is not shielded"
+wait_for "http_get $METRICS_URL 5" 120 || fail "metrics not back after the reboot"
+inject 300 300 3
+phase "reboot ok"
+g 'systemctl stop linecapd'
+[[ -z $EVIDENCE ]] || echo "vm test phases: $((SECONDS - PHASE_START))s" >>"$EVIDENCE/timings.txt"
+
+g 'systemd-run --quiet --on-active=1 systemctl poweroff' || true
+wait_for '! qemu_alive' 180 || log "the guest did not power off in time; QEMU is killed"
+stop_qemu
+phase "done"
+log "PASS"
