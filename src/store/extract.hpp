@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "output/layout.hpp"
 #include "store/catalog.hpp"
 #include "util/result.hpp"
 
@@ -58,5 +59,13 @@ struct ExtractReport {
 // written) only for problems with the query itself: bad filter, unreadable directory,
 // bad template, failure to write the output.
 Result<ExtractReport> extract(const ExtractOptions& options, int out_fd);
+
+// The file `linecap extract -o PATH` writes: a layout::AtomicFile at PATH, so PATH appears
+// complete or not at all, is only ever a regular file (a device node, FIFO, socket,
+// directory or symlink at PATH is refused, never replaced or followed) and the temporary
+// goes when the AtomicFile does. Refused too when PATH lies inside `store_directory`
+// (or below it): the output would become part of the store it was read from. Errors name
+// PATH.
+Result<layout::AtomicFile> open_extract_output(const std::string& path, const std::string& store_directory);
 
 }  // namespace linecap::store

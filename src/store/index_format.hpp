@@ -1,6 +1,6 @@
 // The per-file index: on-disk format, builder and validating reader.
 //
-// One index per finished capture file, "NAME.pcap.idx" beside "NAME.pcap". It maps time
+// One index per finished capture file, layout::index_name() beside it. It maps time
 // to file offsets at block granularity and lists, for every IPv4/IPv6 address, TCP/UDP/
 // SCTP port and IP protocol seen in the file (store/packet_keys.hpp), the blocks that
 // contain it ("postings": sorted block numbers, delta+varint coded, or a bitmap when
@@ -215,12 +215,9 @@ private:
     std::shared_ptr<bool> damaged_ = std::make_shared<bool>(false);
 };
 
-// "dir/NAME.pcap" → "dir/NAME.pcap.idx".
-std::string index_path_for(const std::string& pcap_path);
-
-// Builds the index of a finished capture file: reads it once, writes
-// ".NAME.pcap.idx.tmp.XXXXXX" in the same directory, fsyncs and renames it to
-// "NAME.pcap.idx" (atomic: a reader sees the old index, none, or the new one). A file
+// Builds the index of a finished capture file: reads it once and writes
+// layout::index_name(pcap_path) with layout::atomic_write (a reader sees the old index,
+// none, or the new one). A file
 // whose tail is truncated or corrupt is indexed up to its last complete record and the
 // problem reported in IndexStats::warning. Errors: the file cannot be read, is not a
 // pcap file (pcapng: "not supported yet"), or the index cannot be written.

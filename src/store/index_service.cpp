@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "output/io_status.hpp"
+#include "output/layout.hpp"
 #include "store/catalog.hpp"
 #include "store/index_format.hpp"
 
@@ -37,7 +38,7 @@ void lower_own_priority() {
 // index header (a sweep over a large store must not read every index whole); a damaged
 // index body is found, and the index rebuilt, when a query loads it.
 bool has_current_index(const std::string& pcap_path, uint64_t size, int64_t mtime_ns) {
-    const int fd = ::open(index_path_for(pcap_path).c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(layout::index_name(pcap_path).c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     IndexHeader h{};
     const bool read = ::pread(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h);
@@ -162,9 +163,9 @@ void IndexService::run() {
 
 // On the indexer thread, before it takes any file: fresh_ and backlog_ are its own.
 void IndexService::sweep() {
-    auto name_template = NameTemplate::compile(options_.file_template);
-    if (!name_template) return;  // the configuration was validated: cannot happen
-    auto catalog = scan_catalog(options_.directory, name_template.value());
+    auto file_template = FileTemplate::compile(options_.file_template);
+    if (!file_template) return;  // the configuration was validated: cannot happen
+    auto catalog = scan_catalog(options_.directory, file_template.value());
     if (!catalog) {
         spdlog::warn("indexer: {}; files from before this run are not indexed (run linecap index)",
                      catalog.error().message);
@@ -213,7 +214,7 @@ void IndexService::index_one(const std::string& name) {
     // The index is in place; if retention removed the capture file meanwhile, it may have
     // missed the index (see the header comment): remove it here.
     if (!exists(path)) {
-        ::unlink(index_path_for(path).c_str());
+        ::unlink(layout::index_name(path).c_str());
         return;
     }
     if (!built->warning.empty()) spdlog::warn("indexer: {}: {}", path, built->warning);
