@@ -242,8 +242,9 @@ TEST_F(WriterManifestTest, BlocksCycleThroughTheHasherWithoutLossOrRepeat) {
     uint64_t last_ns = 0;
     for (const std::string& name : names) {
         SCOPED_TRACE(name);
-        const Result<Manifest> m = read_manifest(fd, name);
-        ASSERT_TRUE(m.ok()) << m.error().message;
+        const ManifestRead read = read_manifest(fd, name);
+        ASSERT_TRUE(read.ok()) << read.problem;
+        const Manifest* m = &read.manifest;
         const auto bytes = test::read_file(dir.file(name));
         EXPECT_EQ(m->size, bytes.size());
         EXPECT_EQ(m->sha256, Sha256::of(bytes));

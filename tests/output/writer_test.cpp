@@ -94,7 +94,7 @@ TEST_F(WriterTest, FileIsHiddenInProgressAndRenamedWhenFinalised) {
     EXPECT_EQ(dir.names(), std::vector<std::string>{layout::in_progress_name(name)});
     EXPECT_TRUE(test::pcap_files(dir).empty());
     struct stat st {};
-    ASSERT_EQ(::stat(dir.file(in_progress_name(name)).c_str(), &st), 0);
+    ASSERT_EQ(::stat(dir.file(layout::in_progress_name(name)).c_str(), &st), 0);
     EXPECT_EQ(st.st_size, logical);  // readers and recovery see only what was written
     const bool preallocated = uint64_t(st.st_blocks) * 512 >= kPreallocateStep;  // fallocate refused: no
 
