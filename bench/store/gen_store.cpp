@@ -4,7 +4,7 @@
 //             [--gbps 1.2] [--active-flows 20000] [--start-ns N]
 //
 // One nanosecond pcap stream per (port, queue), files named by the daemon's default
-// template (output/file_naming.hpp), rotated at --rotate-mb. Traffic: a realistic mix —
+// template (output/layout.hpp), rotated at --rotate-mb. Traffic: a realistic mix —
 // flows with Zipf-like popularity and geometric lifetimes (so a conversation is local in
 // time), both directions; IPv4/IPv6, TCP/UDP, 8 % VLAN-tagged, some ICMP and ARP; full-size
 // data segments and small ACKs/requests. Timestamps advance at --gbps across the store.
@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "output/file_naming.hpp"
+#include "output/layout.hpp"
 #include "format/pcap_format.hpp"
 
 namespace {
@@ -299,6 +299,7 @@ int main(int argc, char** argv) {
     streams[std::min<size_t>(1, streams.size() - 1)].gen.make_conversation(conv);
     uint64_t conv_written = 0, next_conv_ts = conv_from;
 
+    const linecap::FileTemplate file_template = linecap::FileTemplate::compile(linecap::kDefaultFileTemplate).value();
     Rng rng{seed + 99};
     uint64_t written = 0, ts = start_ns, packets = 0;
     uint8_t frame[2048];
@@ -318,9 +319,10 @@ int main(int argc, char** argv) {
         if (s.fd >= 0 && s.file_bytes + rec > rotate_mb << 20) close_file(s);
         if (s.fd < 0) {
             linecap::StreamId id{s.port, 0, static_cast<uint16_t>(s.queue)};
-            const std::string stem = linecap::render_file_stem(linecap::OutputConfig{}.file_template, ts, id, s.seq++);
-            s.final_path = out + "/" + stem + ".pcap";
-            s.part = out + "/" + linecap::in_progress_name(stem + ".pcap");
+            const std::string name = linecap::layout::capture_name(file_template, ts, id, s.seq++,
+                                                                   linecap::FileFormat::pcap, 0);
+            s.final_path = out + "/" + name;
+            s.part = out + "/" + linecap::layout::in_progress_name(name);
             s.fd = ::open(s.part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
             if (s.fd < 0) die("open");
             const auto h = linecap::pcap::file_header(262144);

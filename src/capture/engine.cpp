@@ -167,7 +167,6 @@ Status CaptureEngine::build_writer() {
     // manifest marked "recovered") before new ones are written next to them.
     RecoveryOptions recovery;
     recovery.write_manifests = config_.output.manifest;
-    recovery.durable = config_.output.fsync != FsyncPolicy::none;
     auto recovered = recover_in_progress(config_.output.directory, recovery);
     if (!recovered) return recovered.error();
 

@@ -35,6 +35,17 @@ inline void deliver_rotation(WorkerQueue& q) {
     q.rotation_pending = false;
 }
 
+// Ends the current file of every queue: each one's current block (or an empty one)
+// carries the mark, and its next block starts a new file. A queue with neither keeps the
+// mark pending: its packets are dropped until the writer frees a block to carry it, so no
+// packet ever lands in a file before its mark.
+inline void rotate_all(std::vector<WorkerQueue>& queues) {
+    for (WorkerQueue& q : queues) {
+        q.rotation_pending = true;
+        deliver_rotation(q);
+    }
+}
+
 // A block with room for `need` bytes, or nullptr when the writer has none free.
 inline WriteBlock* block_with_room(WorkerQueue& q, uint32_t need) {
     if (likely(q.block != nullptr && q.block->room() >= need)) return q.block;
@@ -127,7 +138,16 @@ int worker_loop(WorkerContext& w) {
         for (WorkerQueue& q : w.queues) {
             const uint16_t n = rte_eth_rx_burst(q.port_id, q.queue, pkts, burst);
             if (n == 0) continue;
-            if (!prev_busy) ts_ns = w.clock->to_ns(now);  // one clock read per iteration
+            if (!prev_busy) {
+                ts_ns = w.clock->to_ns(now);  // one clock read per iteration
+                // Exact rotation: a burst stamped at or after the boundary belongs to the
+                // next file, so every file ends here, before it is appended. The bursts of
+                // an iteration share this timestamp, so one comparison covers them all.
+                if (unlikely(ts_ns >= next_boundary_ns)) {
+                    next_boundary_ns = next_rotation_boundary(ts_ns, w.rotate_interval_ns);
+                    rotate_all(w.queues);
+                }
+            }
             prev_busy = true;
             packets += n;
             capture_burst<F>(q, pkts, n, now, ts_ns);
@@ -151,13 +171,14 @@ int worker_loop(WorkerContext& w) {
             w.counters->total_cycles.set(now - start_tsc);
             w.counters->packets.set(packets);
 
+            // Without traffic a file still ends at its boundary (and on request, SIGHUP);
+            // no packet of a later iteration is stamped earlier than now_ns.
             const uint64_t now_ns = w.clock->to_ns(now);
             const uint64_t requests = control.rotate_requests.load(std::memory_order_relaxed);
-            const bool rotate = requests != rotate_seen || now_ns >= next_boundary_ns;
-            if (rotate) {
+            if (requests != rotate_seen || now_ns >= next_boundary_ns) {
                 rotate_seen = requests;
                 if (now_ns >= next_boundary_ns) next_boundary_ns = next_rotation_boundary(now_ns, w.rotate_interval_ns);
-                for (WorkerQueue& q : w.queues) q.rotation_pending = true;
+                rotate_all(w.queues);
             }
             for (WorkerQueue& q : w.queues) {
                 if (q.rotation_pending) {

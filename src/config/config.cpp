@@ -6,7 +6,10 @@
 // the directory is writable is for the daemon to find out at startup.
 #include "config/config.hpp"
 
+#include <fcntl.h>
 #include <rte_config.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -15,8 +18,8 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <memory>
 
+#include "config/file_template.hpp"
 #include "config/yaml_reader.hpp"
 
 namespace linecap {
@@ -93,6 +96,7 @@ const char* name_of(T value, const NamedValue<T> (&names)[N]) {
 // --- limits -------------------------------------------------------------------------
 
 constexpr unsigned kMaxPortNameLength = 32;
+constexpr size_t kMaxConfigBytes = 1 << 20;
 constexpr unsigned kMaxRotateSizeMb = 1u << 20;  // 1 TiB per file
 constexpr unsigned kMaxRotateIntervalS = 86400;  // a day
 constexpr unsigned kMaxFsyncIntervalS = 3600;
@@ -382,40 +386,22 @@ CaptureConfig read_capture(const YamlMap& capture, const EalConfig& eal, const s
 
 // --- output -------------------------------------------------------------------------
 
-constexpr std::string_view kPlaceholders[] = {"{port}", "{queue}", "{nsec}", "{seq}"};
-
-// Why `file_template` cannot name capture files, or nullopt when it can.
-std::optional<std::string> file_template_problem(std::string_view file_template) {
-    if (file_template.find('/') != std::string_view::npos) {
-        return "must be a file name, not a path: remove the '/' (files go to output.directory)";
-    }
-    if (file_template.starts_with('.')) {
-        return "must not start with '.': hidden names are kept for files still being written";
-    }
-    for (size_t open = file_template.find('{'); open != std::string_view::npos;
-         open = file_template.find('{', open + 1)) {
-        const size_t close = file_template.find('}', open);
-        const std::string_view placeholder =
-            file_template.substr(open, close == std::string_view::npos ? 1 : close - open + 1);
-        if (std::find(std::begin(kPlaceholders), std::end(kPlaceholders), placeholder) == std::end(kPlaceholders)) {
-            return "unknown placeholder '" + std::string(placeholder) +
-                   "'; the placeholders are {port}, {queue}, {nsec}, {seq}";
-        }
-    }
-    if (file_template.find("{port}") == std::string_view::npos ||
-        file_template.find("{queue}") == std::string_view::npos) {
-        return std::string(
-            "must contain {port} and {queue}: every queue writes its own files, and without both two "
-            "queues would write to the same name");
-    }
-    return std::nullopt;
-}
-
 std::string read_file_template(const YamlValue& value) {
-    std::string file_template =
-        value.as_non_empty_string("a file name template like %Y%m%dT%H%M%S.{nsec}Z-{port}-q{queue}");
-    if (const auto problem = file_template_problem(file_template)) value.fail(*problem);
-    return file_template;
+    std::string text = value.as_non_empty_string("a file name template like " + std::string(kDefaultFileTemplate));
+    const Result<FileTemplate> file_template = FileTemplate::compile(text);
+    if (!file_template) value.fail(file_template.error().message);
+    if (!file_template->has_stream_fields()) {
+        value.fail(
+            "must contain {port} and {queue}: every queue writes its own files, and without both two queues would "
+            "write to the same name");
+    }
+    if (const size_t longest = file_template->max_rendered_bytes(kMaxPortNameLength); longest > kMaxFileStemBytes) {
+        value.fail("names made from it can be " + std::to_string(longest) + " bytes long; at most " +
+                   std::to_string(kMaxFileStemBytes) +
+                   " fit (file names are limited to 255 bytes, and the capture directory adds hidden, numbered and "
+                   "sidecar suffixes)");
+    }
+    return text;
 }
 
 void read_rotation(const YamlMap& rotate, OutputConfig& config) {
@@ -546,20 +532,37 @@ Config read_config(const YamlMap& root) {
     return config;
 }
 
-struct CloseFile {
-    void operator()(std::FILE* file) const { std::fclose(file); }
-};
-
-// stdio rather than iostreams: errno then reliably says why reading failed.
-Result<std::string> read_file(const std::string& path) {
-    const auto fail = [&] { return config_error("cannot read " + path + ": " + std::strerror(errno)); };
-    const std::unique_ptr<std::FILE, CloseFile> file(std::fopen(path.c_str(), "rb"));
-    if (!file) return fail();
+// Bounded: a configuration is a few KiB, and a path such as /dev/zero or /dev/urandom
+// must not make the loader read until memory runs out. Only regular files are read, and
+// never more than kMaxConfigBytes + 1 bytes (a file may grow after the size check).
+Result<std::string> read_open_file(int fd, const std::string& path) {
+    const auto fail = [&](int error) { return config_error("cannot read " + path + ": " + std::strerror(error)); };
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return fail(errno);
+    if (!S_ISREG(st.st_mode)) return config_error("cannot read " + path + ": not a regular file");
+    const auto too_large = [&] {
+        return config_error("cannot read " + path + ": larger than " + std::to_string(kMaxConfigBytes >> 10) +
+                            " KiB, the most a configuration may have");
+    };
+    if (static_cast<uint64_t>(st.st_size) > kMaxConfigBytes) return too_large();
     std::string text;
     char buffer[8192];
-    size_t n = 0;
-    while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, n);
-    if (std::ferror(file.get())) return fail();  // e.g. EISDIR: fopen() opens directories
+    for (;;) {
+        const ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return fail(errno);
+        if (n == 0) return text;
+        text.append(buffer, static_cast<size_t>(n));
+        if (text.size() > kMaxConfigBytes) return too_large();
+    }
+}
+
+Result<std::string> read_file(const std::string& path) {
+    // O_NONBLOCK: opening a FIFO must not wait for a writer before it is refused.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return config_error("cannot read " + path + ": " + std::strerror(errno));
+    Result<std::string> text = read_open_file(fd, path);
+    ::close(fd);
     return text;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "config/file_template.hpp"
 #include "config/values.hpp"  // parse_lcore_list, parse_size, parse_duration, ...
 #include "util/result.hpp"
 
@@ -98,9 +99,9 @@ struct ScrubConfig {
 struct OutputConfig {
     std::string directory = "/var/lib/linecap";
     FileFormat format = FileFormat::pcap;
-    // File name template without extension: strftime (UTC) of the file's first packet
-    // plus {port}, {queue}, {nsec} (9 digits) and {seq}. Extension is added by format.
-    std::string file_template = "%Y%m%dT%H%M%S.{nsec}Z-{port}-q{queue}";
+    // File name template without extension (config/file_template.hpp); FileTemplate::compile
+    // accepts it. The extension is added by format.
+    std::string file_template = kDefaultFileTemplate;
     uint64_t rotate_size_bytes = 1024ull << 20;
     unsigned rotate_interval_s = 300;  // 0 = no time rotation; aligned to the clock
     unsigned block_size_kb = 1024;     // write block: 64 KiB .. 16 MiB, multiple of 4 KiB

@@ -1,7 +1,6 @@
 #include "filter/bpf_filter.hpp"
 
 #include <bpf_def.h>
-#include <pcap/pcap.h>
 #include <rte_bpf.h>
 #include <rte_errno.h>
 #include <rte_malloc.h>
@@ -12,6 +11,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "filter/pcap_program.hpp"
+
 namespace linecap {
 
 namespace {
@@ -20,21 +21,6 @@ std::string hex(uint32_t v) {
     char buf[16];
     std::snprintf(buf, sizeof buf, "0x%x", v);
     return buf;
-}
-
-// pcap_compile on a "dead" handle: no device is opened, only the expression is compiled
-// for Ethernet at the given snap length.
-Result<bpf_program> compile_classic(const std::string& expression, uint32_t snaplen) {
-    pcap_t* dead = pcap_open_dead(DLT_EN10MB, static_cast<int>(snaplen));
-    if (dead == nullptr) return runtime_error("pcap_open_dead failed");
-    bpf_program program{};
-    if (pcap_compile(dead, &program, expression.c_str(), 1, PCAP_NETMASK_UNKNOWN) != 0) {
-        std::string why = pcap_geterr(dead);
-        pcap_close(dead);
-        return config_error("filter '" + expression + "': " + why);
-    }
-    pcap_close(dead);
-    return program;
 }
 
 // What rte_bpf_convert (DPDK 22.11) can translate, checked on the classic program so that
@@ -191,17 +177,13 @@ Result<std::vector<ebpf_insn>> fix_converted(const std::string& expression, cons
 }  // namespace
 
 Result<std::unique_ptr<BpfFilter>> BpfFilter::compile(const std::string& expression, uint32_t snaplen) {
-    auto classic = compile_classic(expression, snaplen);
+    auto classic = PcapProgram::compile(expression, snaplen);
     if (!classic) return classic.error();
-    if (Status s = check_convertible(expression, classic.value()); !s) {
-        pcap_freecode(&classic.value());
-        return s.error();
-    }
+    if (Status s = check_convertible(expression, classic->program()); !s) return s.error();
 
     // rte_bpf_convert returns a parameter block (rte_malloc'd) for an mbuf argument, with
     // BPF_ABS/IND loads reading packet data through the mbuf (multi-segment aware).
-    rte_bpf_prm* prm = rte_bpf_convert(&classic.value());
-    pcap_freecode(&classic.value());
+    rte_bpf_prm* prm = rte_bpf_convert(&classic->program());
     if (prm == nullptr) {
         return config_error("filter '" + expression + "': rte_bpf_convert: " + rte_strerror(rte_errno));
     }
@@ -227,11 +209,9 @@ Result<std::unique_ptr<BpfFilter>> BpfFilter::compile(const std::string& express
 }
 
 Status BpfFilter::validate(const std::string& expression, uint32_t snaplen) {
-    auto classic = compile_classic(expression, snaplen);
+    auto classic = PcapProgram::compile(expression, snaplen);
     if (!classic) return classic.error();
-    Status convertible = check_convertible(expression, classic.value());
-    pcap_freecode(&classic.value());
-    return convertible;
+    return check_convertible(expression, classic->program());
 }
 
 BpfFilter::BpfFilter(std::string expression, rte_bpf* bpf) : expression_(std::move(expression)), bpf_(bpf) {

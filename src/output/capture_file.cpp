@@ -9,7 +9,7 @@
 #include <cstring>
 #include <utility>
 
-#include "output/file_naming.hpp"
+#include "output/layout.hpp"
 
 namespace linecap {
 namespace {
@@ -76,7 +76,7 @@ IoStatus CaptureFile::open(int dir_fd, std::string final_name, std::span<const u
     if (is_open()) return IoStatus::failure("open", EBUSY);
     close_state();
 
-    std::string part_name = linecap::in_progress_name(final_name);
+    std::string part_name = layout::in_progress_name(final_name);
     const int fd = ::openat(dir_fd, part_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
                             kCaptureFileMode);
     if (fd < 0) return IoStatus::failure("create", errno);

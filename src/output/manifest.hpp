@@ -30,11 +30,14 @@
 // Drops, received and filtered cover the file's span, exactly as the pcapng ISB does
 // (pcapng_blocks.hpp): received = packets + drops + filtered. Consecutive files of a
 // stream in one run have consecutive seq and touching spans, which is how `linecapd
-// verify` finds missing files. "drops" (the total) comes first so that simple readers
-// (`linecap stats` looks for `"drops": N`) find it.
+// verify` finds missing files.
 //
-// Written after the capture file has its final name, atomically: a hidden temporary
-// ".NAME.manifest.tmp" is written (and fsynced with a durable fsync policy), then renamed.
+// Written after the capture file has its final name, with layout::atomic_write (a hidden
+// temporary, fsynced, renamed, the directory fsynced). Read with nlohmann::json: a
+// manifest is untrusted input (it lies on a disk that decays), so the reader never throws
+// and never aborts; a damaged one is reported in one line naming the file, with the byte
+// offset for a syntax error. A key the format defines given as null is damage, not
+// "unknown" (unknown values are absent keys). Unknown keys are ignored.
 #pragma once
 
 #include <cstdint>
@@ -86,26 +89,33 @@ struct Manifest {
     bool operator==(const Manifest&) const = default;
 };
 
-// "x.pcap" → "x.pcap.manifest"
-std::string manifest_name(std::string_view capture_name);
-// The capture file a manifest name belongs to; nullopt if it is not a manifest name.
-std::optional<std::string> capture_name_of_manifest(std::string_view name);
-// The hidden temporary a manifest is written to first.
-std::string manifest_temp_name(std::string_view capture_name);
-bool is_manifest_temp_name(std::string_view name);
-
 // "2026-11-30T02:10:00.000123456Z"
 std::string format_utc_ns(uint64_t ns);
 
 std::string to_json(const Manifest& manifest);
+// Errors: one line, "invalid JSON at byte N: …" or which key is wrong and how.
 Result<Manifest> parse_manifest(std::string_view json);
 
-// Writes manifest_name(manifest.file) in `dir_fd` atomically (temporary + rename); with
-// `durable`, fsyncs the temporary before and the directory after the rename. On failure
-// nothing but the previous state is left (the temporary is removed).
-IoStatus write_manifest(int dir_fd, const Manifest& manifest, bool durable, uint64_t* bytes_written = nullptr);
+// Writes layout::manifest_name(manifest.file) in `dir_fd` with layout::atomic_write.
+IoStatus write_manifest(int dir_fd, const Manifest& manifest, uint64_t* bytes_written = nullptr);
 
-// Reads and parses manifest_name(capture_name) in `dir_fd`.
-Result<Manifest> read_manifest(int dir_fd, const std::string& capture_name);
+// A capture file's manifest as read from its directory.
+struct ManifestRead {
+    enum class State {
+        ok,          // `manifest` holds it
+        missing,     // there is none
+        unreadable,  // it cannot be read (permissions, I/O error, not a regular file)
+        damaged,     // it is not a valid manifest
+    };
+    State state = State::missing;
+    Manifest manifest;
+    std::string problem;  // unreadable, damaged: one line naming the manifest file
+
+    bool ok() const { return state == State::ok; }
+};
+
+// Reads layout::manifest_name(capture_name) in `dir_fd`: at most 1 MiB, a regular file
+// only (a FIFO or a symlink there is unreadable, never waited on or followed).
+ManifestRead read_manifest(int dir_fd, std::string_view capture_name);
 
 }  // namespace linecap

@@ -159,7 +159,7 @@ void ManifestHasher::complete(uint32_t stream, Manifest& manifest, FinishedFile&
         manifest.sha256 = Sha256::hex(digest);
         uint64_t bytes = 0;
         const IoStatus status =
-            write_manifest(context_.dir_fd, manifest, context_.config.fsync != FsyncPolicy::none, &bytes);
+            write_manifest(context_.dir_fd, manifest, &bytes);
         if (status.ok()) {
             file.bytes += bytes;
         } else {
@@ -182,7 +182,7 @@ void ManifestHasher::retry_pending(std::chrono::steady_clock::time_point now) {
     std::vector<Pending> still;
     for (Pending& p : pending_) {
         if (!name_exists(context_.dir_fd, p.manifest.file)) continue;  // deleted meanwhile
-        if (write_manifest(context_.dir_fd, p.manifest, context_.config.fsync != FsyncPolicy::none).ok()) {
+        if (write_manifest(context_.dir_fd, p.manifest).ok()) {
             spdlog::info("manifest for {} written", path_in(context_, p.manifest.file));
             if (context_.retention != nullptr) context_.retention->sidecar_changed(p.manifest.file);
         } else {

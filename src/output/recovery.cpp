@@ -15,7 +15,7 @@
 #include <optional>
 
 #include "linecap_build.h"
-#include "output/file_naming.hpp"
+#include "output/layout.hpp"
 #include "output/manifest.hpp"
 #include "output/unique_fd.hpp"
 
@@ -27,27 +27,24 @@ bool name_exists(int dir_fd, const std::string& name) {
     return ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-// `preferred` if free, else `alternative`, else `alternative` numbered -1, -2, …
-std::string free_name(int dir_fd, const std::string& preferred, const std::string& alternative) {
+// `preferred` if free, else `alternative`, else `alternative` numbered -1, -2, …;
+// nullopt when every name up to layout::kMaxAlternatives is taken.
+std::optional<std::string> free_name(int dir_fd, const std::string& preferred, const std::string& alternative) {
     if (!name_exists(dir_fd, preferred)) return preferred;
-    if (!name_exists(dir_fd, alternative)) return alternative;
-    for (unsigned n = 1;; ++n) {
-        std::string candidate = insert_before_extension(alternative, std::to_string(n));
+    for (unsigned n = 0; n < layout::kMaxAlternatives; ++n) {
+        std::string candidate = layout::numbered_name(alternative, n);
         if (!name_exists(dir_fd, candidate)) return candidate;
     }
+    return std::nullopt;
 }
 
 struct HiddenNames {
     std::vector<std::string> in_progress;
-    std::vector<std::string> temporaries;  // manifests and indexes a kill interrupted
+    // Temporaries of layout::AtomicFile: manifests and indexes a kill interrupted. Removed
+    // at start without an age check (unlike `linecap index`, which waits an hour): the
+    // daemon owns its output directory, and a kill leaves its indexer's temporary behind.
+    std::vector<std::string> temporaries;
 };
-
-// ".NAME.pcap.idx.tmp.XXXXXX": store::build_index() writes the index there and renames it.
-// Removed at start without an age check (unlike `linecap index`, which waits an hour): the
-// daemon owns its output directory, and a kill leaves its indexer's temporary behind.
-bool is_index_temp_name(std::string_view name) {
-    return name.size() > 1 && name.starts_with(".") && name.find(".idx.tmp.") != std::string_view::npos;
-}
 
 Result<HiddenNames> hidden_names(const std::string& directory) {
     DIR* dir = ::opendir(directory.c_str());
@@ -56,9 +53,8 @@ Result<HiddenNames> hidden_names(const std::string& directory) {
     // Collected first and handled afterwards: renaming while readdir runs may show an
     // entry twice or not at all.
     while (const dirent* entry = ::readdir(dir)) {
-        if (final_name_of_in_progress(entry->d_name)) names.in_progress.emplace_back(entry->d_name);
-        else if (is_manifest_temp_name(entry->d_name) || is_index_temp_name(entry->d_name))
-            names.temporaries.emplace_back(entry->d_name);
+        if (layout::final_name_of_in_progress(entry->d_name)) names.in_progress.emplace_back(entry->d_name);
+        else if (layout::final_name_of_temporary(entry->d_name)) names.temporaries.emplace_back(entry->d_name);
     }
     ::closedir(dir);
     std::sort(names.in_progress.begin(), names.in_progress.end());
@@ -74,7 +70,7 @@ public:
     RecoveredFile recover(const std::string& part_name) {
         RecoveredFile file;
         file.in_progress_name = part_name;
-        const std::string final_name = *final_name_of_in_progress(part_name);
+        const std::string final_name = *layout::final_name_of_in_progress(part_name);
 
         struct stat st {};
         if (::fstatat(dir_fd_, part_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
@@ -98,20 +94,21 @@ public:
             return failed(std::move(file), IoStatus::failure("ftruncate", errno));
         if (::fsync(fd.get()) != 0) return failed(std::move(file), IoStatus::failure("fsync", errno));
 
-        const std::string target = free_name(dir_fd_, final_name, insert_before_extension(final_name, "recovered"));
-        if (IoStatus status = rename(part_name, target); !status.ok()) return failed(std::move(file), status);
+        const std::optional<std::string> target = free_name(dir_fd_, final_name, layout::recovered_name(final_name));
+        if (!target) return failed(std::move(file), IoStatus::failure("find a free name", EEXIST));
+        if (IoStatus status = rename(part_name, *target); !status.ok()) return failed(std::move(file), status);
 
         file.outcome = RecoveredFile::Outcome::recovered;
-        file.new_name = target;
+        file.new_name = *target;
         file.packets = scan.packets;
         file.truncated_bytes = scan.file_bytes - scan.valid_bytes;
-        spdlog::info("recovered {}: {} packets, {} bytes truncated (was {})", path_of(target), file.packets,
+        spdlog::info("recovered {}: {} packets, {} bytes truncated (was {})", path_of(*target), file.packets,
                      file.truncated_bytes, part_name);
         if (scan.format == CaptureFormat::pcapng && !scan.statistics)
             spdlog::warn("recovered {} has no interface statistics block (the daemon stopped before finishing it): "
                          "its received and dropped counts are unknown",
-                         path_of(target));
-        if (options_.write_manifests) file.manifest_written = write_recovered_manifest(fd.get(), target);
+                         path_of(*target));
+        if (options_.write_manifests) file.manifest_written = write_recovered_manifest(fd.get(), *target);
         return file;
     }
 
@@ -140,7 +137,7 @@ private:
             if (end != nullptr && *end == '\0' && colon > 0 && queue <= 0xffff)
                 m.stream = ManifestStream{scan.interface_name.substr(0, colon), 0, static_cast<uint16_t>(queue)};
         }
-        if (const IoStatus status = write_manifest(dir_fd_, m, options_.durable); !status.ok()) {
+        if (const IoStatus status = write_manifest(dir_fd_, m); !status.ok()) {
             spdlog::error("recovery: manifest for {}: {}", path_of(name), status.message());
             return false;
         }
@@ -148,14 +145,15 @@ private:
     }
 
     RecoveredFile move_aside(RecoveredFile file, const std::string& final_name) {
-        const std::string corrupt = final_name + ".corrupt";
-        const std::string target = free_name(dir_fd_, corrupt, corrupt);
-        if (IoStatus status = rename(file.in_progress_name, target); !status.ok())
+        const std::string corrupt = layout::corrupt_name(final_name);
+        const std::optional<std::string> target = free_name(dir_fd_, corrupt, corrupt);
+        if (!target) return failed(std::move(file), IoStatus::failure("find a free name", EEXIST));
+        if (IoStatus status = rename(file.in_progress_name, *target); !status.ok())
             return failed(std::move(file), status);
         file.outcome = RecoveredFile::Outcome::moved_aside;
-        file.new_name = target;
+        file.new_name = *target;
         spdlog::warn("recovery: {} is not a pcap file ({}); moved aside to {}",
-                     path_of(file.in_progress_name), file.reason, target);
+                     path_of(file.in_progress_name), file.reason, *target);
         return file;
     }
 
@@ -197,8 +195,7 @@ Result<RecoveryReport> recover_in_progress(const std::string& directory, Recover
     // index from the indexer's start-up sweep.
     for (const std::string& temp : names->temporaries) {
         if (::unlinkat(dir_fd.get(), temp.c_str(), 0) == 0)
-            spdlog::info("recovery: removed stale {} temporary {}/{}",
-                         is_index_temp_name(temp) ? "index" : "manifest", directory, temp);
+            spdlog::info("recovery: removed stale temporary {}/{}", directory, temp);
         else
             spdlog::warn("recovery: cannot remove {}/{}: {}", directory, temp, errno_text(errno));
     }

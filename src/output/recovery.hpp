@@ -8,8 +8,8 @@
 // file has no Interface Statistics Block (the daemon died before writing it), which is
 // logged: its drop counts are unknown. With manifests on, a recovered file gets one,
 // computed from the file and marked "recovered": true (no drops, span or sequence).
-// Stale hidden manifest and index temporaries (".<name>.manifest.tmp",
-// ".<name>.idx.tmp.XXXXXX") are removed.
+// Stale temporaries of layout::AtomicFile (manifests and indexes a kill interrupted) are
+// removed.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +51,6 @@ struct RecoveryReport {
 
 struct RecoveryOptions {
     bool write_manifests = false;    // output.manifest
-    bool durable = true;             // fsync the manifests
 };
 
 // Errors only when the directory cannot be read; a file that cannot be handled is

@@ -18,7 +18,7 @@
 #include <fstream>
 
 #include "output/capture_scan.hpp"
-#include "output/file_naming.hpp"
+#include "output/layout.hpp"
 #include "output/manifest.hpp"
 #include "output/unique_fd.hpp"
 #include "util/human_bytes.hpp"
@@ -29,8 +29,6 @@ namespace {
 
 constexpr uint64_t kSecond = 1000000000ull;
 constexpr auto kPeriod = std::chrono::seconds(1);
-// A capture file's sidecars: its manifest, its index, the scrub's damage marker.
-constexpr std::string_view kSidecars[] = {".manifest", ".idx", kDamagedMarkerSuffix};
 
 std::string trim(const std::string& s) {
     const size_t b = s.find_first_not_of(" \t\r");
@@ -161,9 +159,9 @@ void RetentionManager::sidecar_changed(const std::string& name) {
 
 uint64_t RetentionManager::bytes_with_sidecars(const std::string& name, uint64_t file_bytes) const {
     uint64_t bytes = file_bytes;
-    for (const std::string_view sidecar : kSidecars) {
+    for (const std::string& sidecar : layout::sidecar_names(name)) {
         struct stat side {};
-        if (::fstatat(dir_fd_, (name + std::string(sidecar)).c_str(), &side, AT_SYMLINK_NOFOLLOW) == 0)
+        if (::fstatat(dir_fd_, sidecar.c_str(), &side, AT_SYMLINK_NOFOLLOW) == 0)
             bytes += static_cast<uint64_t>(side.st_size);
     }
     return bytes;
@@ -223,7 +221,7 @@ void RetentionManager::scan() {
     }
     std::vector<std::string> names;
     while (const dirent* entry = ::readdir(dir))
-        if (is_capture_name(entry->d_name)) names.emplace_back(entry->d_name);
+        if (layout::is_capture_name(entry->d_name)) names.emplace_back(entry->d_name);
     ::closedir(dir);
 
     for (const std::string& name : names) {
@@ -234,9 +232,13 @@ void RetentionManager::scan() {
         f.name = name;
         f.bytes = bytes_with_sidecars(name, static_cast<uint64_t>(st.st_size));
         const uint64_t mtime = static_cast<uint64_t>(std::max<int64_t>(stat_mtime_ns(st), 0));
-        if (Result<Manifest> m = read_manifest(dir_fd_, name); m && m->packets > 0) {
-            f.first_ns = m->first_ns;
-            f.last_ns = m->last_ns;
+        const ManifestRead m = read_manifest(dir_fd_, name);
+        if (!m.ok() && m.state != ManifestRead::State::missing)
+            spdlog::warn("retention: {}/{}; the file's age is taken from its first packet", config_.directory,
+                         m.problem);
+        if (m.ok() && m.manifest.packets > 0) {
+            f.first_ns = m.manifest.first_ns;
+            f.last_ns = m.manifest.last_ns;
         } else {
             f.first_ns = f.last_ns = mtime;
             UniqueFd file(::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
@@ -257,8 +259,7 @@ bool RetentionManager::remove_files(const FinishedFile& file) {
             spdlog::error("retention: cannot delete {}/{}: {}", config_.directory, file.name, errno_text(errno));
         return false;
     }
-    for (const std::string_view sidecar : kSidecars) {
-        const std::string side = file.name + std::string(sidecar);
+    for (const std::string& side : layout::sidecar_names(file.name)) {
         if (::unlinkat(dir_fd_, side.c_str(), 0) != 0 && errno != ENOENT)
             spdlog::warn("retention: cannot delete {}/{}: {}", config_.directory, side, errno_text(errno));
     }

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "output/file_naming.hpp"
+#include "output/layout.hpp"
 #include "output/idle_priority.hpp"
 #include "output/io_status.hpp"
 #include "output/manifest.hpp"
@@ -223,13 +223,16 @@ ScrubResult Scrubber::check(const std::string& name, uint64_t done_before, uint6
         spdlog::debug("scrub: {}/{} has no manifest; not checked", options_.directory, name);
         return count(counters_.missing_manifests, ScrubResult::no_manifest);
     }
-    const Result<Manifest> manifest = read_manifest(dir_fd_, name);
-    if (!manifest) {
+    const ManifestRead read = read_manifest(dir_fd_, name);
+    if (!read.ok()) {
         if (!exists_at(dir_fd_, name)) return ScrubResult::vanished;
+        if (read.state == ManifestRead::State::missing)  // retention took it meanwhile
+            return count(counters_.missing_manifests, ScrubResult::no_manifest);
         spdlog::warn("scrub: {}/{}: manifest unusable, the file cannot be checked: {}", options_.directory, name,
-                     manifest.error().message);
+                     read.problem);
         return count(counters_.bad_manifests, ScrubResult::bad_manifest);
     }
+    const Manifest& manifest = read.manifest;
 
     bool direct = true;
     UniqueFd fd(::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT));
@@ -272,7 +275,7 @@ ScrubResult Scrubber::check(const std::string& name, uint64_t done_before, uint6
     const std::string sha256 = Sha256::hex(hash.finish());
     if (!exists_at(dir_fd_, name)) return ScrubResult::vanished;  // deleted by retention while it was read
 
-    const std::vector<std::string> diffs = content_differences(manifest.value(), offset, sha256);
+    const std::vector<std::string> diffs = content_differences(manifest, offset, sha256);
     if (diffs.empty()) {
         clear_marker(name);
         return count(counters_.ok_files, ScrubResult::ok);

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "linecap_build.h"
-#include "output/file_naming.hpp"
+#include "output/layout.hpp"
 #include "format/pcap_format.hpp"
 #include "format/pcapng_blocks.hpp"
 #include "output/manifest_hasher.hpp"
@@ -19,10 +19,6 @@ namespace linecap {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// "-1" … "-999" after a taken name; beyond that something is badly wrong (a template
-// without any time field?) and the open fails with EEXIST rather than loop.
-constexpr unsigned kMaxNameAlternatives = 1000;
 
 // Counters have a single writer (this stream's thread): a relaxed store of load + n is
 // enough and cheaper than a locked read-modify-write.
@@ -157,18 +153,16 @@ bool StreamWriter::write_records(const WriteBlock& block) {
 }
 
 bool StreamWriter::open_file(const WriteBlock& block) {
-    const std::string stem =
-        render_file_stem(context_.config.file_template, block.first_ts_ns, id_, next_seq_);
-    const char* extension = file_extension(context_.config.format);
-
     std::string name;
     IoStatus status = IoStatus::failure("create", EEXIST);
-    for (unsigned n = 0; n < kMaxNameAlternatives; ++n) {
-        name = numbered_file_name(stem, n, extension);
+    // Beyond the last alternative something is badly wrong (a template without any time
+    // field?) and the open fails with EEXIST rather than loop.
+    for (unsigned n = 0; n < layout::kMaxAlternatives; ++n) {
+        name = layout::capture_name(context_.file_template, block.first_ts_ns, id_, next_seq_, context_.config.format, n);
         // In-progress name first, then final name: a file another writer thread finalises
         // meanwhile moves from the first to the second and is seen in one of them. The
         // O_EXCL create settles the remaining race (two threads claiming the same name).
-        if (name_exists(context_.dir_fd, in_progress_name(name)) ||
+        if (name_exists(context_.dir_fd, layout::in_progress_name(name)) ||
             name_exists(context_.dir_fd, name))
             continue;
         // Preallocated up to the rotation size (files rarely end much before it), or step by
@@ -179,7 +173,7 @@ bool StreamWriter::open_file(const WriteBlock& block) {
         if (status.ok() || status.error() != EEXIST) break;
     }
     if (!status.ok()) {
-        count_lost(block, status, in_progress_name(name));
+        count_lost(block, status, layout::in_progress_name(name));
         return false;
     }
 

@@ -39,6 +39,7 @@ class RetentionService;
 // atomics.
 struct WriterContext {
     OutputConfig config;
+    FileTemplate file_template;              // config.file_template, compiled
     int dir_fd = -1;                         // the output directory, for *at() calls
     WriteLatency* latency = nullptr;
     std::atomic<bool>* direct_io_warned = nullptr;  // one warning per writer, not per file

@@ -14,7 +14,7 @@
 
 #include "config/values.hpp"
 #include "output/capture_scan.hpp"
-#include "output/file_naming.hpp"
+#include "output/layout.hpp"
 #include "output/manifest.hpp"
 #include "output/scrub.hpp"
 #include "output/unique_fd.hpp"
@@ -115,9 +115,9 @@ Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::f
     VerifyReport report;
     while (const dirent* entry = ::readdir(dir)) {
         const std::string name = entry->d_name;
-        if (is_capture_name(name)) captures.insert(name);
-        else if (capture_name_of_manifest(name)) manifests.insert(name);
-        else if (final_name_of_in_progress(name)) ++report.in_progress;
+        if (layout::is_capture_name(name)) captures.insert(name);
+        else if (layout::capture_name_of_manifest(name)) manifests.insert(name);
+        else if (layout::final_name_of_in_progress(name)) ++report.in_progress;
     }
     ::closedir(dir);
 
@@ -156,27 +156,28 @@ Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::f
                 " packets)");
         }
 
-        const std::string mname = manifest_name(name);
+        const std::string mname = layout::manifest_name(name);
         if (!manifests.contains(mname)) {
             ++report.missing_manifests;
             out("NO-MANIFEST " + name);
             continue;
         }
         manifests.erase(mname);
-        Result<Manifest> m = read_manifest(dir_fd.get(), name);
-        if (!m) {
+        ManifestRead read = read_manifest(dir_fd.get(), name);
+        if (!read.ok()) {
             ++report.bad_manifests;
-            out("BAD-MANIFEST " + m.error().message);
+            out("BAD-MANIFEST " + (read.state == ManifestRead::State::missing ? mname + ": removed meanwhile" : read.problem));
             continue;
         }
-        std::vector<std::string> diffs = content_differences(*m, scan.file_bytes, scan.sha256);
-        differ(diffs, "file", name, m->file);
+        const Manifest& m = read.manifest;
+        std::vector<std::string> diffs = content_differences(m, scan.file_bytes, scan.sha256);
+        differ(diffs, "file", name, m.file);
         if (scan.header_valid) {
-            differ(diffs, "format", to_string(scan.format), m->format);
-            differ(diffs, "packets", std::to_string(scan.packets), std::to_string(m->packets));
-            if (scan.packets > 0 || m->packets > 0) {
-                differ(diffs, "first_ns", std::to_string(scan.first_ns), std::to_string(m->first_ns));
-                differ(diffs, "last_ns", std::to_string(scan.last_ns), std::to_string(m->last_ns));
+            differ(diffs, "format", to_string(scan.format), m.format);
+            differ(diffs, "packets", std::to_string(scan.packets), std::to_string(m.packets));
+            if (scan.packets > 0 || m.packets > 0) {
+                differ(diffs, "first_ns", std::to_string(scan.first_ns), std::to_string(m.first_ns));
+                differ(diffs, "last_ns", std::to_string(scan.last_ns), std::to_string(m.last_ns));
             }
         }
         if (!diffs.empty()) {
@@ -195,26 +196,26 @@ Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::f
         if (options.verbose)
             out("ok " + name + " (" + std::to_string(scan.packets) + " packets, " + format_utc_ns(scan.first_ns) +
                 " .. " + format_utc_ns(scan.last_ns) + ")");
-        if (m->recovered) {
+        if (m.recovered) {
             ++report.recovered;
             out("RECOVERED " + name + ": finished by crash recovery; packets the daemon held in memory at the crash "
                 "are not in it (how many is unknown)");
         }
-        if (m->drops && m->drops->total() > 0) {
+        if (m.drops && m.drops->total() > 0) {
             ++report.losses;
-            out("LOSS " + name + ": " + std::to_string(m->drops->total()) +
-                " packets dropped in this file's span (writer_full=" + std::to_string(m->drops->writer_full) +
-                " write_error=" + std::to_string(m->drops->write_error) +
-                " disk_full=" + std::to_string(m->drops->disk_full) + ")");
+            out("LOSS " + name + ": " + std::to_string(m.drops->total()) +
+                " packets dropped in this file's span (writer_full=" + std::to_string(m.drops->writer_full) +
+                " write_error=" + std::to_string(m.drops->write_error) +
+                " disk_full=" + std::to_string(m.drops->disk_full) + ")");
         }
-        if (m->stream && !m->run.empty() && m->seq) {
-            const std::string stream = m->stream->port + ":" + std::to_string(m->stream->queue);
-            streams[stream].push_back(Link{name, std::move(m.value())});
+        if (m.stream && !m.run.empty() && m.seq) {
+            const std::string stream = m.stream->port + ":" + std::to_string(m.stream->queue);
+            streams[stream].push_back(Link{name, std::move(read.manifest)});
         }
     }
     for (const std::string& orphan : manifests) {
         ++report.orphan_manifests;
-        out("ORPHAN " + orphan + ": its capture file " + *capture_name_of_manifest(orphan) + " is missing");
+        out("ORPHAN " + orphan + ": its capture file " + *layout::capture_name_of_manifest(orphan) + " is missing");
     }
     for (auto& [stream, links] : streams) check_stream(stream, links, options, report, out);
 

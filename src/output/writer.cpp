@@ -40,9 +40,6 @@ Status validate(const OutputConfig& config) {
                             std::to_string(kMaxBlockSizeKb) + ", got " +
                             std::to_string(config.block_size_kb));
     if (config.blocks_per_queue == 0) return config_error("output.blocks_per_queue: must be at least 1");
-    if (config.file_template.empty()) return config_error("output.file_template: must not be empty");
-    if (config.file_template.find('/') != std::string::npos)
-        return config_error("output.file_template: must not contain '/' (files go directly into output.directory)");
     return {};
 }
 
@@ -167,6 +164,8 @@ Result<std::unique_ptr<Writer>> Writer::create(const OutputConfig& config,
                                                std::vector<StreamSpec> streams,
                                                BlockMemory memory) {
     if (Status valid = validate(config); !valid) return valid.error();
+    Result<FileTemplate> file_template = FileTemplate::compile(config.file_template);
+    if (!file_template) return file_template.error().context("output.file_template");
     if (!memory.allocate || !memory.release) return runtime_error("writer: block memory functions missing");
     Result<UniqueFd> dir = open_output_directory(config.directory);
     if (!dir) return dir.error();
@@ -174,7 +173,8 @@ Result<std::unique_ptr<Writer>> Writer::create(const OutputConfig& config,
     auto impl = std::make_unique<Impl>();
     impl->memory = std::move(memory);
     impl->dir_fd = std::move(dir.value());
-    impl->context = WriterContext{config, impl->dir_fd.get(), &impl->latency, &impl->direct_io_warned};
+    impl->context = WriterContext{config, std::move(file_template.value()), impl->dir_fd.get(), &impl->latency,
+                                  &impl->direct_io_warned};
     impl->context.run_start_ns = realtime_now_ns();
     impl->context.run_id = std::to_string(impl->context.run_start_ns);
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,8 @@
 
 #include "config/config.hpp"
 #include "linecap_build.h"
+#include "output/io_status.hpp"
+#include "output/layout.hpp"
 #include "store/catalog.hpp"
 #include "store/extract.hpp"
 #include "store/index_format.hpp"
@@ -172,7 +175,7 @@ public:
             return false;
         }
         while (c.dir.size() > 1 && c.dir.back() == '/') c.dir.pop_back();
-        auto tmpl = NameTemplate::compile(c.file_template);
+        auto tmpl = FileTemplate::compile(c.file_template);
         if (!tmpl) {
             usage_error(tmpl.error().message);
             return false;
@@ -204,23 +207,48 @@ bool parse_count(const std::string& text, uint64_t min, uint64_t max, uint64_t* 
     return true;
 }
 
-// True when `path` names an existing file that is one of the store's files.
-bool is_store_file(const std::string& dir, const std::string& path) {
-    struct stat out {};
-    if (::stat(path.c_str(), &out) != 0) return false;
-    DIR* d = ::opendir(dir.c_str());
-    if (!d) return false;
-    bool same = false;
-    while (const dirent* e = ::readdir(d)) {
-        struct stat st {};
-        const std::string p = dir + "/" + e->d_name;
-        if (::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == out.st_dev && st.st_ino == out.st_ino) {
-            same = true;
-            break;
-        }
+// The temporary of `extract -o PATH` while it is being written, for the signal handler
+// that removes it: an interrupted extract leaves nothing behind. Set and cleared with the
+// signals blocked; the handler only reads it.
+struct PendingTemporary {
+    int dir_fd = -1;  // a descriptor of its own, valid until cleared
+    char name[256] = {};
+};
+PendingTemporary g_pending;
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+// Async-signal-safe: unlinkat, then the signal again with its default action, so the exit
+// status still says which signal ended the tool.
+void remove_pending_and_die(int signal) {
+    if (g_pending.dir_fd >= 0) ::unlinkat(g_pending.dir_fd, g_pending.name, 0);
+    ::raise(signal);
+}
+
+class SignalsBlocked {
+public:
+    SignalsBlocked() {
+        sigset_t set;
+        sigemptyset(&set);
+        for (const int s : kCleanupSignals) sigaddset(&set, s);
+        ::sigprocmask(SIG_BLOCK, &set, &old_);
     }
-    ::closedir(d);
-    return same;
+    ~SignalsBlocked() { ::sigprocmask(SIG_SETMASK, &old_, nullptr); }
+
+private:
+    sigset_t old_;
+};
+
+void set_pending(const layout::AtomicFile* file) {
+    const SignalsBlocked blocked;
+    if (g_pending.dir_fd >= 0) ::close(g_pending.dir_fd);
+    g_pending.dir_fd = -1;
+    if (file == nullptr || file->temporary_name().size() >= sizeof g_pending.name) return;
+    std::memcpy(g_pending.name, file->temporary_name().c_str(), file->temporary_name().size() + 1);
+    g_pending.dir_fd = ::fcntl(file->directory_fd(), F_DUPFD_CLOEXEC, 0);
+    struct sigaction action {};
+    action.sa_handler = remove_pending_and_die;
+    action.sa_flags = SA_RESETHAND;  // the raise() in the handler then takes the default action
+    for (const int s : kCleanupSignals) ::sigaction(s, &action, nullptr);
 }
 
 int cmd_extract(const Cli& cli) {
@@ -254,33 +282,26 @@ int cmd_extract(const Cli& cli) {
     const auto out = cli.get("-o");
     if (!out || out->empty()) return Cli::usage_error("-o OUT.pcap (or -o - for stdout) is required"), kExitUsage;
 
-    int fd = -1;
-    std::string tmp;
+    int fd = STDOUT_FILENO;
+    layout::AtomicFile file;
     if (*out == "-") {
         if (::isatty(STDOUT_FILENO))
             return Cli::usage_error("refusing to write a pcap to a terminal (redirect stdout or use -o FILE)"),
                    kExitUsage;
-        fd = STDOUT_FILENO;
     } else {
-        if (is_store_file(c.dir, *out))
-            return Cli::usage_error("output '" + *out + "' is a file of the store; choose another name"), kExitUsage;
-        // Written under a hidden temporary name, renamed when complete.
-        const size_t slash = out->rfind('/');
-        const std::string dir = slash == std::string::npos ? "." : out->substr(0, slash);
-        const std::string base = slash == std::string::npos ? *out : out->substr(slash + 1);
-        tmp = dir + "/." + base + ".tmp.XXXXXX";
-        fd = ::mkostemp(tmp.data(), O_CLOEXEC);
-        if (fd < 0) return print_line("error", *out + ": " + errno_text(errno)), kExitErrors;
-        (void)::fchmod(fd, 0644);
+        const SignalsBlocked blocked;  // until the handler knows the temporary
+        auto opened = open_extract_output(*out, c.dir);
+        if (!opened) return Cli::usage_error(opened.error().message), kExitUsage;
+        file = std::move(opened.value());
+        set_pending(&file);
+        fd = file.fd();
     }
     auto report = extract(o, fd);
-    if (!tmp.empty()) {
-        const bool closed = ::close(fd) == 0;
-        if (!report || !closed || ::rename(tmp.c_str(), out->c_str()) != 0) {
-            const int e = errno;
-            ::unlink(tmp.c_str());
-            if (report) return print_line("error", *out + ": " + errno_text(e)), kExitErrors;
-        }
+    if (file.is_open()) {
+        const IoStatus committed = report ? file.commit() : IoStatus{};
+        set_pending(nullptr);
+        file.discard();  // after a failed query or commit: the temporary goes
+        if (!committed.ok()) return print_line("error", *out + ": " + committed.message()), kExitErrors;
     }
     if (!report) {
         const std::string& m = report.error().message;
@@ -313,7 +334,7 @@ int cmd_index(const Cli& cli) {
     if (auto b = cli.get("--block-kb"); b && !parse_count(*b, 4, 65536, &block_kb))
         return Cli::usage_error("--block-kb: expected 4..65536"), kExitUsage;
     const bool force = cli.flag("--force"), verbose = cli.flag("-v");
-    auto tmpl = NameTemplate::compile(c.file_template);
+    auto tmpl = FileTemplate::compile(c.file_template);
     auto catalog = scan_catalog(c.dir, tmpl.value());
     if (!catalog) return print_line("error", catalog.error().message), kExitErrors;
 
@@ -376,8 +397,9 @@ int cmd_index(const Cli& cli) {
             const std::string name = e->d_name;
             const std::string path = c.dir + "/" + name;
             struct stat st {};
-            if (name.size() > 9 && name[0] != '.' && name.ends_with(".pcap.idx")) {
-                const std::string pcap_path = path.substr(0, path.size() - 4);
+            const std::optional<std::string> temporary_of = layout::final_name_of_temporary(name);
+            if (const auto capture = layout::capture_name_of_index(name)) {
+                const std::string pcap_path = c.dir + "/" + *capture;
                 if (::stat(pcap_path.c_str(), &st) != 0 && errno == ENOENT) {
                     char magic[8] = {};
                     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -385,7 +407,7 @@ int cmd_index(const Cli& cli) {
                     if (fd >= 0) ::close(fd);
                     if (ours && ::unlink(path.c_str()) == 0) ++removed;
                 }
-            } else if (name.starts_with(".") && name.find(".pcap.idx.tmp.") != std::string::npos) {
+            } else if (temporary_of && layout::capture_name_of_index(*temporary_of)) {
                 if (::stat(path.c_str(), &st) == 0 && now - st.st_mtim.tv_sec > 3600 && ::unlink(path.c_str()) == 0)
                     ++removed;
             }

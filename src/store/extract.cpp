@@ -1,6 +1,7 @@
 #include "store/extract.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <map>
@@ -275,7 +276,41 @@ bool plan_from_index(const Index& ix, const CompiledFilter& filter, const Extrac
     return true;
 }
 
+// Whether the directory `dir_fd` is `ancestor` or lies below it, physically: ".." is
+// followed from the directory itself, so a symlinked path cannot hide where it is.
+bool is_within(int dir_fd, const struct stat& ancestor) {
+    UniqueFd current(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
+    struct stat st {};
+    while (current && ::fstat(current.get(), &st) == 0) {
+        if (st.st_dev == ancestor.st_dev && st.st_ino == ancestor.st_ino) return true;
+        UniqueFd parent(::openat(current.get(), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        struct stat up {};
+        if (!parent || ::fstat(parent.get(), &up) != 0 || (up.st_dev == st.st_dev && up.st_ino == st.st_ino))
+            return false;  // the root (its ".." is itself), or unreadable
+        current = std::move(parent);
+    }
+    return false;
+}
+
 }  // namespace
+
+Result<layout::AtomicFile> open_extract_output(const std::string& path, const std::string& store_directory) {
+    constexpr mode_t kOutputMode = 0644;  // less the umask, like any file a tool writes
+    struct stat store {};
+    if (::stat(store_directory.c_str(), &store) != 0) return runtime_error(store_directory + ": " + errno_text(errno));
+    UniqueFd dir;
+    std::string name;
+    if (const IoStatus parent = layout::open_parent(path, dir, name); !parent.ok())
+        return runtime_error(path + ": " + parent.message());
+    if (const auto why = layout::not_replaceable(dir.get(), name)) return runtime_error(path + ": " + *why);
+    if (is_within(dir.get(), store))
+        return runtime_error(path + ": inside the store directory " + store_directory +
+                             ", where it would be read back as capture data; write it elsewhere");
+    layout::AtomicFile out;
+    if (const IoStatus opened = out.open(dir.get(), name, kOutputMode); !opened.ok())
+        return runtime_error(path + ": " + opened.message());
+    return out;
+}
 
 Result<ExtractReport> extract(const ExtractOptions& o, int out_fd) {
     format::FdSink sink(out_fd);
@@ -285,7 +320,7 @@ Result<ExtractReport> extract(const ExtractOptions& o, int out_fd) {
 Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
     ExtractReport report;
     Reporter rep(o, report);
-    auto tmpl = NameTemplate::compile(o.file_template);
+    auto tmpl = FileTemplate::compile(o.file_template);
     if (!tmpl) return tmpl.error();
     auto filter = CompiledFilter::compile(o.filter);
     if (!filter) return filter.error();

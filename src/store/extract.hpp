@@ -39,6 +39,7 @@
 
 #include "format/capture_reader.hpp"
 #include "format/capture_writer.hpp"
+#include "output/layout.hpp"
 #include "store/catalog.hpp"
 #include "util/result.hpp"
 
@@ -92,5 +93,13 @@ struct ExtractReport {
 Result<ExtractReport> extract(const ExtractOptions& options, int out_fd);
 // The same into any sink (the retrieval API streams it).
 Result<ExtractReport> extract(const ExtractOptions& options, format::ByteSink& out);
+
+// The file `linecap extract -o PATH` writes: a layout::AtomicFile at PATH, so PATH appears
+// complete or not at all, is only ever a regular file (a device node, FIFO, socket,
+// directory or symlink at PATH is refused, never replaced or followed) and the temporary
+// goes when the AtomicFile does. Refused too when PATH lies inside `store_directory`
+// (or below it): the output would become part of the store it was read from. Errors name
+// PATH.
+Result<layout::AtomicFile> open_extract_output(const std::string& path, const std::string& store_directory);
 
 }  // namespace linecap::store

@@ -348,46 +348,21 @@ Result<CompiledFilter> CompiledFilter::compile(const std::string& expression) {
         f.plan_.note = "no filter";
         return f;
     }
-    pcap_t* dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, pcap::kMaxSnaplen, PCAP_TSTAMP_PRECISION_NANO);
-    if (!dead) return runtime_error("pcap_open_dead failed");
-    if (pcap_compile(dead, &f.program_, expression.c_str(), 1, PCAP_NETMASK_UNKNOWN) != 0) {
-        std::string message = pcap_geterr(dead);
-        pcap_close(dead);
-        return runtime_error("filter '" + expression + "': " + message);
-    }
-    pcap_close(dead);
-    f.has_program_ = true;
-    f.plan_ = analyze_bpf(f.program_.bf_insns, f.program_.bf_len);
+    auto program = PcapProgram::compile(expression, pcap::kMaxSnaplen);
+    if (!program) return program.error();
+    f.program_ = std::move(program.value());
+    f.plan_ = analyze_bpf(f.program_.program().bf_insns, f.program_.program().bf_len);
     return f;
 }
 
-CompiledFilter::CompiledFilter(CompiledFilter&& o) noexcept
-    : expression_(std::move(o.expression_)), program_(std::exchange(o.program_, bpf_program{})),
-      has_program_(std::exchange(o.has_program_, false)), plan_(std::move(o.plan_)) {}
-
-CompiledFilter& CompiledFilter::operator=(CompiledFilter&& o) noexcept {
-    if (this != &o) {
-        if (has_program_) pcap_freecode(&program_);
-        expression_ = std::move(o.expression_);
-        program_ = std::exchange(o.program_, bpf_program{});
-        has_program_ = std::exchange(o.has_program_, false);
-        plan_ = std::move(o.plan_);
-    }
-    return *this;
-}
-
-CompiledFilter::~CompiledFilter() {
-    if (has_program_) pcap_freecode(&program_);
-}
-
 bool CompiledFilter::matches(const format::Record& r) const {
-    if (!has_program_) return true;
+    if (empty()) return true;
     pcap_pkthdr h{};
     h.ts.tv_sec = static_cast<time_t>(r.ts_ns / 1000000000u);
     h.ts.tv_usec = static_cast<suseconds_t>(r.ts_ns % 1000000000u);
     h.caplen = r.caplen;
     h.len = r.len;
-    return pcap_offline_filter(&program_, &h, r.data) != 0;
+    return pcap_offline_filter(&program_.program(), &h, r.data) != 0;
 }
 
 BlockSet candidate_blocks(const Index& index, const FilterPlan& plan) {

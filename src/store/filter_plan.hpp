@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "format/capture_reader.hpp"
+#include "filter/pcap_program.hpp"
 #include "store/index_format.hpp"
 #include "util/result.hpp"
 
@@ -42,22 +43,18 @@ FilterPlan analyze_bpf(const bpf_insn* insns, size_t count);
 
 class CompiledFilter {
 public:
-    // An empty expression matches everything. Errors: libpcap's message.
+    // An empty expression matches everything. Errors: filter/pcap_program.hpp's (libpcap's
+    // message, or the complexity bound).
     static Result<CompiledFilter> compile(const std::string& expression);
-    CompiledFilter() = default;
-    CompiledFilter(CompiledFilter&&) noexcept;
-    CompiledFilter& operator=(CompiledFilter&&) noexcept;
-    ~CompiledFilter();
 
-    bool empty() const { return !has_program_; }
+    bool empty() const { return program_.empty(); }
     bool matches(const format::Record& record) const;
     const FilterPlan& plan() const { return plan_; }
     const std::string& expression() const { return expression_; }
 
 private:
     std::string expression_;
-    bpf_program program_{};
-    bool has_program_ = false;
+    PcapProgram program_;
     FilterPlan plan_;
 };
 

@@ -17,6 +17,7 @@
 #include "output/io_status.hpp"
 #include "output/manifest.hpp"  // format_utc_ns
 #include "util/stat_time.hpp"
+#include "output/layout.hpp"
 #include "store/crc32c.hpp"
 #include "util/errno_text.hpp"
 
@@ -27,6 +28,8 @@ constexpr size_t kKeySize[4] = {1, 2, 4, 16};  // by IndexKey::Kind
 constexpr SectionType kKindSection[4] = {SectionType::protos, SectionType::ports, SectionType::addr4,
                                          SectionType::addr6};
 constexpr uint32_t kBitmapFlag = 1u << 31;
+
+constexpr mode_t kIndexMode = 0644;  // derived data anyone who may read the directory may use
 
 constexpr uint64_t align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
 
@@ -466,8 +469,6 @@ uint64_t Index::key_count() const {
 
 // --- files -----------------------------------------------------------------------------------
 
-std::string index_path_for(const std::string& pcap_path) { return pcap_path + ".idx"; }
-
 uint64_t data_begin_of(const IndexHeader& header) {
     return header.data_begin != 0 ? header.data_begin : sizeof(pcap::FileHeader);
 }
@@ -545,35 +546,9 @@ Result<IndexStats> build_index(const std::string& pcap_path, IndexBuildOptions o
             return runtime_error(pcap_path + ": the file changed while it was indexed");
     }
 
-    const std::string final_path = index_path_for(pcap_path);
-    const size_t slash = pcap_path.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : pcap_path.substr(0, slash);
-    const std::string base = slash == std::string::npos ? pcap_path : pcap_path.substr(slash + 1);
-    std::string tmp = dir + "/." + base + ".idx.tmp.XXXXXX";
-    const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
-    if (fd < 0) return runtime_error(final_path + ": create temporary file: " + errno_text(errno));
-    auto fail = [&](const std::string& what) {
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        return runtime_error(final_path + ": " + what);
-    };
-    if (auto s = format::FdSink(fd).write(built->bytes.data(), built->bytes.size()); !s) return fail(s.error().message);
-    if (::fchmod(fd, 0644) != 0) return fail("fchmod: " + errno_text(errno));
-    if (::fsync(fd) != 0) return fail("fsync: " + errno_text(errno));
-    if (::close(fd) != 0) {
-        ::unlink(tmp.c_str());
-        return runtime_error(final_path + ": close: " + errno_text(errno));
-    }
-    if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
-        const int e = errno;
-        ::unlink(tmp.c_str());
-        return runtime_error(final_path + ": rename: " + errno_text(e));
-    }
-    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        (void)::fsync(dfd);
-        ::close(dfd);
-    }
+    const std::string final_path = layout::index_name(pcap_path);
+    if (const IoStatus written = layout::atomic_write(final_path, built->bytes, kIndexMode); !written.ok())
+        return runtime_error(final_path + ": " + written.message());
     IndexStats stats = built->stats;
     stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return stats;
@@ -594,7 +569,7 @@ std::string index_staleness(const IndexHeader& h, int64_t index_mtime_ns, uint64
 
 LoadedIndex load_index(const std::string& pcap_path, uint64_t pcap_size, int64_t pcap_mtime_ns) {
     LoadedIndex out;
-    const std::string path = index_path_for(pcap_path);
+    const std::string path = layout::index_name(pcap_path);
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT) return out;

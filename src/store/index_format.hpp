@@ -1,8 +1,7 @@
 // The per-file index: on-disk format, builder and validating reader.
 //
-// One index per finished capture file, "NAME.pcap.idx" beside "NAME.pcap" (or
-// "NAME.pcapng.idx" beside "NAME.pcapng"). It maps time to file offsets at block
-// granularity and lists, for every IPv4/IPv6 address, TCP/UDP/
+// One index per finished capture file, layout::index_name() beside it. It maps time
+// to file offsets at block granularity and lists, for every IPv4/IPv6 address, TCP/UDP/
 // SCTP port and IP protocol seen in the file (store/packet_keys.hpp), the blocks that
 // contain it ("postings": sorted block numbers, delta+varint coded, or a bitmap when
 // that is smaller). Chosen over per-block Bloom filters by measurement: see
@@ -238,17 +237,14 @@ private:
     std::shared_ptr<bool> damaged_ = std::make_shared<bool>(false);
 };
 
-// "dir/NAME.pcap" → "dir/NAME.pcap.idx".
-std::string index_path_for(const std::string& pcap_path);
-
 // The offset of index block 0 (legacy indexes: the pcap header's end).
 uint64_t data_begin_of(const IndexHeader& header);
 // Where the damage that ended indexing is (legacy indexes: data_end).
 uint64_t damage_offset_of(const IndexHeader& header);
 
-// Builds the index of a finished capture file: reads it once, writes
-// ".NAME.pcap.idx.tmp.XXXXXX" in the same directory, fsyncs and renames it to
-// "NAME.pcap.idx" (atomic: a reader sees the old index, none, or the new one). A file
+// Builds the index of a finished capture file: reads it once and writes
+// layout::index_name(pcap_path) with layout::atomic_write (a reader sees the old index,
+// none, or the new one). A file
 // whose tail is truncated or corrupt is indexed up to its last complete record and the
 // problem reported in IndexStats::warning. Errors: the file cannot be read, is not a
 // pcap or pcapng file, has a packet whose link type is not Ethernet, or the index cannot

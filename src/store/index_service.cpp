@@ -14,6 +14,7 @@
 #include "util/errno_text.hpp"
 #include "output/idle_priority.hpp"
 #include "output/io_status.hpp"
+#include "output/layout.hpp"
 #include "store/catalog.hpp"
 #include "store/index_format.hpp"
 #include "util/stat_time.hpp"
@@ -28,7 +29,7 @@ namespace {
 bool has_current_index(const std::string& pcap_path) {
     struct stat pcap {};
     if (::stat(pcap_path.c_str(), &pcap) != 0) return false;
-    const int fd = ::open(index_path_for(pcap_path).c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(layout::index_name(pcap_path).c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     IndexHeader h{};
     struct stat st {};
@@ -149,9 +150,9 @@ void IndexService::run() {
 
 // On the indexer thread, before it takes any file: fresh_ and backlog_ are its own.
 void IndexService::sweep() {
-    auto name_template = NameTemplate::compile(options_.file_template);
-    if (!name_template) return;  // the configuration was validated: cannot happen
-    auto catalog = scan_catalog(options_.directory, name_template.value());
+    auto file_template = FileTemplate::compile(options_.file_template);
+    if (!file_template) return;  // the configuration was validated: cannot happen
+    auto catalog = scan_catalog(options_.directory, file_template.value());
     if (!catalog) {
         spdlog::warn("indexer: {}; files from before this run are not indexed (run linecap index)",
                      catalog.error().message);
@@ -200,7 +201,7 @@ void IndexService::index_one(const std::string& name) {
     // The index is in place; if retention removed the capture file meanwhile, it may have
     // missed the index (see the header comment): remove it here.
     if (!exists(path)) {
-        ::unlink(index_path_for(path).c_str());
+        ::unlink(layout::index_name(path).c_str());
         return;
     }
     if (!built->warning.empty()) spdlog::warn("indexer: {}: {}", path, built->warning);

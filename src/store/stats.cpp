@@ -1,13 +1,13 @@
 #include "store/stats.hpp"
 
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
 
 #include "output/scrub.hpp"
+#include "output/manifest.hpp"
 #include "output/unique_fd.hpp"
 #include "store/index_format.hpp"
 #include "format/capture_reader.hpp"
@@ -16,31 +16,6 @@
 
 namespace linecap::store {
 namespace {
-
-std::optional<uint64_t> manifest_drops(const std::string& pcap_path, bool* exists) {
-    for (const char* ext : {".manifest", ".sha256"}) {
-        const std::string path = pcap_path + ext;
-        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) continue;
-        *exists = true;
-        std::string text(64 * 1024, '\0');
-        const ssize_t n = ::read(fd, text.data(), text.size());
-        ::close(fd);
-        if (n <= 0) continue;
-        text.resize(static_cast<size_t>(n));
-        for (size_t at = text.find("drops"); at != std::string::npos; at = text.find("drops", at + 5)) {
-            size_t i = at + 5;
-            while (i < text.size() && (text[i] == '"' || text[i] == ' ' || text[i] == ':' || text[i] == '=' || text[i] == '\t'))
-                ++i;
-            if (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-                uint64_t v = 0;
-                while (i < text.size() && text[i] >= '0' && text[i] <= '9') v = v * 10 + static_cast<uint64_t>(text[i++] - '0');
-                return v;
-            }
-        }
-    }
-    return std::nullopt;
-}
 
 std::string human_duration(uint64_t ns) {
     char text[48];
@@ -68,11 +43,12 @@ std::string json_string(const std::string& s) {
 }  // namespace
 
 Result<StoreStats> collect_stats(const StatsOptions& o) {
-    auto tmpl = NameTemplate::compile(o.file_template);
+    auto tmpl = FileTemplate::compile(o.file_template);
     if (!tmpl) return tmpl.error();
     auto catalog = scan_catalog(o.directory, tmpl.value());
     if (!catalog) return catalog.error();
-    const UniqueFd dir_fd(::open(o.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));  // for the markers
+    const UniqueFd dir_fd(::open(o.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir_fd) return runtime_error(o.directory + ": " + errno_text(errno));
     StoreStats st;
     st.directory = o.directory;
     st.files = catalog->files.size();
@@ -87,9 +63,11 @@ Result<StoreStats> collect_stats(const StatsOptions& o) {
         fs.name = f.name;
         fs.stream = f.stream;
         fs.size = f.size;
-        bool manifest = false;
-        fs.drops = manifest_drops(f.path, &manifest);
-        st.any_manifest = st.any_manifest || manifest;
+        const ManifestRead manifest = read_manifest(dir_fd.get(), f.name);
+        if (manifest.ok() && manifest.manifest.drops) fs.drops = manifest.manifest.drops->total();
+        if (manifest.state != ManifestRead::State::missing) st.any_manifest = true;
+        if (!manifest.ok() && manifest.state != ManifestRead::State::missing)
+            error(o.directory + "/" + manifest.problem);
         if (dir_fd) fs.damaged = read_damaged_marker(dir_fd.get(), f.name);
         if (fs.damaged) ++st.damaged;
         bool done = false;

@@ -4,9 +4,9 @@
 // background scrub marked damaged (output/scrub.hpp).
 //
 // Packet counts and time spans come from a file's index when it is valid, else from a
-// scan of the file. Drops: the manifest format ("NAME.pcap.manifest") is not final; a
-// manifest that carries a "drops" field (JSON `"drops": N`, `drops: N` or `drops=N`) is
-// reported, any other sidecar is ignored, and without manifests the column is omitted.
+// scan of the file. Drops come from the file's manifest, read with output/manifest.hpp's
+// reader; a damaged manifest is an error naming it (the rest is still reported), and
+// without manifests the column is omitted.
 #pragma once
 
 #include <cstdint>

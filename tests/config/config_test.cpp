@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <set>
 #include <string>
 
@@ -250,7 +253,29 @@ TEST(LoadConfig, ReportsAMissingFile) {
 TEST(LoadConfig, ReportsADirectory) {
     const Result<Config> config = load_config(kFixtures);
     ASSERT_FALSE(config.ok());
-    EXPECT_EQ(config.error().message, "cannot read " + kFixtures + ": Is a directory");
+    EXPECT_EQ(config.error().message, "cannot read " + kFixtures + ": not a regular file");
+}
+
+// Issue 14: `--config /dev/zero` (or /dev/urandom) read until memory ran out.
+TEST(LoadConfig, ReadsOnlyRegularFilesOfBoundedSize) {
+    for (const char* device : {"/dev/zero", "/dev/urandom"}) {
+        const Result<Config> config = load_config(device);
+        ASSERT_FALSE(config.ok()) << device;
+        EXPECT_EQ(config.error().message, std::string("cannot read ") + device + ": not a regular file");
+        EXPECT_TRUE(config.error().config);
+    }
+    const std::string big = "/tmp/linecap-config-test-" + std::to_string(::getpid()) + ".yaml";
+    {
+        std::FILE* f = std::fopen(big.c_str(), "w");
+        ASSERT_NE(f, nullptr);
+        const std::string line(1023, '#');
+        for (int i = 0; i < 1025; ++i) std::fprintf(f, "%s\n", line.c_str());  // a comment of 1025 KiB
+        std::fclose(f);
+    }
+    const Result<Config> config = load_config(big);
+    ::unlink(big.c_str());
+    ASSERT_FALSE(config.ok());
+    EXPECT_EQ(config.error().message, "cannot read " + big + ": larger than 1024 KiB, the most a configuration may have");
 }
 
 TEST(LoadConfig, NamesTheFileInErrors) {
@@ -734,6 +759,28 @@ TEST(Output, FileTemplateNamesEachQueueApart) {
                 StartsWith("test.yaml:6: output.file_template: expected a file name template like"));
     EXPECT_EQ(parse_ok(output_with("  file_template: \"{seq}_{nsec}_{queue}_{port}\"\n")).output.file_template,
               "{seq}_{nsec}_{queue}_{port}");
+}
+
+// Issue 14: --check accepted templates the `linecap` tool then refused, names over 255
+// bytes, and a NUL. Every template accepted here is one FileTemplate::compile accepts,
+// which is what `linecap` reads names with.
+TEST(Output, FileTemplateTheToolCanReadBack) {
+    EXPECT_EQ(parse_error(output_with("  file_template: \"{port}{queue}%\"\n")),
+              "test.yaml:6: output.file_template: ends with a lone '%' (write %% for a percent sign)");
+    EXPECT_THAT(parse_error(output_with("  file_template: \"%Y{port}{queue}%Q\"\n")),
+                StartsWith("test.yaml:6: output.file_template: strftime conversion %Q is not supported"));
+    EXPECT_THAT(parse_error(output_with("  file_template: \"%Y%m%dT%H%M%S-{port}{queue}\"\n")),
+                StartsWith("test.yaml:6: output.file_template: the name '"));
+    EXPECT_EQ(parse_error(output_with("  file_template: \"{port}-{queue}\\0x\"\n")),
+              "test.yaml:6: output.file_template: contains a NUL byte");
+    const std::string long_template = "%Y%m%dT%H%M%S.{nsec}Z-{port}-q{queue}-" + std::string(127, 'x');
+    EXPECT_EQ(parse_error(output_with("  file_template: \"" + long_template + "\"\n")),
+              "test.yaml:6: output.file_template: names made from it can be 193 bytes long; at most 191 fit (file "
+              "names are limited to 255 bytes, and the capture directory adds hidden, numbered and sidecar "
+              "suffixes)");
+    EXPECT_EQ(parse_ok(output_with("  file_template: \"" + long_template.substr(0, long_template.size() - 2) + "\"\n"))
+                  .output.file_template.size(),
+              long_template.size() - 2);
 }
 
 TEST(Output, RotationValues) {

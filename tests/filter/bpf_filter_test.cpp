@@ -328,6 +328,19 @@ INSTANTIATE_TEST_SUITE_P(Expressions, FilterVsLibpcap, ::testing::ValuesIn(kExpr
                              return "e" + std::to_string(info.index);
                          });
 
+// Issue 14: a 3,000-term filter ran libpcap's optimiser for minutes in --check and in the
+// daemon's reload; both go through BpfFilter (validate, compile) and are refused at once.
+TEST(BpfFilter, ComplexityIsBoundedBeforeLibpcapRuns) {
+    std::string many;
+    for (int i = 0; i < 3000; ++i) many += (i ? " or host 10.0." : "host 10.0.") + std::to_string(i / 256) + "." + std::to_string(i % 256);
+    const auto started = std::chrono::steady_clock::now();
+    const Status s = BpfFilter::validate(many, 262144);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(1));
+    ASSERT_FALSE(s.ok());
+    EXPECT_TRUE(s.error().config);  // exit 78 from --check
+    EXPECT_NE(s.error().message.find("3000 terms joined by and/or; at most 64"), std::string::npos) << s.error().message;
+}
+
 TEST(BpfFilter, UsesTheJitOnX86_64) {
 #if defined(RTE_ARCH_X86_64)
     auto filter = BpfFilter::compile("tcp port 443 or udp port 53", 262144);

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "output/file_naming.hpp"
+#include "output/layout.hpp"
 #include "format/pcap_format.hpp"
 #include "output/recovery.hpp"
 #include "output/writer.hpp"
@@ -86,7 +86,7 @@ protected:
             [&] { return writer->counters(0).written_packets.load() == blocks[0].packets.size(); }));
         const auto names_while_open = dir.names();
         ASSERT_EQ(names_while_open.size(), 1u);
-        ASSERT_TRUE(final_name_of_in_progress(names_while_open[0])) << names_while_open[0];
+        ASSERT_TRUE(layout::final_name_of_in_progress(names_while_open[0])) << names_while_open[0];
         const std::string part = dir.file(names_while_open[0]);
         EXPECT_EQ(open_with_o_direct(part), expect_direct);
         check_in_progress_state(part, blocks[0].packets);

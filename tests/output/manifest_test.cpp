@@ -9,6 +9,7 @@
 #include <atomic>
 
 #include "linecap_build.h"
+#include "output/layout.hpp"
 #include "output/manifest.hpp"
 #include "output/sha256.hpp"
 #include "output/writer.hpp"
@@ -51,7 +52,6 @@ TEST(ManifestFormat, RoundTrips) {
     const Result<Manifest> back = parse_manifest(json);
     ASSERT_TRUE(back.ok()) << back.error().message << "\n" << json;
     EXPECT_EQ(back.value(), m);
-    // The total comes before the breakdown, for simple readers (`linecap stats`).
     EXPECT_LT(json.find("\"drops\": 6"), json.find("drops_by_reason"));
     EXPECT_NE(json.find("\"first_time\": \"2023-11-14T22:13:20.000000000Z\""), std::string::npos) << json;
 
@@ -83,15 +83,54 @@ TEST(ManifestFormat, RejectsWhatItCannotTrust) {
     EXPECT_FALSE(parse_manifest(sha).ok());
 }
 
-TEST(ManifestFormat, Names) {
-    EXPECT_EQ(manifest_name("a.pcap"), "a.pcap.manifest");
-    EXPECT_EQ(capture_name_of_manifest("a.pcap.manifest"), "a.pcap");
-    EXPECT_EQ(capture_name_of_manifest(".a.pcap.manifest"), std::nullopt);
-    EXPECT_EQ(capture_name_of_manifest("a.pcap"), std::nullopt);
-    EXPECT_EQ(manifest_temp_name("a.pcap"), ".a.pcap.manifest.tmp");
-    EXPECT_TRUE(is_manifest_temp_name(".a.pcap.manifest.tmp"));
-    EXPECT_FALSE(is_manifest_temp_name("a.pcap.manifest"));
+TEST(ManifestFormat, Sha256OfNothing) {
     EXPECT_EQ(Sha256::of({}), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+// Issue 14: `"\uZZZZ"` made the old parser throw std::invalid_argument out of std::stoul
+// (SIGABRT in `linecapd verify`, and in retention at every start).
+TEST(ManifestFormat, DamageIsOneLineNeverAnAbort) {
+    std::string json = to_json(full_manifest());
+    json.replace(json.find("\"p0\""), 4, "\"\\uZZZZ\"");
+    const Result<Manifest> m = parse_manifest(json);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.error().message.rfind("invalid JSON at byte ", 0), 0u) << m.error().message;
+    EXPECT_EQ(m.error().message.find('\n'), std::string::npos);
+    EXPECT_EQ(m.error().message.find("last read"), std::string::npos);  // no echo of the bytes
+    for (const std::string& bad : std::vector<std::string>{"{\"file\": \"\\uD800\"}", "{\"a\": 1e999999}", "\xff\xfe", "{\"file\": \"\xc3\"}",
+                                  std::string(100000, '['), std::string(100000, '{'), "{\"a\":[[[[[[[[1]]]]]]]]}"}) {
+        const Result<Manifest> r = parse_manifest(bad);
+        EXPECT_FALSE(r.ok()) << bad.substr(0, 20);
+        if (!r.ok()) {
+            EXPECT_EQ(r.error().message.find('\n'), std::string::npos);
+        }
+    }
+}
+
+// Issue 14: `"seq": null` read as "no sequence number", so verify saw a missing file.
+TEST(ManifestFormat, NullIsDamageNotUnknown) {
+    std::string json = to_json(full_manifest());
+    json.replace(json.find("\"seq\": 17"), 9, "\"seq\": null");
+    const Result<Manifest> m = parse_manifest(json);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.error().message, "\"seq\" is null");
+    json = to_json(full_manifest());
+    json.replace(json.find("\"queue\": 2"), 10, "\"queue\": 70000");
+    EXPECT_EQ(parse_manifest(json).error().message, "stream: \"queue\" is not at most 65535");
+}
+
+TEST(ManifestFormat, ReadingStatesNameTheFile) {
+    test::TempDir dir;
+    const UniqueFd fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    EXPECT_EQ(read_manifest(fd.get(), "a.pcap").state, ManifestRead::State::missing);
+    ASSERT_EQ(::mkfifo(dir.file("b.pcap.manifest").c_str(), 0600), 0);  // must not block
+    const ManifestRead fifo = read_manifest(fd.get(), "b.pcap");
+    EXPECT_EQ(fifo.state, ManifestRead::State::unreadable);
+    EXPECT_EQ(fifo.problem, "b.pcap.manifest: not a regular file");
+    test::write_file(dir.file("c.pcap.manifest"), std::vector<uint8_t>{'{', '"'});
+    const ManifestRead damaged = read_manifest(fd.get(), "c.pcap");
+    EXPECT_EQ(damaged.state, ManifestRead::State::damaged);
+    EXPECT_EQ(damaged.problem.rfind("c.pcap.manifest: invalid JSON at byte 3: ", 0), 0u) << damaged.problem;
 }
 
 TEST(ManifestFormat, WrittenAtomically) {
@@ -99,12 +138,12 @@ TEST(ManifestFormat, WrittenAtomically) {
     const int fd = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     ASSERT_GE(fd, 0);
     uint64_t bytes = 0;
-    EXPECT_TRUE(write_manifest(fd, full_manifest(), true, &bytes).ok());
-    EXPECT_EQ(dir.names(), std::vector<std::string>{manifest_name(full_manifest().file)});
-    EXPECT_EQ(bytes, test::read_file(dir.file(manifest_name(full_manifest().file))).size());
-    const Result<Manifest> back = read_manifest(fd, full_manifest().file);
-    ASSERT_TRUE(back.ok()) << back.error().message;
-    EXPECT_EQ(back.value(), full_manifest());
+    EXPECT_TRUE(write_manifest(fd, full_manifest(), &bytes).ok());
+    EXPECT_EQ(dir.names(), std::vector<std::string>{layout::manifest_name(full_manifest().file)});
+    EXPECT_EQ(bytes, test::read_file(dir.file(layout::manifest_name(full_manifest().file))).size());
+    const ManifestRead back = read_manifest(fd, full_manifest().file);
+    ASSERT_TRUE(back.ok()) << back.problem;
+    EXPECT_EQ(back.manifest, full_manifest());
     ::close(fd);
 }
 
@@ -150,8 +189,9 @@ TEST_F(WriterManifestTest, EveryFinishedFileGetsOneThatMatchesIt) {
     std::vector<Manifest> ms;
     for (size_t i = 0; i < names.size(); ++i) {
         SCOPED_TRACE(names[i]);
-        const Result<Manifest> m = read_manifest(fd, names[i]);
-        ASSERT_TRUE(m.ok()) << m.error().message;
+        const ManifestRead read = read_manifest(fd, names[i]);
+    const Manifest* m = &read.manifest;
+        ASSERT_TRUE(read.ok()) << read.problem;
         const auto bytes = test::read_file(dir.file(names[i]));
         EXPECT_EQ(m->file, names[i]);
         EXPECT_EQ(m->format, "pcap");
@@ -168,7 +208,7 @@ TEST_F(WriterManifestTest, EveryFinishedFileGetsOneThatMatchesIt) {
         EXPECT_EQ(m->seq, i);
         EXPECT_FALSE(m->recovered);
         EXPECT_EQ(m->linecap_version, LINECAP_VERSION);
-        ms.push_back(m.value());
+        ms.push_back(*m);
     }
     ::close(fd);
     EXPECT_FALSE(ms[0].run.empty());
@@ -202,8 +242,9 @@ TEST_F(WriterManifestTest, BlocksCycleThroughTheHasherWithoutLossOrRepeat) {
     uint64_t last_ns = 0;
     for (const std::string& name : names) {
         SCOPED_TRACE(name);
-        const Result<Manifest> m = read_manifest(fd, name);
-        ASSERT_TRUE(m.ok()) << m.error().message;
+        const ManifestRead read = read_manifest(fd, name);
+        ASSERT_TRUE(read.ok()) << read.problem;
+        const Manifest* m = &read.manifest;
         const auto bytes = test::read_file(dir.file(name));
         EXPECT_EQ(m->size, bytes.size());
         EXPECT_EQ(m->sha256, Sha256::of(bytes));
@@ -237,9 +278,10 @@ TEST_F(WriterManifestTest, DropsOfTheSpanByReason) {
     const int fd = ::open(mount->path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     const auto names = test::pcap_files(mount->dir());
     ASSERT_EQ(names.size(), 1u);
-    const Result<Manifest> m = read_manifest(fd, names[0]);
+    const ManifestRead read = read_manifest(fd, names[0]);
+    const Manifest* m = &read.manifest;
     ::close(fd);
-    ASSERT_TRUE(m.ok()) << m.error().message;
+    ASSERT_TRUE(read.ok()) << read.problem;
     EXPECT_EQ(m->packets, 10u);
     EXPECT_EQ(m->drops, (ManifestDrops{3, 0, 20}));
     EXPECT_EQ(m->received, 33u);
@@ -259,9 +301,10 @@ TEST_F(WriterManifestTest, WithDirectIoTheDigestIsOfTheFileNotThePadding) {
     const auto names = test::pcap_files(disk);
     ASSERT_EQ(names.size(), 1u);
     const int fd = ::open(disk.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    const Result<Manifest> m = read_manifest(fd, names[0]);
+    const ManifestRead read = read_manifest(fd, names[0]);
+    const Manifest* m = &read.manifest;
     ::close(fd);
-    ASSERT_TRUE(m.ok());
+    ASSERT_TRUE(read.ok()) << read.problem;
     EXPECT_EQ(m->sha256, Sha256::of(test::read_file(disk.file(names[0]))));
 }
 

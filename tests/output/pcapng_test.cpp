@@ -12,7 +12,7 @@
 
 #include "linecap_build.h"
 #include "output/capture_scan.hpp"
-#include "output/file_naming.hpp"
+#include "output/layout.hpp"
 #include "format/pcapng_blocks.hpp"
 #include "format/pcapng_format.hpp"
 #include "output/writer.hpp"

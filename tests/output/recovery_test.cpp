@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-#include "output/file_naming.hpp"
+#include "output/layout.hpp"
 #include "output/manifest.hpp"
 #include "format/pcap_format.hpp"
 #include "format/pcapng_blocks.hpp"
@@ -248,7 +248,7 @@ TEST_F(RecoveryTest, RepairsWhatTheWriterLeftBehind) {
     const RecoveryReport report = recover();
     ASSERT_EQ(report.files.size(), 1u);
     EXPECT_EQ(report.files[0].packets, 70u);
-    const std::string final_name = *final_name_of_in_progress(names[0]);
+    const std::string final_name = *layout::final_name_of_in_progress(names[0]);
     EXPECT_EQ(report.files[0].new_name, final_name);
     const test::PcapRead read = test::read_with_libpcap(dir.file(final_name));
     EXPECT_EQ(read.error, "");
@@ -279,14 +279,14 @@ TEST_F(RecoveryTest, StaleIndexAndManifestTemporariesAreRemovedNothingElse) {
     test::write_file(dir.file("a.pcap"), test::pcap_file_bytes(262144, test::make_packets(3, kT0)));
     test::write_file(dir.file("a.pcap.idx"), std::vector<uint8_t>(64, 1));
     test::write_file(dir.file(".a.pcap.idx.tmp.Xy12Zq"), std::vector<uint8_t>(10, 1));  // a killed indexer's
-    test::write_file(dir.file(".a.pcap.manifest.tmp"), std::vector<uint8_t>{'{'});
+    test::write_file(dir.file(".a.pcap.manifest.tmp.aB3dE9"), std::vector<uint8_t>{'{'});
     test::write_file(dir.file(".notes"), std::vector<uint8_t>{'x'});                   // not ours
-    const auto report = recover_in_progress(dir.path(), RecoveryOptions{.write_manifests = false, .durable = false});
+    test::write_file(dir.file(".a.pcap.manifest.tmp"), std::vector<uint8_t>{'x'});    // not an AtomicFile's
+    const auto report = recover_in_progress(dir.path(), RecoveryOptions{.write_manifests = false});
     ASSERT_TRUE(report.ok());
     EXPECT_TRUE(report->files.empty());
-    EXPECT_EQ(dir.names(), (std::vector<std::string>{".notes", "a.pcap", "a.pcap.idx"}));
-    EXPECT_EQ(log.count("removed stale index temporary"), 1u) << log.text();
-    EXPECT_EQ(log.count("removed stale manifest temporary"), 1u) << log.text();
+    EXPECT_EQ(dir.names(), (std::vector<std::string>{".a.pcap.manifest.tmp", ".notes", "a.pcap", "a.pcap.idx"}));
+    EXPECT_EQ(log.count("removed stale temporary"), 2u) << log.text();
 }
 
 TEST_F(RecoveryTest, PcapngIsCutAtItsLastCompleteBlockAndGetsARecoveredManifest) {
@@ -296,9 +296,9 @@ TEST_F(RecoveryTest, PcapngIsCutAtItsLastCompleteBlockAndGetsARecoveredManifest)
     std::vector<uint8_t> bytes(f.bytes.begin(), f.bytes.begin() + static_cast<long>(f.ends[40] - 7));
     bytes.resize(bytes.size() + 4096, 0);
     test::write_file(dir.file(".y.pcapng.part"), bytes);
-    test::write_file(dir.file(".y.pcapng.manifest.tmp"), std::vector<uint8_t>{'{'});  // a stale temporary
+    test::write_file(dir.file(".y.pcapng.manifest.tmp.Xy12Zq"), std::vector<uint8_t>{'{'});  // a stale temporary
 
-    const auto report = recover_in_progress(dir.path(), RecoveryOptions{.write_manifests = true, .durable = false});
+    const auto report = recover_in_progress(dir.path(), RecoveryOptions{.write_manifests = true});
     ASSERT_TRUE(report.ok());
     ASSERT_EQ(report->files.size(), 1u);
     const RecoveredFile& r = report->files[0];
@@ -313,12 +313,13 @@ TEST_F(RecoveryTest, PcapngIsCutAtItsLastCompleteBlockAndGetsARecoveredManifest)
     EXPECT_EQ(read.error, "");
     EXPECT_TRUE(read.packets == std::vector<Packet>(packets.begin(), packets.begin() + 40));
     EXPECT_EQ(log.count("no interface statistics block"), 1u) << log.text();
-    EXPECT_EQ(log.count("stale manifest temporary"), 1u);
+    EXPECT_EQ(log.count("removed stale temporary"), 1u);
 
     const int fd = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    const Result<Manifest> m = read_manifest(fd, "y.pcapng");
+    const ManifestRead manifest = read_manifest(fd, "y.pcapng");
     ::close(fd);
-    ASSERT_TRUE(m.ok()) << m.error().message;
+    ASSERT_TRUE(manifest.ok()) << manifest.problem;
+    const Manifest* m = &manifest.manifest;
     EXPECT_TRUE(m->recovered);
     EXPECT_EQ(m->format, "pcapng");
     EXPECT_EQ(m->sha256, Sha256::of(kept));

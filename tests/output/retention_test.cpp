@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "output/file_naming.hpp"
+#include "output/layout.hpp"
 #include "output/manifest.hpp"
 #include "output/retention.hpp"
 #include "output/sha256.hpp"
@@ -50,7 +50,7 @@ protected:
         m.packets = 1;
         m.first_ns = first_ns;
         m.last_ns = last_ns;
-        ASSERT_TRUE(write_manifest(dir_fd, m, false).ok());
+        ASSERT_TRUE(write_manifest(dir_fd, m).ok());
     }
     bool exists(const std::string& name) const { return std::filesystem::exists(dir.file(name)); }
 

@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <functional>
 
-#include "output/file_naming.hpp"
+#include "output/layout.hpp"
 #include "output/manifest.hpp"
 #include "output/scrub.hpp"
 #include "output/unique_fd.hpp"

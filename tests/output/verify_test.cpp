@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "output/layout.hpp"
 #include "output/manifest.hpp"
 #include "output/sha256.hpp"
 #include "output/verify.hpp"
@@ -87,13 +88,13 @@ TEST_F(VerifyTest, ChangedOrTruncatedFilesAreMismatches) {
 TEST_F(VerifyTest, MissingAndOrphanManifests) {
     write_run(3, kT0);
     const auto names = test::pcap_files(dir);
-    ASSERT_EQ(::unlink(dir.file(manifest_name(names[0])).c_str()), 0);
+    ASSERT_EQ(::unlink(dir.file(layout::manifest_name(names[0])).c_str()), 0);
     ASSERT_EQ(::unlink(dir.file(names[2]).c_str()), 0);
-    test::write_file(dir.file(manifest_name(names[1])), std::vector<uint8_t>{'{', '}'});
+    test::write_file(dir.file(layout::manifest_name(names[1])), std::vector<uint8_t>{'{', '}'});
     const Outcome o = verify();
     EXPECT_TRUE(o.has("NO-MANIFEST " + names[0]));
-    EXPECT_TRUE(o.has("ORPHAN " + manifest_name(names[2])));
-    EXPECT_TRUE(o.has("BAD-MANIFEST " + manifest_name(names[1])));
+    EXPECT_TRUE(o.has("ORPHAN " + layout::manifest_name(names[2])));
+    EXPECT_TRUE(o.has("BAD-MANIFEST " + layout::manifest_name(names[1])));
     EXPECT_EQ(o.report.findings(), 3u) << ::testing::PrintToString(o.lines);
 }
 
@@ -103,7 +104,7 @@ TEST_F(VerifyTest, DeletingTheOldestFilesIsNoGapButARestartIs) {
     // What retention does: the oldest go first. The first file left has seq 3: no finding.
     for (size_t i = 0; i < 3; ++i) {
         ASSERT_EQ(::unlink(dir.file(names[i]).c_str()), 0);
-        ASSERT_EQ(::unlink(dir.file(manifest_name(names[i])).c_str()), 0);
+        ASSERT_EQ(::unlink(dir.file(layout::manifest_name(names[i])).c_str()), 0);
     }
     EXPECT_EQ(verify().report.findings(), 0u);
     write_run(2, kT0 + 100 * kSecond);  // the daemon again, later
@@ -116,20 +117,21 @@ TEST_F(VerifyTest, HolesLossesAndRecoveries) {
     write_run(3, kT0);
     auto names = test::pcap_files(dir);
     ASSERT_EQ(::unlink(dir.file(names[1]).c_str()), 0);
-    ASSERT_EQ(::unlink(dir.file(manifest_name(names[1])).c_str()), 0);
+    ASSERT_EQ(::unlink(dir.file(layout::manifest_name(names[1])).c_str()), 0);
     Outcome o = verify();
     EXPECT_TRUE(o.has("GAP p0:0", "1 file(s) missing (sequence 1 of run")) << ::testing::PrintToString(o.lines);
     EXPECT_EQ(o.report.gaps, 1u);
 
     // Drops recorded, and a recovered file.
     const int fd = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    Result<Manifest> m = read_manifest(fd, names[2]);
-    ASSERT_TRUE(m.ok());
-    m->drops = ManifestDrops{0, 0, 7};
-    ASSERT_TRUE(write_manifest(fd, m.value(), false).ok());
+    ManifestRead m = read_manifest(fd, names[2]);
+    ASSERT_TRUE(m.ok()) << m.problem;
+    m.manifest.drops = ManifestDrops{0, 0, 7};
+    ASSERT_TRUE(write_manifest(fd, m.manifest).ok());
     m = read_manifest(fd, names[0]);
-    m->recovered = true;
-    ASSERT_TRUE(write_manifest(fd, m.value(), false).ok());
+    ASSERT_TRUE(m.ok()) << m.problem;
+    m.manifest.recovered = true;
+    ASSERT_TRUE(write_manifest(fd, m.manifest).ok());
     ::close(fd);
     o = verify();
     EXPECT_TRUE(o.has("LOSS " + names[2], "7 packets dropped"));
@@ -158,7 +160,7 @@ TEST_F(VerifyTest, CommandLine) {
     EXPECT_EQ(run({"verify", "--bogus", dir.path()}), 64);
     EXPECT_EQ(run({"verify", "--max-gap", "soon", dir.path()}), 64);
     EXPECT_EQ(run({"verify", dir.file("missing")}), 1);
-    ASSERT_EQ(::unlink(dir.file(manifest_name(test::pcap_files(dir)[0])).c_str()), 0);
+    ASSERT_EQ(::unlink(dir.file(layout::manifest_name(test::pcap_files(dir)[0])).c_str()), 0);
     EXPECT_EQ(run({"verify", dir.path()}), 1);
 }
 

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <map>
 
-#include "output/file_naming.hpp"
+#include "output/layout.hpp"
 #include "format/pcap_format.hpp"
 #include "output/manifest.hpp"
 #include "output/writer.hpp"
@@ -100,7 +100,7 @@ protected:
     size_t check_all_files() const {
         size_t packets = 0;
         for (const std::string& name : mount_->dir().names())
-            if (name.ends_with(".pcap") || final_name_of_in_progress(name))
+            if (name.ends_with(".pcap") || layout::final_name_of_in_progress(name))
                 packets += traffic_.check_file(mount_->dir().file(name));
         return packets;
     }
@@ -186,12 +186,13 @@ TEST_F(WriterErrorsTest, AFileWhoseFirstBlockDoesNotFitIsNotKept) {
     ASSERT_EQ(names.size(), 1u);
     const test::PcapRead read = test::read_with_libpcap(mount_->dir().file(names[0]));
     ASSERT_FALSE(read.packets.empty());
-    EXPECT_EQ(names[0], render_file_stem(config_.file_template, read.packets.front().ts_ns, test::test_stream_id(), 0) +
-                            ".pcap");
+    EXPECT_EQ(names[0], layout::capture_name(FileTemplate::compile(config_.file_template).value(),
+                                             read.packets.front().ts_ns, test::test_stream_id(), 0, FileFormat::pcap, 0));
     const int fd = ::open(mount_->path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    const Result<Manifest> m = read_manifest(fd, names[0]);
+    const ManifestRead manifest = read_manifest(fd, names[0]);
     ::close(fd);
-    ASSERT_TRUE(m.ok()) << m.error().message;
+    ASSERT_TRUE(manifest.ok()) << manifest.problem;
+    const Manifest* m = &manifest.manifest;
     EXPECT_EQ(m->first_ns, read.packets.front().ts_ns);
     EXPECT_EQ(m->seq, 0u);
     ASSERT_TRUE(m->drops);

@@ -12,7 +12,7 @@
 #include <set>
 
 #include "output/capture_file.hpp"
-#include "output/file_naming.hpp"
+#include "output/layout.hpp"
 #include "output_test_support.hpp"
 
 namespace linecap {
@@ -27,8 +27,8 @@ constexpr uint64_t kT0 = 1700000000ull * kSecond;  // 2023-11-14 22:13:20 UTC
 constexpr uint32_t kFullSnaplen = 262144;
 
 std::string default_name(uint64_t first_ts_ns, const std::string& port = "p0", uint16_t queue = 0) {
-    return render_file_stem(OutputConfig{}.file_template, first_ts_ns, test::test_stream_id(port, queue), 0) +
-           ".pcap";
+    return layout::capture_name(FileTemplate::compile(kDefaultFileTemplate).value(), first_ts_ns,
+                                 test::test_stream_id(port, queue), 0, FileFormat::pcap, 0);
 }
 
 class WriterTest : public ::testing::Test {
@@ -91,10 +91,10 @@ TEST_F(WriterTest, FileIsHiddenInProgressAndRenamedWhenFinalised) {
 
     worker.send_block(packets);
     ASSERT_TRUE(test::wait_until([&] { return writer->counters(0).written_packets.load() == 20; }));
-    EXPECT_EQ(dir.names(), std::vector<std::string>{in_progress_name(name)});
+    EXPECT_EQ(dir.names(), std::vector<std::string>{layout::in_progress_name(name)});
     EXPECT_TRUE(test::pcap_files(dir).empty());
     struct stat st {};
-    ASSERT_EQ(::stat(dir.file(in_progress_name(name)).c_str(), &st), 0);
+    ASSERT_EQ(::stat(dir.file(layout::in_progress_name(name)).c_str(), &st), 0);
     EXPECT_EQ(st.st_size, logical);  // readers and recovery see only what was written
     const bool preallocated = uint64_t(st.st_blocks) * 512 >= kPreallocateStep;  // fallocate refused: no
 

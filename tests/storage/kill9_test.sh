@@ -57,7 +57,7 @@ PY
 torn_size=$(stat -c %s "${parts[0]}")
 final_name=${parts[0]##*/.}
 final_name=${final_name%.part}
-touch "$out/.$final_name.manifest.tmp"  # a manifest the kill interrupted
+touch "$out/.$final_name.manifest.tmp.Kill09"  # a manifest the kill interrupted (layout::AtomicFile)
 
 LINECAPD_LOG="$TEST_TMPDIR/linecapd-restart.log"  # the second run logs on its own
 show_on_failure "$LINECAPD_LOG"
@@ -65,7 +65,8 @@ start_linecapd "$TEST_TMPDIR/linecap.yaml"
 wait_for_linecapd "grep -q 'capture running' '$LINECAPD_LOG'" 60
 grep -q "recovered $out/$final_name: [0-9]* packets, $((torn_size - complete_size)) bytes truncated" "$LINECAPD_LOG" \
     || fail "no recovery of $final_name ($torn_size bytes) logged: $(grep -i recover "$LINECAPD_LOG")"
-grep -q "removed stale manifest temporary" "$LINECAPD_LOG" || fail "the stale manifest temporary was not removed"
+grep -q "removed stale temporary $out/.$final_name.manifest.tmp.Kill09" "$LINECAPD_LOG" \
+    || fail "the stale manifest temporary was not removed"
 if [[ $format == pcapng ]]; then
     grep -q "recovered $out/$final_name has no interface statistics block" "$LINECAPD_LOG" \
         || fail "the missing ISB of a recovered pcapng file is not logged"

@@ -329,7 +329,7 @@ TEST(Cli, FilesChangedAfterIndexingOrMarkedDamagedAreScannedAndReported) {
     }
     // The index was written before the change: its mtime says so (set explicitly, as the
     // change may fall in the same tick of the kernel's file clock as the build).
-    const std::string idx = index_path_for(path);
+    const std::string idx = layout::index_name(path);
     const timespec earlier[2] = {{before.st_mtim.tv_sec - 10, 0}, {before.st_mtim.tv_sec - 10, 0}};
     ASSERT_EQ(::utimensat(AT_FDCWD, idx.c_str(), earlier, 0), 0);
 
@@ -408,7 +408,10 @@ TEST(Cli, ExitCodesAndMessages) {
     EXPECT_EQ(cli({"extract", "--bogus"}, &err), 64);
     EXPECT_EQ(cli({"frobnicate"}, &err), 64);
     EXPECT_EQ(cli({"extract", "--dir", dir.path(), "-o", dir / files[0].name}, &err), 64);
-    EXPECT_NE(err.find("is a file of the store"), std::string::npos);
+    EXPECT_NE(err.find("inside the store directory"), std::string::npos) << err;
+    EXPECT_EQ(cli({"extract", "--dir", dir.path(), "-o", dir / "new.pcap"}, &err), 64);  // a new name too
+    EXPECT_NE(err.find("inside the store directory"), std::string::npos) << err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "new.pcap"));
     EXPECT_FALSE(std::filesystem::exists(out / "b.pcap"));
     // A damaged file: exit 1, one line naming it, output still valid.
     write_file(dir / store_name(kT0 + 5, "zz", 0), Bytes{1, 2, 3});

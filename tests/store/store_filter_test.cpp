@@ -3,6 +3,7 @@
 // packet's index keys (so pruning never drops a matching packet).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
 #include <set>
 
@@ -78,6 +79,30 @@ TEST(FilterPlan, CompileErrorsNameTheFilter) {
 
 // Property test: random frames (tags, v4/v6, fragments, options, extension headers,
 // ARP, short captures) × many filters.
+// Issue 14: `host a or host b or …` with 3,000 terms ran libpcap's optimiser for minutes
+// in `linecap extract` (and in the daemon's --check and reload: the same bound, from
+// filter/pcap_program.hpp, is tested there through BpfFilter::validate).
+TEST(FilterPlan, ComplexityIsBoundedAndRefusedAtOnce) {
+    std::string many;
+    for (int i = 0; i < 3000; ++i) many += (i ? " or host 10.0." : "host 10.0.") + std::to_string(i / 256) + "." + std::to_string(i % 256);
+    const auto started = std::chrono::steady_clock::now();
+    const auto f = CompiledFilter::compile(many);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(1));
+    ASSERT_FALSE(f.ok());
+    const std::string& m = f.error().message;
+    EXPECT_EQ(m.rfind("filter 'host 10.0.0.0 or host 10.0.0.1 or host 10.0.0.2 ...': 3000 terms", 0), 0u) << m;
+    EXPECT_NE(m.find("at most 64"), std::string::npos) << m;
+    EXPECT_LT(m.size(), 400u);
+    std::string arithmetic = "len = 1";
+    for (int i = 0; i < 5000; ++i) arithmetic += "+1";
+    EXPECT_NE(CompiledFilter::compile(arithmetic).error().message.find("10007 bytes; at most 8192"), std::string::npos);
+    // At the bound: accepted. `or.example` is a name, not an operator.
+    std::string at_bound;
+    for (int i = 0; i < 64; ++i) at_bound += (i ? " || port " : "port ") + std::to_string(1000 + i);
+    EXPECT_TRUE(CompiledFilter::compile(at_bound).ok());
+    EXPECT_EQ(linecap::filter_complexity_problem("host or.example and net 10.0.0.0/8"), "");
+}
+
 TEST(FilterPlan, PruningIsSoundForEveryAcceptedPacket) {
     std::mt19937 rng(12345);
     const uint32_t hosts4[] = {ip4(198, 18, 0, 1), ip4(198, 19, 0, 1), ip4(10, 0, 0, 1), ip4(1, 2, 3, 4)};

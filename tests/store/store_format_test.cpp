@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "output/layout.hpp"
 #include "store/catalog.hpp"
 #include "store/crc32c.hpp"
 #include "store/index_format.hpp"
@@ -320,7 +321,7 @@ TEST(Index, BuildIndexWritesAtomicallyAndDetectsStaleness) {
     EXPECT_EQ(load_index(pcap, uint64_t(s.st_size) + 1, mtime).state, IndexState::stale);
     EXPECT_EQ(load_index(pcap, uint64_t(s.st_size), mtime + 1).state, IndexState::stale);
     EXPECT_EQ(load_index(dir / "none.pcap", 0, 0).state, IndexState::missing);
-    write_file(index_path_for(pcap), Bytes{1, 2, 3});
+    write_file(linecap::layout::index_name(pcap), Bytes{1, 2, 3});
     const auto bad = load_index(pcap, uint64_t(s.st_size), mtime);
     EXPECT_EQ(bad.state, IndexState::corrupt);
     EXPECT_EQ(bad.problem, "bad magic (not a linecap index)");
@@ -364,44 +365,7 @@ TEST(TimeSpec, RefusesAmbiguousOrInvalid) {
 
 // --- file names ---
 
-TEST(NameTemplate, DefaultTemplateAndSuffixes) {
-    auto t = NameTemplate::compile(kDefaultFileTemplate);
-    ASSERT_TRUE(t.ok());
-    auto p = t->parse("20261130T021000.000000123Z-p0-q3");
-    ASSERT_TRUE(p);
-    EXPECT_TRUE(p->has_time);
-    EXPECT_EQ(p->time_ns, 1796004600000000123ull);
-    EXPECT_EQ(p->precision_ns, 1u);
-    EXPECT_EQ(p->port, "p0");
-    EXPECT_EQ(p->queue, 3);
-    auto dash = t->parse("20261130T021000.000000123Z-uplink-a-q12-1-recovered");
-    ASSERT_TRUE(dash);
-    EXPECT_EQ(dash->port, "uplink-a");
-    EXPECT_EQ(dash->queue, 12);
-    EXPECT_FALSE(t->parse("capture"));
-    EXPECT_FALSE(t->parse("20261130T021000Z-p0-q3"));
-}
-
-TEST(NameTemplate, OtherTemplates) {
-    auto t = NameTemplate::compile("%F_%T-{port}.{queue}-{seq}");
-    ASSERT_TRUE(t.ok());
-    auto p = t->parse("2026-11-30_02:10:00-p1.0-17");
-    ASSERT_TRUE(p);
-    EXPECT_EQ(p->time_ns, 1796004600000000000ull);
-    EXPECT_EQ(p->precision_ns, 1000000000u);
-    EXPECT_EQ(p->port, "p1");
-    EXPECT_EQ(p->queue, 0);
-    auto minutes = NameTemplate::compile("cap-%Y%m%d%H%M");
-    auto m = minutes->parse("cap-202611300210");
-    ASSERT_TRUE(m);
-    EXPECT_EQ(m->precision_ns, 60000000000u);
-    EXPECT_FALSE(m->has_stream);
-    auto epoch = NameTemplate::compile("%s.{nsec}-{port}-q{queue}");
-    auto e = epoch->parse("1796004600.000000001-p0-q1");
-    ASSERT_TRUE(e);
-    EXPECT_EQ(e->time_ns, 1796004600000000001ull);
-    EXPECT_FALSE(NameTemplate::compile("%b-%d").ok());
-}
+// Names and the template grammar: tests/output/layout_test.cpp.
 
 TEST(Catalog, SpansFromConsecutiveNamesAndIgnoredFiles) {
     TempDir dir;
@@ -415,7 +379,7 @@ TEST(Catalog, SpansFromConsecutiveNamesAndIgnoredFiles) {
     write_file(dir / (store_name(t0, "p0", 0) + ".sha256"), empty);
     write_file(dir / "notes.txt", empty);
     write_file(dir / "foreign.pcap", empty);
-    auto cat = scan_catalog(dir.path(), NameTemplate::compile(kDefaultFileTemplate).value());
+    auto cat = scan_catalog(dir.path(), linecap::FileTemplate::compile(linecap::kDefaultFileTemplate).value());
     ASSERT_TRUE(cat.ok());
     ASSERT_EQ(cat->files.size(), 4u);
     EXPECT_EQ(cat->in_progress, 1u);

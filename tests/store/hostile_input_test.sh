@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Issue 14, as a user meets it: hostile or decayed input gets one clear line and a
+# distinct exit, never a crash, a hang or a replaced file.
+#   - `linecapd --config /dev/zero --check` (and /dev/urandom, a FIFO): refused, exit 78
+#   - a 3,000-term filter in --check and in `linecap extract`: refused at once
+#   - a manifest with "\uZZZZ": `linecapd verify` reports BAD-MANIFEST (no SIGABRT);
+#     `linecap stats` names it on one line; "seq": null is a damaged manifest, not a gap
+#   - `linecap extract -o`: a FIFO, a device node, a symlink or a directory at the path
+#     is refused and left as it was; a path inside the store is refused; SIGTERM and
+#     SIGINT during an extraction leave no temporary behind
+source "${LINECAP_SRC:?}/tests/lib/common.sh"
+need_cmd python3 timeout mkfifo mknod
+need_linecapd
+LINECAP=${LINECAP:-$LINECAP_BUILD/src/linecap}
+[[ -x $LINECAP ]] || skip "linecap binary not found at $LINECAP"
+make_tmpdir
+T=$TEST_TMPDIR
+STORE=$T/store
+T0=1796004600000000000
+
+expect_exit() {  # expect_exit CODE CMD...: runs CMD (10 s at most), output in $T/out.txt
+    local want=$1 rc=0
+    shift
+    timeout 10 "$@" >"$T/out.txt" 2>&1 || rc=$?
+    ((rc == want)) || fail "exit $rc (expected $want): $*: $(head -c 400 "$T/out.txt")"
+    (($(wc -l <"$T/out.txt") <= 2)) || fail "more than one line: $*: $(head -c 400 "$T/out.txt")"
+}
+
+# --- configuration -----------------------------------------------------------------
+for bad in /dev/zero /dev/urandom; do
+    expect_exit 78 "$LINECAPD" --config "$bad" --check
+    grep -q "cannot read $bad: not a regular file" "$T/out.txt" || fail "$bad: $(cat "$T/out.txt")"
+done
+mkfifo "$T/fifo.yaml"
+expect_exit 78 "$LINECAPD" --config "$T/fifo.yaml" --check
+many=$(python3 -c 'print(" or ".join(f"host 10.0.{i // 256}.{i % 256}" for i in range(3000)))')
+cat >"$T/filter.yaml" <<YAML
+eal: { lcores: "0-1", hugepages: false }
+ports:
+  - name: p0
+    device: net_null0
+    filter: "$many"
+output: { directory: "$T" }
+YAML
+expect_exit 78 "$LINECAPD" --config "$T/filter.yaml" --check
+grep -q "3000 terms joined by and/or; at most 64" "$T/out.txt" || fail "filter bound: $(head -c 300 "$T/out.txt")"
+log "config: /dev/zero, /dev/urandom, a FIFO and a 3000-term filter refused with 78"
+
+# --- a store, manifests ---------------------------------------------------------------
+python3 "$LINECAP_SRC/tests/store/make_store.py" --out "$STORE" --per-file 300 --gen-arg=--mix \
+    --stream "p0:0:1:$T0:1000:1200" >"$T/files.txt"
+mapfile -t files <"$T/files.txt"
+((${#files[@]} == 4)) || fail "expected 4 files, got ${#files[@]}"
+manifest() {  # manifest FILE SEQ_JSON: a valid manifest of FILE with that "seq" value
+    python3 - "$STORE/$1" "$2" <<'PY'
+import hashlib, json, os, sys
+path, seq = sys.argv[1], sys.argv[2]
+data = open(path, "rb").read()
+m = {"manifest_version": 1, "file": os.path.basename(path), "format": "pcap", "size": len(data),
+     "sha256": hashlib.sha256(data).hexdigest(), "packets": 300, "first_ns": 0, "last_ns": 0,
+     "stream": {"port": "p0", "port_id": 0, "queue": 0}, "run": "1", "recovered": False}
+text = json.dumps(m)[:-1] + ', "seq": ' + seq + "}"
+open(path + ".manifest", "w").write(text)
+PY
+}
+manifest "${files[0]}" 0
+manifest "${files[1]}" null
+manifest "${files[2]}" 2
+printf '{"manifest_version": 1, "file": "\\uZZZZ"}' >"$STORE/${files[3]}.manifest"
+rc=0
+timeout 20 "$LINECAPD" verify "$STORE" >"$T/verify.txt" 2>&1 || rc=$?
+((rc == 1)) || fail "verify exited $rc (1 = findings; 134 was the abort): $(cat "$T/verify.txt")"
+grep -q "^BAD-MANIFEST ${files[3]}.manifest: invalid JSON at byte [0-9]*: " "$T/verify.txt" \
+    || fail "no BAD-MANIFEST for \\uZZZZ: $(cat "$T/verify.txt")"
+grep -q "^BAD-MANIFEST ${files[1]}.manifest: \"seq\" is null$" "$T/verify.txt" \
+    || fail "seq null is not a damaged manifest: $(cat "$T/verify.txt")"
+! grep -q "^GAP" "$T/verify.txt" || fail "seq null read as a gap: $(cat "$T/verify.txt")"
+rc=0
+"$LINECAP" stats --dir "$STORE" >"$T/stats.txt" 2>"$T/stats.err" || rc=$?
+((rc == 1)) || fail "stats exited $rc with damaged manifests"
+grep -q "^linecap: error: $STORE/${files[3]}.manifest: invalid JSON at byte" "$T/stats.err" \
+    || fail "stats does not name the damaged manifest: $(cat "$T/stats.err")"
+log "manifests: \\uZZZZ and \"seq\": null reported as damaged, one line each, by verify and stats"
+rm -f "$STORE"/*.manifest
+
+# --- extract -o ------------------------------------------------------------------------
+mkdir "$T/x"
+mkfifo "$T/x/fifo"
+mknod "$T/x/null" c 1 3 2>/dev/null || true  # a device node, like /dev/null (root only)
+ln -s "$T/x/target" "$T/x/link"
+mkdir "$T/x/dir"
+for target in fifo null link dir; do
+    [[ -e $T/x/$target || -L $T/x/$target ]] || continue
+    before=$(stat -c '%F %i' "$T/x/$target")
+    expect_exit 64 "$LINECAP" extract --dir "$STORE" -o "$T/x/$target"
+    grep -q "exists and is .*; only a regular file is replaced" "$T/out.txt" || fail "$target: $(cat "$T/out.txt")"
+    [[ $(stat -c '%F %i' "$T/x/$target") == "$before" ]] || fail "$target was replaced"
+done
+[[ ! -e $T/x/target ]] || fail "the symlink was followed"
+expect_exit 64 "$LINECAP" extract --dir "$STORE" -o "$STORE/out.pcap"
+grep -q "inside the store directory" "$T/out.txt" || fail "inside the store: $(cat "$T/out.txt")"
+[[ ! -e $STORE/out.pcap ]] || fail "an output was written into the store"
+expect_exit 0 "$LINECAP" extract --dir "$STORE" --no-index -o "$T/x/ok.pcap"
+[[ -s $T/x/ok.pcap ]] || fail "no output written"
+# Interrupted mid-way: the extract is stepped with SIGSTOP/SIGCONT until its temporary
+# exists, then signalled; it must be gone when the tool has died of the signal.
+python3 "$LINECAP_SRC/tests/store/make_store.py" --out "$T/big" --per-file 20000 --gen-arg=--mix \
+    --stream "p0:0:2:$T0:1000:40000" >/dev/null
+for sig in TERM INT; do
+    caught=0
+    for attempt in 1 2 3; do
+        "$LINECAP" extract --dir "$T/big" --no-index -o "$T/x/sig.pcap" 2>/dev/null &
+        pid=$!
+        kill -STOP "$pid"
+        for _ in $(seq 2000); do
+            compgen -G "$T/x/.sig.pcap.tmp.*" >/dev/null && { caught=1; break; }
+            kill -CONT "$pid" 2>/dev/null || break
+            kill -STOP "$pid" 2>/dev/null || break
+        done
+        kill -s "$sig" "$pid" 2>/dev/null || true
+        kill -CONT "$pid" 2>/dev/null || true
+        wait "$pid" || true
+        rm -f "$T/x/sig.pcap"
+        ((caught)) && break
+    done
+    ((caught)) || fail "could not catch the extract with its temporary in place"
+    ! compgen -G "$T/x/.sig.pcap.tmp.*" >/dev/null || fail "SIG$sig left $(ls -a "$T/x")"
+done
+log "extract -o: non-regular targets refused and untouched, the store refused, no temporary after signals"
+log "OK"
