@@ -25,6 +25,7 @@
 #include "output/verify.hpp"
 
 namespace linecap {
+using namespace layout;  // every name in the capture directory
 namespace {
 
 constexpr size_t kDirectIoAlignment = 4096;

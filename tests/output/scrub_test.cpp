@@ -20,6 +20,7 @@
 #include "output_test_support.hpp"
 
 namespace linecap {
+using namespace layout;  // every name in the capture directory
 namespace {
 
 constexpr uint64_t kT0 = 1700000000ull * 1000000000ull;

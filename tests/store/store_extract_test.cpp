@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "format/pcap_format.hpp"
+#include "output/layout.hpp"
 #include "store/cli.hpp"
 #include "store/crc32c.hpp"
 #include "store/extract.hpp"
@@ -329,7 +330,7 @@ TEST(Cli, FilesChangedAfterIndexingOrMarkedDamagedAreScannedAndReported) {
     }
     // The index was written before the change: its mtime says so (set explicitly, as the
     // change may fall in the same tick of the kernel's file clock as the build).
-    const std::string idx = layout::index_name(path);
+    const std::string idx = linecap::layout::index_name(path);
     const timespec earlier[2] = {{before.st_mtim.tv_sec - 10, 0}, {before.st_mtim.tv_sec - 10, 0}};
     ASSERT_EQ(::utimensat(AT_FDCWD, idx.c_str(), earlier, 0), 0);
 
