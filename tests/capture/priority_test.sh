@@ -74,8 +74,10 @@ run_with normal 0 "0 0 0"   # as started: normal scheduling, nice 0
 # Without CAP_SYS_NICE even root may not take a real-time policy: the start fails, exit
 # 78, with one line naming the key and the reason.
 rc=0
+# A regular file: linecapd reads configurations only from regular files (bounded reads).
+sed 's/worker_priority: "normal"/worker_priority: "fifo:1"/' "$TEST_TMPDIR/p.yaml" >"$TEST_TMPDIR/fifo1.yaml"
 setpriv --inh-caps=-sys_nice --bounding-set=-sys_nice \
-    "$LINECAPD" --config <(sed 's/worker_priority: "normal"/worker_priority: "fifo:1"/' "$TEST_TMPDIR/p.yaml") \
+    "$LINECAPD" --config "$TEST_TMPDIR/fifo1.yaml" \
     >"$TEST_TMPDIR/denied.log" 2>&1 || rc=$?
 ((rc == 78)) || fail "fifo:1 without CAP_SYS_NICE exited $rc, expected 78: $(tail -3 "$TEST_TMPDIR/denied.log")"
 grep -q 'capture.worker_priority fifo:1: worker lcore 1: sched_setscheduler(fifo:1): Operation not permitted' \

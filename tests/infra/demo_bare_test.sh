@@ -32,7 +32,7 @@ before=$(machine_state)
 # The demo keeps its capture files in /tmp/linecap-demo; this test removes only the ones it made.
 demo_dir=/tmp/linecap-demo
 had_dir=$([[ -d $demo_dir ]] && echo yes || echo no)
-old_files=$(find "$demo_dir" -maxdepth 1 -type f 2>/dev/null | sort)
+old_files=$(find "$demo_dir" -maxdepth 1 -type f 2>/dev/null | sort || true)  # no directory yet: none
 cleanup_demo_files() {
     local f
     comm -13 <(echo "$old_files") <(find "$demo_dir" -maxdepth 1 -type f 2>/dev/null | sort) |
