@@ -114,9 +114,7 @@ public:
         std::unique_ptr<Capture> capture(new Capture);
         const linecap::OutputConfig& out = config.output;
         linecap::CaptureEngine::FileFinishedHook file_finished;
-        if (out.index && out.format != linecap::FileFormat::pcap) {
-            spdlog::info("output.index: indexes are built for pcap files only; pcapng files are scanned by linecap extract");
-        } else if (out.index) {
+        if (out.index) {  // pcap and pcapng alike
             // The hook runs on the indexer thread, which starts once the engine exists;
             // files finished before that wait in its queue.
             Capture* self = capture.get();
