@@ -16,21 +16,16 @@
 #include "output/io_status.hpp"
 #include "store/catalog.hpp"
 #include "store/index_format.hpp"
+#include "util/idle_priority.hpp"
 
 namespace linecap::store {
 namespace {
 
-// <linux/ioprio.h> is not in every libc's headers; the ABI is stable.
-constexpr int kIoprioWhoProcess = 1;
-constexpr int kIoprioClassIdle = 3;
-constexpr int kIoprioClassShift = 13;
-
 void lower_own_priority() {
-    sched_param none{};
-    if (const int rc = pthread_setschedparam(pthread_self(), SCHED_IDLE, &none); rc != 0)
-        spdlog::warn("indexer: cannot run at idle CPU priority ({}); it competes with the writer", errno_text(rc));
-    if (::syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, kIoprioClassIdle << kIoprioClassShift) != 0)
-        spdlog::debug("indexer: idle I/O priority not available: {}", errno_text(errno));
+    const IdlePriorityResult r = set_idle_priority();
+    if (r.cpu_error != 0)
+        spdlog::warn("indexer: cannot run at idle CPU priority ({}); it competes with the writer", errno_text(r.cpu_error));
+    if (r.io_error != 0) spdlog::debug("indexer: idle I/O priority not available: {}", errno_text(r.io_error));
 }
 
 // Whether `pcap_path` has an index that describes the file as it is now. Reads only the
