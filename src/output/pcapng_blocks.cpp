@@ -66,15 +66,17 @@ constexpr uint8_t kNanosecondResolution = 9;
 
 }  // namespace
 
-std::vector<uint8_t> file_header(const InterfaceInfo& interface, const std::string& user_application) {
+std::vector<uint8_t> section_header(const std::string& user_application) {
     BlockBuilder shb(kSectionHeaderBlock);
     shb.u32(kByteOrderMagic);
     shb.u16(1);  // major
     shb.u16(0);  // minor
     shb.u64(~uint64_t{0});  // section length: -1, not known in advance
     shb.option(kShbUserAppl, user_application);
-    std::vector<uint8_t> out = shb.finish();
+    return shb.finish();
+}
 
+std::vector<uint8_t> interface_block(const InterfaceInfo& interface) {
     BlockBuilder idb(kInterfaceDescriptionBlock);
     idb.u16(kLinktypeEthernet);
     idb.u16(0);  // reserved
@@ -82,7 +84,12 @@ std::vector<uint8_t> file_header(const InterfaceInfo& interface, const std::stri
     idb.option(kIfName, interface.name);
     if (!interface.description.empty()) idb.option(kIfDescription, interface.description);
     idb.option(kIfTsresol, &kNanosecondResolution, 1);
-    const std::vector<uint8_t> idb_bytes = idb.finish();
+    return idb.finish();
+}
+
+std::vector<uint8_t> file_header(const InterfaceInfo& interface, const std::string& user_application) {
+    std::vector<uint8_t> out = section_header(user_application);
+    const std::vector<uint8_t> idb_bytes = interface_block(interface);
     out.insert(out.end(), idb_bytes.begin(), idb_bytes.end());
     return out;
 }

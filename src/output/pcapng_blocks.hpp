@@ -51,6 +51,11 @@ struct InterfaceInfo {
 // SHB followed by the one IDB: what a file starts with.
 std::vector<uint8_t> file_header(const InterfaceInfo& interface, const std::string& user_application);
 
+// The two parts of file_header, for files with several interfaces (`linecap extract
+// --remote`: one interface per appliance; EPBs name it by its index, in IDB order).
+std::vector<uint8_t> section_header(const std::string& user_application);
+std::vector<uint8_t> interface_block(const InterfaceInfo& interface);
+
 // Counts for the span of one file (see StreamWriter): the span starts when the previous
 // file of the stream was finished (or the writer started) and ends when this one is.
 //   ifrecv        packets of the stream in the span: written to this file + dropped +

@@ -24,9 +24,9 @@ constexpr size_t record_size(uint32_t caplen) { return kEpbHeaderSize + padded(c
 
 // Writes the EPB header; the caller copies `caplen` bytes after it and then calls
 // encode_epb_trailer at dst + kEpbHeaderSize + caplen.
-inline size_t encode_epb_header(uint8_t* dst, uint64_t ts_ns, uint32_t caplen, uint32_t len) {
+inline size_t encode_epb_header(uint8_t* dst, uint64_t ts_ns, uint32_t caplen, uint32_t len, uint32_t interface_id = 0) {
     const uint32_t total = static_cast<uint32_t>(record_size(caplen));
-    const uint32_t words[7] = {kEnhancedPacketBlock, total, 0, static_cast<uint32_t>(ts_ns >> 32),
+    const uint32_t words[7] = {kEnhancedPacketBlock, total, interface_id, static_cast<uint32_t>(ts_ns >> 32),
                                static_cast<uint32_t>(ts_ns), caplen, len};
     std::memcpy(dst, words, sizeof words);
     return kEpbHeaderSize;
