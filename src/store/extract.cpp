@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <queue>
 
+#include "store/community_id.hpp"
 #include "store/filter_plan.hpp"
 #include "store/index_format.hpp"
 #include "store/pcap_file.hpp"
@@ -45,8 +47,9 @@ private:
 
 class Cursor {
 public:
-    Cursor(FilePlan plan, const ExtractOptions& o, const CompiledFilter& filter, Reporter& rep, ExtractReport& report)
-        : plan_(std::move(plan)), o_(o), filter_(filter), rep_(rep), report_(report) {}
+    Cursor(FilePlan plan, const ExtractOptions& o, const CompiledFilter& filter,
+           const std::optional<CommunityIdDigest>& community_id, Reporter& rep, ExtractReport& report)
+        : plan_(std::move(plan)), o_(o), filter_(filter), community_id_(community_id), rep_(rep), report_(report) {}
 
     const FilePlan& plan() const { return plan_; }
     const RawRecord& current() const { return cur_; }
@@ -94,6 +97,12 @@ public:
                 continue;
             }
             ++report_.packets_examined;
+            // A scan over many packets that do not match writes nothing for a long time:
+            // the stop request is looked at here too, not only between output records.
+            if ((report_.packets_examined & 4095) == 0 && o_.should_stop && o_.should_stop()) {
+                report_.ended_early = "stopped";
+                return false;
+            }
             report_.bytes_read += kPcapRecordHeaderSize + r.caplen;
             if (seen_ && r.ts_ns < last_ts_ && plan_.monotonic) {
                 plan_.monotonic = false;
@@ -108,6 +117,7 @@ public:
                 continue;
             }
             if (!filter_.matches(r)) continue;
+            if (community_id_ && community_id_digest(r.data, r.caplen) != community_id_) continue;
             cur_ = r;
             return true;
         }
@@ -117,6 +127,7 @@ private:
     FilePlan plan_;
     const ExtractOptions& o_;
     const CompiledFilter& filter_;
+    const std::optional<CommunityIdDigest>& community_id_;
     Reporter& rep_;
     ExtractReport& report_;
     std::unique_ptr<PcapFile> file_;
@@ -137,7 +148,14 @@ Result<ExtractReport> extract(const ExtractOptions& o, int out_fd) {
     if (!tmpl) return tmpl.error();
     auto filter = CompiledFilter::compile(o.filter);
     if (!filter) return filter.error();
+    std::optional<CommunityIdDigest> community_id;
+    if (!o.community_id.empty()) {
+        auto id = parse_community_id(o.community_id);
+        if (!id) return id.error();
+        community_id = id.value();
+    }
     report.plan = filter->plan().describe();
+    if (community_id) report.plan += "; then community id " + o.community_id + " per packet";
     auto catalog = scan_catalog(o.directory, tmpl.value());
     if (!catalog) return catalog.error();
     report.files_in_store = catalog->files.size();
@@ -238,21 +256,31 @@ Result<ExtractReport> extract(const ExtractOptions& o, int out_fd) {
     std::priority_queue<Cursor*, std::vector<Cursor*>, decltype(later)> heap(later);
     size_t next_plan = 0;
     auto activate = [&](size_t i) {
-        auto c = std::make_unique<Cursor>(std::move(plans[i]), o, filter.value(), rep, report);
+        auto c = std::make_unique<Cursor>(std::move(plans[i]), o, filter.value(), community_id, rep, report);
         if (c->open() && c->advance()) heap.push(c.get());
         cursors.push_back(std::move(c));
     };
-    while (true) {
+    while (report.ended_early.empty()) {
         // Open every file that may hold a packet at or before the heap's head.
         while (next_plan < plans.size() &&
-               (heap.empty() || plans[next_plan].start_bound <= heap.top()->current().ts_ns))
+               (heap.empty() || plans[next_plan].start_bound <= heap.top()->current().ts_ns) &&
+               report.ended_early.empty())
             activate(next_plan++);
         if (heap.empty()) break;
         Cursor* c = heap.top();
-        heap.pop();
         const RawRecord& r = c->current();
+        if (o.max_bytes && kPcapFileHeaderSize + writer.bytes() + kPcapRecordHeaderSize + r.caplen > o.max_bytes) {
+            report.ended_early = "max_bytes";
+            break;
+        }
+        if (o.should_stop && o.should_stop()) {
+            report.ended_early = "stopped";
+            break;
+        }
+        heap.pop();
         if (auto s = writer.write_record(r.ts_ns, r.caplen, r.len, r.data); !s) return s.error().context("output");
         if (c->advance()) heap.push(c);
+        else if (!report.ended_early.empty()) break;
         else {
             // Release the file and its buffer as soon as it is done.
             for (auto& owned : cursors)
@@ -261,6 +289,7 @@ Result<ExtractReport> extract(const ExtractOptions& o, int out_fd) {
     }
     if (auto s = writer.flush(); !s) return s.error().context("output");
     report.packets_written = writer.packets();
+    report.bytes_written = kPcapFileHeaderSize + writer.bytes();
     return report;
 }
 

@@ -31,7 +31,17 @@ struct ExtractOptions {
     uint64_t from_ns = 0;
     uint64_t to_ns = UINT64_MAX;       // exclusive
     std::string filter;                 // libpcap syntax; empty = everything
+    // Community ID v1 ("1:…", store/community_id.hpp); empty = any. Applied exactly per
+    // packet after the filter. The index cannot prune by it (a hash names no key), so a
+    // caller that knows the flow's addresses or ports passes them as the filter as well.
+    std::string community_id;
     bool use_index = true;
+    // Output limits. max_bytes: the output (header included) never exceeds it; the merge
+    // stops before the first record that would, and the report says so (0 = no limit).
+    // should_stop: polled between records; true ends the output cleanly at a record
+    // boundary (time limits, a client that went away).
+    uint64_t max_bytes = 0;
+    std::function<bool()> should_stop;
     // One line each, as they happen (the report collects them too).
     std::function<void(const std::string&)> on_warning;
     std::function<void(const std::string&)> on_error;
@@ -48,7 +58,11 @@ struct ExtractReport {
     uint64_t bytes_read = 0;       // record bytes parsed
     uint64_t packets_examined = 0;
     uint64_t packets_written = 0;
+    uint64_t bytes_written = 0;    // the whole output, file header included
     uint32_t snaplen = 0;
+    // Why the output ended before the query's end: "" (it did not), "max_bytes",
+    // "stopped" (should_stop said so).
+    std::string ended_early;
     std::string plan;              // the filter plan, described
     std::vector<std::string> warnings;
     std::vector<std::string> errors;
