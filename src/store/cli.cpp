@@ -19,7 +19,11 @@
 #include "config/config.hpp"
 #include "linecap_build.h"
 #include "output/io_status.hpp"
+#include "api/query.hpp"
+#include "api/remote.hpp"
+#include "api/server.hpp"
 #include "store/catalog.hpp"
+#include "store/community_id.hpp"
 #include "store/extract.hpp"
 #include "store/index_format.hpp"
 #include "store/stats.hpp"
@@ -31,8 +35,13 @@ namespace {
 constexpr const char* kHelp = R"(linecap - forensic retrieval over a linecapd capture store
 
 usage:
-  linecap extract --dir DIR [--from TIME] [--to TIME] [--filter EXPR] -o OUT.pcap|-
-                  [--no-index] [-v]
+  linecap extract --dir DIR [--from TIME] [--to TIME] [--filter EXPR] [--community-id ID]
+                  [--max-bytes N] -o OUT.pcap|- [--no-index] [-v]
+  linecap extract --remote URL[,URL...] [--cert FILE --key FILE] [--cacert FILE]
+                  [--token-file FILE] [--remote-timeout SECONDS] [--format pcapng|pcap]
+                  [--from TIME] [--to TIME] [--filter EXPR] [--community-id ID]
+                  [--max-bytes N] -o OUT|-
+  linecap serve   --config FILE [--dir DIR] [--template TEMPLATE]
   linecap index   --dir DIR [--force] [--jobs N] [--block-kb N] [-v]
   linecap stats   --dir DIR [--per-file] [--gaps N] [--gap-threshold SECONDS] [--json]
   linecap --help | --version
@@ -52,8 +61,23 @@ extract   Writes the packets with FROM <= timestamp < TO (nanosecond precision) 
           TIME: ISO 8601 with a zone (2026-11-30T02:10:00.5Z, 2026-11-30T03:10:00+01:00,
           20261130T021000Z, or a date 2026-11-30 = midnight UTC) or Unix seconds with
           an optional fraction (1700000000.123456789). Default: everything.
+          --community-id ID  only the packets of the flow with this Community ID v1
+                      ("1:" + base64 SHA-1, as Zeek, Suricata and Security Onion log it)
+          --max-bytes N  stop before the first packet that would make the output
+                      larger than N bytes (said on stderr; exit status 1)
           --no-index  scan every selected file (ignore indexes)
           -v          print the plan and what was read on stderr
+          --remote    ask the retrieval APIs (`linecap serve`) of these appliances
+                      instead of a local store, all at once, and merge their answers
+                      in timestamp order: pcapng with one interface per appliance
+                      (named host:port), or --format pcap. Credentials: --cert/--key
+                      (client certificate), --cacert (CA of the servers), --token-file
+                      (a file holding a bearer token, mode 600). An appliance that
+                      fails, or sends nothing for --remote-timeout seconds (default
+                      30), is reported and left out; exit status 1.
+serve     The retrieval API: HTTP(S) endpoints /api/v1/packets, /api/v1/size,
+          /api/v1/files, /api/v1/status and a page at /, configured by the api:
+          section of the configuration (doc/api.md).
 index     Builds NAME.pcap.idx for every finished capture file whose index is missing,
           stale or damaged (--force: all), and removes indexes whose capture file is
           gone. --jobs N files at a time (default 1); --block-kb N index block size
@@ -77,7 +101,9 @@ struct Args {
 bool takes_value(const std::string& name) {
     static const char* with_value[] = {"--dir",  "--from",     "--to",   "--filter",        "-o",
                                        "--output", "--template", "--config", "--jobs",      "--block-kb",
-                                       "--gaps", "--gap-threshold"};
+                                       "--gaps", "--gap-threshold", "--community-id", "--max-bytes",
+                                       "--remote", "--cert", "--key", "--cacert", "--token-file",
+                                       "--remote-timeout", "--format"};
     for (const char* w : with_value)
         if (name == w) return true;
     return false;
@@ -210,7 +236,106 @@ bool is_store_file(const std::string& dir, const std::string& path) {
     return same;
 }
 
+int cmd_serve(const Cli& cli) {
+    const auto config = cli.get("--config");
+    if (!config) return Cli::usage_error("serve needs --config FILE (its api: section)"), kExitUsage;
+    return api::serve_main(*config, cli.get("--dir").value_or(""), cli.get("--template").value_or(""));
+}
+
+// -o: stdout (never a terminal), or a hidden temporary renamed to OUT when complete.
+struct OutputFile {
+    std::string path;
+    int fd = -1;
+    std::string tmp;
+
+    // 0, or the exit code after saying what is wrong.
+    int open(const std::string& out, const std::string& store_dir) {
+        path = out;
+        if (out == "-") {
+            if (::isatty(STDOUT_FILENO))
+                return Cli::usage_error("refusing to write a capture to a terminal (redirect stdout or use -o FILE)"),
+                       kExitUsage;
+            fd = STDOUT_FILENO;
+            return 0;
+        }
+        if (!store_dir.empty() && is_store_file(store_dir, out))
+            return Cli::usage_error("output '" + out + "' is a file of the store; choose another name"), kExitUsage;
+        const size_t slash = out.rfind('/');
+        const std::string dir = slash == std::string::npos ? "." : out.substr(0, slash);
+        const std::string base = slash == std::string::npos ? out : out.substr(slash + 1);
+        tmp = dir + "/." + base + ".tmp.XXXXXX";
+        fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+        if (fd < 0) return print_line("error", out + ": " + errno_text(errno)), kExitErrors;
+        (void)::fchmod(fd, 0644);
+        return 0;
+    }
+
+    // Renames the temporary into place when `complete`, removes it otherwise. 0, or the
+    // exit code after saying what went wrong.
+    int close(bool complete) {
+        if (tmp.empty()) return 0;
+        const bool closed = ::close(fd) == 0;
+        if (!complete || !closed || ::rename(tmp.c_str(), path.c_str()) != 0) {
+            const int e = errno;
+            ::unlink(tmp.c_str());
+            if (complete) return print_line("error", path + ": " + errno_text(e)), kExitErrors;
+        }
+        return 0;
+    }
+};
+
+int cmd_extract_remote(const Cli& cli) {
+    api::RemoteOptions r;
+    const std::string list = *cli.get("--remote");
+    for (size_t start = 0; start <= list.size();) {
+        size_t end = list.find(',', start);
+        if (end == std::string::npos) end = list.size();
+        if (end > start) r.urls.push_back(list.substr(start, end - start));
+        start = end + 1;
+    }
+    if (r.urls.empty()) return Cli::usage_error("--remote: expected URL[,URL...]"), kExitUsage;
+    for (const auto& u : r.urls)
+        if (!u.starts_with("http://") && !u.starts_with("https://"))
+            return Cli::usage_error("--remote: '" + u + "' is not an http:// or https:// URL"), kExitUsage;
+    if (cli.get("--dir") || cli.get("--config")) return Cli::usage_error("--remote and --dir/--config exclude each other"), kExitUsage;
+    r.cert = cli.get("--cert").value_or("");
+    r.key = cli.get("--key").value_or("");
+    r.cacert = cli.get("--cacert").value_or("");
+    r.token_file = cli.get("--token-file").value_or("");
+    if (auto t = cli.get("--remote-timeout"); t && !parse_count(*t, 1, 86400, &r.stall_timeout_s))
+        return Cli::usage_error("--remote-timeout: expected 1..86400 seconds"), kExitUsage;
+    const std::string format = cli.get("--format").value_or("pcapng");
+    if (format != "pcapng" && format != "pcap") return Cli::usage_error("--format: pcapng or pcap"), kExitUsage;
+    r.pcapng = format == "pcapng";
+    // The query is checked here as the servers will check it, so a typo fails at once.
+    for (const char* name : {"--from", "--to", "--filter", "--community-id", "--max-bytes"}) {
+        if (auto v = cli.get(name)) {
+            std::string key = std::string(name).substr(2);
+            for (char& ch : key)
+                if (ch == '-') ch = '_';
+            r.params.emplace_back(key, *v);
+        }
+    }
+    if (auto q = api::parse_query(api::QueryKind::packets, r.params); !q) return Cli::usage_error(q.error().message), kExitUsage;
+    r.on_error = [](const std::string& m) { print_line("error", m); };
+    const auto out = cli.get("-o");
+    if (!out || out->empty()) return Cli::usage_error("-o OUT (or -o - for stdout) is required"), kExitUsage;
+    OutputFile file;
+    if (const int rc = file.open(*out, ""); rc != 0) return rc;
+    auto report = api::extract_remote(r, file.fd);
+    if (const int rc = file.close(report.ok()); rc != 0) return rc;
+    if (!report) return print_line("error", report.error().message), kExitErrors;
+    if (cli.flag("-v"))
+        std::fprintf(stderr, "linecap: %llu packets from %zu appliance(s); %zu failed\n",
+                     static_cast<unsigned long long>(report->packets_written), report->appliances_ok,
+                     report->appliances_failed);
+    return report->errors.empty() ? kExitOk : kExitErrors;
+}
+
 int cmd_extract(const Cli& cli) {
+    if (cli.get("--remote")) return cmd_extract_remote(cli);
+    for (const char* remote_only : {"--cert", "--key", "--cacert", "--token-file", "--remote-timeout", "--format"})
+        if (cli.get(remote_only)) return Cli::usage_error(std::string(remote_only) + " goes with --remote"), kExitUsage;
     Common c;
     if (!cli.common(c)) return kExitUsage;
     ExtractOptions o;
@@ -228,6 +353,11 @@ int cmd_extract(const Cli& cli) {
     }
     if (o.from_ns > o.to_ns) return Cli::usage_error("--from is after --to"), kExitUsage;
     o.filter = cli.get("--filter").value_or("");
+    o.community_id = cli.get("--community-id").value_or("");
+    if (!o.community_id.empty())
+        if (auto id = parse_community_id(o.community_id); !id) return Cli::usage_error(id.error().message), kExitUsage;
+    if (auto m = cli.get("--max-bytes"); m && !parse_count(*m, kPcapFileHeaderSize, UINT64_MAX / 2, &o.max_bytes))
+        return Cli::usage_error("--max-bytes: expected a byte count of at least 24 (the pcap file header)"), kExitUsage;
     o.use_index = !cli.flag("--no-index");
     const bool verbose = cli.flag("-v");
     o.on_warning = [](const std::string& m) { print_line("warning", m); };
@@ -235,34 +365,10 @@ int cmd_extract(const Cli& cli) {
     const auto out = cli.get("-o");
     if (!out || out->empty()) return Cli::usage_error("-o OUT.pcap (or -o - for stdout) is required"), kExitUsage;
 
-    int fd = -1;
-    std::string tmp;
-    if (*out == "-") {
-        if (::isatty(STDOUT_FILENO))
-            return Cli::usage_error("refusing to write a pcap to a terminal (redirect stdout or use -o FILE)"),
-                   kExitUsage;
-        fd = STDOUT_FILENO;
-    } else {
-        if (is_store_file(c.dir, *out))
-            return Cli::usage_error("output '" + *out + "' is a file of the store; choose another name"), kExitUsage;
-        // Written under a hidden temporary name, renamed when complete.
-        const size_t slash = out->rfind('/');
-        const std::string dir = slash == std::string::npos ? "." : out->substr(0, slash);
-        const std::string base = slash == std::string::npos ? *out : out->substr(slash + 1);
-        tmp = dir + "/." + base + ".tmp.XXXXXX";
-        fd = ::mkostemp(tmp.data(), O_CLOEXEC);
-        if (fd < 0) return print_line("error", *out + ": " + errno_text(errno)), kExitErrors;
-        (void)::fchmod(fd, 0644);
-    }
-    auto report = extract(o, fd);
-    if (!tmp.empty()) {
-        const bool closed = ::close(fd) == 0;
-        if (!report || !closed || ::rename(tmp.c_str(), out->c_str()) != 0) {
-            const int e = errno;
-            ::unlink(tmp.c_str());
-            if (report) return print_line("error", *out + ": " + errno_text(e)), kExitErrors;
-        }
-    }
+    OutputFile file;
+    if (const int rc = file.open(*out, c.dir); rc != 0) return rc;
+    auto report = extract(o, file.fd);
+    if (const int rc = file.close(report.ok()); rc != 0) return rc;
     if (!report) {
         const std::string& m = report.error().message;
         // Problems with the query itself (filter, directory, template) are usage errors.
@@ -271,6 +377,9 @@ int cmd_extract(const Cli& cli) {
         return print_line("error", m), kExitErrors;
     }
     const ExtractReport& r = report.value();
+    if (r.ended_early == "max_bytes")
+        print_line("error", "output cut at --max-bytes " + std::to_string(o.max_bytes) + " after " +
+                                std::to_string(r.packets_written) + " packets; the answer is incomplete");
     if (verbose) {
         std::fprintf(stderr, "linecap: filter plan: %s\n", r.plan.c_str());
         std::fprintf(stderr,
@@ -281,7 +390,7 @@ int cmd_extract(const Cli& cli) {
                      static_cast<unsigned long long>(r.blocks_total), r.files_skipped_by_index, r.files_scanned,
                      static_cast<unsigned long long>(r.packets_examined), static_cast<double>(r.bytes_read) / (1 << 20));
     }
-    return r.errors.empty() ? kExitOk : kExitErrors;
+    return r.errors.empty() && r.ended_early.empty() ? kExitOk : kExitErrors;
 }
 
 int cmd_index(const Cli& cli) {
@@ -426,7 +535,7 @@ int linecap_tool_main(int argc, char** argv) {
         std::printf("linecap %s\n", LINECAP_VERSION);
         return kExitOk;
     }
-    if (command != "extract" && command != "index" && command != "stats") {
+    if (command != "extract" && command != "index" && command != "stats" && command != "serve") {
         Cli::usage_error("unknown command '" + command + "'");
         return kExitUsage;
     }
@@ -444,6 +553,7 @@ int linecap_tool_main(int argc, char** argv) {
     const Cli cli(args);
     if (command == "extract") return cmd_extract(cli);
     if (command == "index") return cmd_index(cli);
+    if (command == "serve") return cmd_serve(cli);
     return cmd_stats(cli);
 }
 
