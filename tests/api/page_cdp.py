@@ -13,7 +13,7 @@ import tempfile
 
 chromium, url, download_dir, out_json, fields = sys.argv[1:6]
 fields = json.loads(fields)
-TIMEOUT_MS = 60000
+TIMEOUT_MS = 180000  # a loaded machine starts Chromium slowly; each wait still ends on an event
 
 # fd 3: what Chromium reads (our commands); fd 4: what it writes (answers, events).
 to_chrome_r, to_chrome_w = os.pipe()
@@ -42,6 +42,10 @@ reader = os.fdopen(from_chrome_r, "rb", buffering=0)
 buf = b""
 next_id = 0
 events = []
+
+
+def step(what):
+    print(f"page_cdp: {what}", file=sys.stderr, flush=True)
 
 
 def read_message():
@@ -105,18 +109,22 @@ try:
     send("Page.enable", session=session)
     send("Page.navigate", {"url": url}, session)
     wait_event("Page.loadEventFired")
+    step("page loaded")
     result = {}
     # Before the token is entered the status says authentication is required.
     result["status_before_token"] = evaluate(session, until("() => { const t = document.getElementById('summary').textContent; return t.startsWith('status:') || t.startsWith('linecapd') ? t : null; }"))
     fill = "; ".join(f"document.getElementById({json.dumps(k)}).value = {json.dumps(v)}" for k, v in fields.items())
     evaluate(session, fill + "; document.getElementById('size').click(); true")
+    step("form filled and submitted")
     result["size_text"] = evaluate(session, until("() => { const r = document.getElementById('result'); return r.dataset.bytes !== undefined || r.className === 'error' ? r.textContent : null; }"))
     result["size_bytes"] = evaluate(session, "Number(document.getElementById('result').dataset.bytes)")
+    step("size shown: " + str(result["size_text"]))
     evaluate(session, "document.getElementById('download').click(); true")
     begin = wait_event("Browser.downloadWillBegin")
     done = wait_event("Browser.downloadProgress", lambda p: p.get("guid") == begin["guid"] and p.get("state") in ("completed", "canceled"))
     if done["state"] != "completed":
         raise SystemExit("download canceled")
+    step("download complete")
     result["download"] = os.path.join(download_dir, begin["guid"])
     result["suggested_name"] = begin.get("suggestedFilename")
     result["page_after"] = evaluate(session, until("() => { const t = document.getElementById('result').textContent; return t.startsWith('downloaded') ? t : null; }"))

@@ -47,7 +47,7 @@ want_bytes=$(stat -c %s "$T/cli.pcap")
 mkdir -p "$T/dl"
 fields=$(python3 -c 'import json,sys; print(json.dumps(dict(zip(["from","to","filter","community_id","token"], sys.argv[1:]))))' \
     "$FROM" "$TO" "$FILTER" "$CID" "$TOKEN")
-timeout 120 python3 "$LINECAP_SRC/tests/api/page_cdp.py" "$CHROMIUM" "http://127.0.0.1:$PORT/" "$T/dl" "$T/page.json" "$fields" \
+timeout 270 python3 "$LINECAP_SRC/tests/api/page_cdp.py" "$CHROMIUM" "http://127.0.0.1:$PORT/" "$T/dl" "$T/page.json" "$fields" \
     || fail "driving chromium failed"
 log "page: $(cat "$T/page.json" | tr -d '\n')"
 python3 - "$T/page.json" "$want_bytes" <<'PY' || fail "the page showed the wrong status or size"
