@@ -221,6 +221,8 @@ step "tests"
 # Suite vm (a Debian image, a VM under TCG, a container build: tests/vm) runs only when the
 # arguments name it (--suite vm, or one of its vm-* tests).
 [[ " $* " == *vm* ]] || selection+=(--no-suite vm)
+# Suite corpus (tcpdump's whole test corpus against tcpdump -r, several minutes) likewise.
+[[ " $* " == *corpus* || " $* " == *store-tcpdump-suite* ]] || selection+=(--no-suite corpus)
 rc=0
 run_child meson test -C "$BUILD" "${test_args[@]}" "${selection[@]}" || rc=$?
 ((MESON_RC != 0)) || MESON_RC=$rc
