@@ -23,6 +23,7 @@
 #include "metrics/ethdev_port_stats.hpp"
 #include "metrics/exporter.hpp"
 #include "output/verify.hpp"
+#include "store/compress.hpp"
 #include "store/index_service.hpp"
 #include "linecap_build.h"
 
@@ -104,23 +105,39 @@ int parse_options(int argc, char** argv, Options& options) {
     return -1;
 }
 
-// The capture engine and the background indexer (output.index) that indexes every file
-// the engine's writer finishes, on its own thread at idle priority. Stopped and destroyed
-// in the one safe order on every path: the engine stops (its writer hands the last files
-// to the indexer), the indexer drains and goes (its hook calls the engine), then the engine.
+// The capture engine, the background indexer (output.index) that indexes every file the
+// engine's writer finishes, and the background compressor (output.compress) that
+// replaces finished, indexed files by their compressed form — each on its own thread at
+// idle priority. Stopped and destroyed in the one safe order on every path: the engine
+// stops (its writer hands the last files to the indexer), the indexer drains and goes,
+// the compressor goes (their hooks call the engine and each other), then the engine.
 class Capture {
 public:
     static linecap::Result<std::unique_ptr<Capture>> start(const linecap::Config& config) {
         std::unique_ptr<Capture> capture(new Capture);
         const linecap::OutputConfig& out = config.output;
+        Capture* self = capture.get();
         linecap::CaptureEngine::FileFinishedHook file_finished;
+        if (out.compress.enabled) {
+            // Runs after recovery (the engine's start), which undoes what a kill left.
+            capture->compressor_ = std::make_unique<linecap::store::CompressService>(
+                linecap::store::CompressServiceOptions{.directory = out.directory,
+                                                       .after_ns = out.compress.after_s * 1'000'000'000ull,
+                                                       .level = out.compress.level,
+                                                       .require_index = out.index},
+                [self](const std::string& name) { self->engine_->sidecar_changed(name); }, capture->compressing_);
+            // Without an index to wait for, a finished file may be compressed (once of age).
+            if (!out.index) file_finished = [self](const std::string&) { self->compressor_->kick(); };
+        }
         if (out.index) {  // pcap and pcapng alike
             // The hook runs on the indexer thread, which starts once the engine exists;
             // files finished before that wait in its queue.
-            Capture* self = capture.get();
             capture->indexer_ = std::make_unique<linecap::store::IndexService>(
                 linecap::store::IndexServiceOptions{.directory = out.directory, .file_template = out.file_template},
-                [self](const std::string& name, uint64_t) { self->engine_->sidecar_changed(name); },
+                [self](const std::string& name, uint64_t) {
+                    self->engine_->sidecar_changed(name);
+                    if (self->compressor_) self->compressor_->kick();  // its frames follow the index
+                },
                 capture->indexing_);
             file_finished = [indexer = capture->indexer_.get()](const std::string& name) { indexer->file_finished(name); };
         }
@@ -128,11 +145,13 @@ public:
         if (!engine) return engine.error();
         capture->engine_ = std::move(engine.value());
         if (capture->indexer_) capture->indexer_->start();
+        if (capture->compressor_) capture->compressor_->start();
         return capture;
     }
     ~Capture() {
         stop();
         indexer_.reset();
+        compressor_.reset();
         engine_.reset();
     }
 
@@ -140,15 +159,22 @@ public:
     // Null when output.index is off.
     const linecap::store::IndexingCounters* indexing() const { return indexer_ ? &indexing_ : nullptr; }
 
+    // Null when output.compress is off.
+    const linecap::store::CompressCounters* compressing() const { return compressor_ ? &compressing_ : nullptr; }
+
     void stop() {
         if (engine_) engine_->stop();
         // After the writer: the files it finished while stopping are indexed (for a while).
         if (indexer_) indexer_->stop();
+        // The file in hand is finished; the rest waits for the next start.
+        if (compressor_) compressor_->stop();
     }
 
 private:
     Capture() = default;
     linecap::store::IndexingCounters indexing_;
+    linecap::store::CompressCounters compressing_;
+    std::unique_ptr<linecap::store::CompressService> compressor_;  // before indexer_: its hook kicks this
     std::unique_ptr<linecap::store::IndexService> indexer_;
     std::unique_ptr<linecap::CaptureEngine> engine_;
 };

@@ -8,8 +8,9 @@
 // file has no Interface Statistics Block (the daemon died before writing it), which is
 // logged: its drop counts are unknown. With manifests on, a recovered file gets one,
 // computed from the file and marked "recovered": true (no drops, span or sequence).
-// Stale temporaries of layout::AtomicFile (manifests and indexes a kill interrupted) are
-// removed.
+// Stale temporaries of layout::AtomicFile (manifests, indexes and compressed files a kill
+// interrupted) are removed, and so is a compressed file whose capture file is still there
+// (the compression was not finished: the capture file stays; store/compress.hpp).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +47,7 @@ struct RecoveredFile {
 
 struct RecoveryReport {
     std::vector<RecoveredFile> files;  // in name order
+    std::vector<std::string> compressions_undone;  // "x.pcap.zst" removed: x.pcap is kept
     size_t count(RecoveredFile::Outcome outcome) const;
 };
 
