@@ -182,7 +182,8 @@ private:
 // The collector over the engine's views, the indexer's counters, ethdev port stats and
 // statvfs of the output directory. The engine must outlive every collect() call.
 std::unique_ptr<linecap::MetricsCollector> make_collector(const linecap::CaptureEngine& engine,
-                                                          const linecap::store::IndexingCounters* indexing) {
+                                                          const linecap::store::IndexingCounters* indexing,
+                                                          const linecap::store::CompressCounters* compressing) {
     const linecap::Writer& writer = engine.writer();
     linecap::CaptureViews views{
         .streams = engine.streams(),
@@ -194,6 +195,7 @@ std::unique_ptr<linecap::MetricsCollector> make_collector(const linecap::Capture
         .output_directory = engine.config().output.directory,
         .retention = &writer.retention(),
         .indexing = indexing,
+        .compressing = compressing,
         .scrub = engine.scrub(),
     };
     return std::make_unique<linecap::MetricsCollector>(std::move(views), std::make_unique<linecap::EthdevPortStats>());
@@ -267,7 +269,7 @@ int run(const Options& options) {
     linecap::CaptureEngine& engine = capture.value()->engine();
 
     // The endpoint only ever reads the collector's last snapshot, never engine memory.
-    auto metrics = linecap::MetricsExporter::start(config->metrics, make_collector(engine, capture.value()->indexing()));
+    auto metrics = linecap::MetricsExporter::start(config->metrics, make_collector(engine, capture.value()->indexing(), capture.value()->compressing()));
     if (!metrics) {
         spdlog::error("{}", metrics.error().message);
         return kExitFailure;
