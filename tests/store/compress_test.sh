@@ -97,8 +97,8 @@ zstd -q -d "${zsts[1]}" -o "$victim" || fail "zstd -d ${zsts[1]}"
 printf 'unfinished' >"$T/out/.$(basename "${zsts[2]}").tmp.AbC123"
 config "net_pcap0,rx_pcap=$T/few.pcap,rx_pcap=$T/few.pcap"
 start_linecapd "$T/linecap.yaml"
-wait_for_linecapd "grep -q 'capture running' '$LINECAPD_LOG'" 30 || fail "daemon did not restart"
-grep -q "recovery: .*$(basename "${zsts[1]}"): compression interrupted" "$LINECAPD_LOG" \
+# (The log holds both runs: wait for this run's lines, not the first run's.)
+wait_for_linecapd "grep -q 'recovery: .*$(basename "${zsts[1]}"): compression interrupted' '$LINECAPD_LOG'" 30 \
     || fail "recovery did not undo the interrupted compression: $(grep recovery: "$LINECAPD_LOG")"
 grep -q "recovery: removed stale temporary .*zst.tmp.AbC123" "$LINECAPD_LOG" \
     || fail "recovery did not remove the temporary: $(grep recovery: "$LINECAPD_LOG")"
