@@ -37,6 +37,7 @@
 #include "output/capture_scan.hpp"
 #include "output/layout.hpp"
 #include "output/manifest.hpp"
+#include "output/recovery.hpp"
 #include "output/unique_fd.hpp"
 #include "store/compress.hpp"
 #include "store/extract.hpp"
@@ -231,14 +232,7 @@ std::string name_for(uint64_t ts) {
 void finish(const std::string& dir, const std::string& name) {
     if (!store::build_index(dir + "/" + name)) std::exit(1);
     UniqueFd fd(::open((dir + "/" + name).c_str(), O_RDONLY | O_CLOEXEC));
-    const CaptureScan scan = scan_capture(fd.get(), ScanOptions{.hash = true});
-    Manifest m;
-    m.file = name;
-    m.size = scan.file_bytes;
-    m.sha256 = scan.sha256;
-    m.packets = scan.packets;
-    m.first_ns = scan.first_ns;
-    m.last_ns = scan.last_ns;
+    const Manifest m = manifest_from_scan(name, scan_capture(fd.get(), ScanOptions{.hash = true}));
     UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!write_manifest(dir_fd.get(), m).ok()) std::exit(1);
 }

@@ -126,16 +126,8 @@ private:
                           scan.io.ok() ? "the file does not read back completely" : scan.io.message());
             return false;
         }
-        Manifest m;
-        m.file = name;
-        m.format = to_string(scan.format);
-        m.size = scan.file_bytes;
-        m.sha256 = scan.sha256;
-        m.packets = scan.packets;
-        m.first_ns = scan.first_ns;
-        m.last_ns = scan.last_ns;
+        Manifest m = manifest_from_scan(name, scan);
         m.recovered = true;
-        m.linecap_version = LINECAP_VERSION;
         // pcapng names its interface "<port>:<queue>"; pcap files carry no stream identity.
         if (const size_t colon = scan.interface_name.rfind(':'); colon != std::string::npos) {
             char* end = nullptr;
@@ -184,6 +176,19 @@ private:
 };
 
 }  // namespace
+
+Manifest manifest_from_scan(const std::string& name, const CaptureScan& scan) {
+    Manifest m;
+    m.file = name;
+    m.format = to_string(scan.format);
+    m.size = scan.file_bytes;
+    m.sha256 = scan.sha256;
+    m.packets = scan.packets;
+    m.first_ns = scan.first_ns;
+    m.last_ns = scan.last_ns;
+    m.linecap_version = LINECAP_VERSION;
+    return m;
+}
 
 size_t RecoveryReport::count(RecoveredFile::Outcome outcome) const {
     return static_cast<size_t>(

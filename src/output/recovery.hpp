@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "output/capture_scan.hpp"
+#include "output/manifest.hpp"
 #include "output/io_status.hpp"
 #include "util/result.hpp"
 
@@ -54,6 +55,11 @@ struct RecoveryReport {
 struct RecoveryOptions {
     bool write_manifests = false;    // output.manifest
 };
+
+// The manifest of a finished file computed from the file itself (`scan` with its hash):
+// name, format, size, SHA-256, packets, first and last packet; nothing about drops, span
+// or stream. What recovery writes for a recovered file (then marked "recovered").
+Manifest manifest_from_scan(const std::string& name, const CaptureScan& scan);
 
 // Errors only when the directory cannot be read; a file that cannot be handled is
 // reported as failed and the rest are still processed.

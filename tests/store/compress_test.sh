@@ -13,6 +13,7 @@
 #     files; `linecap stats` counts every packet.
 #  4. A changed byte in a .zst: `linecapd verify` names it and exits 1.
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
+source "$LINECAP_SRC/tests/store/daemon_queries.sh"
 need_root
 need_cmd tcpdump mergecap python3 zstd
 need_hugepages 256
@@ -137,27 +138,7 @@ eval "$($REF sample "$T/all.pcap")"
 "$LINECAP" stats --dir "$T/out" --json >"$T/stats.json" || fail "stats failed"
 python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["packets"] == 11040, s["packets"]' "$T/stats.json" \
     || fail "stats: $(cat "$T/stats.json")"
-mid=$(printf '%d.%09d' $((TS_MID / 1000000000)) $((TS_MID % 1000000000)))
-for q in "|" "tcp port 80|" "ip6 and udp|" "vlan|" "host $V4|" "|$mid" "arp or icmp|$mid"; do
-    filter=${q%|*}
-    from=${q#*|}
-    for mode in index noindex; do
-        args=(extract --dir "$T/out" -o "$T/got.pcap")
-        [[ -z $filter ]] || args+=(--filter "$filter")
-        [[ -z $from ]] || args+=(--from "$from")
-        [[ $mode == index ]] || args+=(--no-index)
-        "$LINECAP" "${args[@]}" 2>"$T/err" || fail "extract '$filter' ($mode): $(cat "$T/err")"
-        [[ ! -s $T/err ]] || fail "extract '$filter' ($mode): unexpected stderr: $(cat "$T/err")"
-        if [[ -n $filter ]]; then
-            tcpdump --time-stamp-precision=nano -r "$T/all.pcap" -w "$T/f.pcap" "$filter" 2>/dev/null
-        else
-            cp "$T/all.pcap" "$T/f.pcap"
-        fi
-        if [[ -n $from ]]; then $REF cut "$T/f.pcap" "$TS_MID" - "$T/want.pcap"; else $REF cut "$T/f.pcap" - - "$T/want.pcap"; fi
-        $REF compare "$T/want.pcap" "$T/got.pcap" --ties >"$T/cmp" || fail "'$filter' from '$from' ($mode): $(cat "$T/cmp")"
-        log "'$filter' from '${from:--}' ($mode): $(cat "$T/cmp")"
-    done
-done
+compare_daemon_queries "$T/out" "$T/all.pcap"
 
 # --- 4. a damaged compressed file ----------------------------------------------------------
 z=${zsts[0]}

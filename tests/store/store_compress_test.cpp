@@ -48,13 +48,7 @@ void write_manifest_for(const std::string& dir, const std::string& name) {
     ASSERT_TRUE(fd);
     const CaptureScan scan = scan_capture(fd.get(), ScanOptions{.hash = true});
     ASSERT_TRUE(scan.complete());
-    Manifest m;
-    m.file = name;
-    m.size = scan.file_bytes;
-    m.sha256 = scan.sha256;
-    m.packets = scan.packets;
-    m.first_ns = scan.first_ns;
-    m.last_ns = scan.last_ns;
+    const Manifest m = manifest_from_scan(name, scan);
     UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     ASSERT_TRUE(write_manifest(dir_fd.get(), m).ok());
 }
