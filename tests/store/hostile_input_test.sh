@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 14, as a user meets it: hostile or decayed input gets one clear line and a
 # distinct exit, never a crash, a hang or a replaced file.
-#   - `linecapd --config /dev/zero --check` (and /dev/urandom, a FIFO): refused, exit 78
+#   - `linecapd --config /dev/zero --check` (and /dev/urandom, a FIFO, a file holding only
+#     ","): refused at once, exit 78
 #   - a 3,000-term filter in --check and in `linecap extract`: refused at once
 #   - a manifest with "\uZZZZ": `linecapd verify` reports BAD-MANIFEST (no SIGABRT);
 #     `linecap stats` names it on one line; "seq": null is a damaged manifest, not a gap
@@ -35,6 +36,10 @@ for bad in /dev/zero /dev/urandom; do
 done
 mkfifo "$T/fifo.yaml"
 expect_exit 78 "$LINECAPD" --config "$T/fifo.yaml" --check
+# A file holding only "," made yaml-cpp 0.7's LoadAll loop for ever, growing.
+printf , >"$T/comma.yaml"
+expect_exit 78 "$LINECAPD" --config "$T/comma.yaml" --check
+grep -q "comma.yaml:1: invalid YAML: unexpected ','" "$T/out.txt" || fail "',': $(head -c 300 "$T/out.txt")"
 many=$(python3 -c 'print(" or ".join(f"host 10.0.{i // 256}.{i % 256}" for i in range(3000)))')
 cat >"$T/filter.yaml" <<YAML
 eal: { lcores: "0-1", hugepages: false }
@@ -46,7 +51,7 @@ output: { directory: "$T" }
 YAML
 expect_exit 78 "$LINECAPD" --config "$T/filter.yaml" --check
 grep -q "3000 terms joined by and/or; at most 64" "$T/out.txt" || fail "filter bound: $(head -c 300 "$T/out.txt")"
-log "config: /dev/zero, /dev/urandom, a FIFO and a 3000-term filter refused with 78"
+log "config: /dev/zero, /dev/urandom, a FIFO, \",\" and a 3000-term filter refused with 78"
 
 # --- a store, manifests ---------------------------------------------------------------
 python3 "$LINECAP_SRC/tests/store/make_store.py" --out "$STORE" --per-file 300 --gen-arg=--mix \
