@@ -82,10 +82,13 @@ for h in "${HARNESSES[@]}"; do
     mkdir -p "$corpus" "$WORK/artifacts"
     echo "== fuzz_$name: ${SECONDS_EACH}s over tests/fuzz/corpus/$name"
     log=$WORK/fuzz_$name.log
+    # A dictionary of the reader's tokens (tests/fuzz/<name>.dict), when there is one.
+    dict=()
+    [[ -f $SRC/tests/fuzz/$name.dict ]] && dict=(-dict="$SRC/tests/fuzz/$name.dict")
     # The first directory receives new inputs; the in-tree seeds are only read.
     if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 "$WORK/fuzz_$name" "$corpus" "$SRC/tests/fuzz/corpus/$name" \
         -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-        -print_final_stats=1 -artifact_prefix="$WORK/artifacts/$name-" >"$log" 2>&1; then
+        -print_final_stats=1 -artifact_prefix="$WORK/artifacts/$name-" "${dict[@]}" >"$log" 2>&1; then
         :
     else
         rc=1
