@@ -34,13 +34,13 @@ echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long)
     || { echo "SKIP: $CXX cannot link libFuzzer (apt-get install libclang-rt-14-dev)"; exit 77; }
 
 # name|sources|libs from the one registration line per harness (a source list may be a
-# variable assigned a string earlier in the file).
+# variable assigned a string earlier in the file; the layer after them is meson's).
 mapfile -t HARNESSES < <(python3 - "$SRC/tests/fuzz/meson.build" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
 names = dict(re.findall(r"^(\w+)\s*=\s*'([^']*)'", text, re.M))
 item = r"\s*('[^']*'|\w+)\s*"
-for m in re.finditer(r"^\s*\['(\w+)'," + item + "," + item + r"\]", text, re.M):
+for m in re.finditer(r"^\s*\['(\w+)'," + item + "," + item + r"(?:,[^\]]*)?\]", text, re.M):
     print("|".join([m.group(1)] + [names[v] if not v.startswith("'") else v.strip("'") for v in m.groups()[1:]]))
 PY
 )
