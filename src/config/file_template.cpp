@@ -58,7 +58,10 @@ std::string digits(uint64_t value, int width) {
 // Streams and times every template must read back exactly. Port names mix the
 // characters they may contain (config: letters, digits, '_' and '-'), ending in digits and
 // in "-q<digits>", and starting with a digit, so that a template gluing {port} to a
-// number on either side, or to the default's "-q", shows its ambiguity. Times stay within 2001..2060, where %y reads back too.
+// number on either side, or to the default's "-q", shows its ambiguity. Between them the
+// queues, sequence numbers and ports hold every digit: a literal digit between {port} and
+// a number ("{port}4{queue}": port p0, queue 943 reads back as port p049, queue 3) is
+// ambiguous only for numbers that contain it. Times stay within 2001..2060, where %y reads back too.
 struct Sample {
     uint64_t ts_ns;
     std::string_view port;
@@ -71,6 +74,8 @@ constexpr Sample kSamples[] = {
     {2840140800000000001ull, "up_link-7", 1023, 123456},
     {1796004659500000000ull, "9", 0, 9},
     {1796004600000000000ull, "7-x", 5, 31},
+    {1796004600000000000ull, "0123456789", 987, 1234567890},
+    {1796004600000000000ull, "p0", 456, 4567},
 };
 
 }  // namespace

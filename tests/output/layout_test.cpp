@@ -65,6 +65,11 @@ TEST(FileTemplate, RefusesWhatCannotBeReadBack) {
     // digit ("7-x", seq 31 → "317-x" read back as seq 317, port "-x").
     EXPECT_NE(refusal("cap-%s-{seq}{port}%Y").find("reads back as port"), std::string::npos);
     EXPECT_NE(refusal("{queue}{port}%s").find("reads back"), std::string::npos);
+    // Found by fuzz_template's long run: a literal digit between {port} and a number, which
+    // the sample queues lacked (port p0, queue 943: "p04943" read back as p049, queue 3).
+    EXPECT_NE(refusal("%y%j%%-MH-{port}4{queue}").find("reads back"), std::string::npos);
+    EXPECT_NE(refusal("{queue}7{port}-%s").find("reads back"), std::string::npos);
+    EXPECT_NE(refusal("{port}-{queue}9{seq}").find("reads back"), std::string::npos);
     EXPECT_NE(refusal("{port}-{queue}-{port}").find("appears twice"), std::string::npos);
     EXPECT_NE(refusal(std::string("a\0b", 3)).find("NUL"), std::string::npos);
     EXPECT_NE(refusal("a/{port}").find("not a path"), std::string::npos);
