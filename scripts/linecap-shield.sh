@@ -76,12 +76,17 @@ case $cmd in
         [[ -n $OTHERS ]] || die "the worker lcores take every online CPU ($WORKERS): none left for the other slices"
         [[ -e $CGROUP/cgroup.controllers ]] \
             || die "no cgroup v2 hierarchy at $CGROUP: AllowedCPUs= needs it (systemd.unified_cgroup_hierarchy=1)"
-        "$SYSTEMCTL" set-property --runtime "${SLICES[@]}" "AllowedCPUs=$OTHERS" \
-            || die "systemctl set-property AllowedCPUs=$OTHERS failed"
+        # set-property takes one unit (then its assignments): one call per slice.
+        for s in "${SLICES[@]}"; do
+            "$SYSTEMCTL" set-property --runtime "$s" "AllowedCPUs=$OTHERS" \
+                || die "systemctl set-property $s AllowedCPUs=$OTHERS failed"
+        done
         say "worker CPUs $WORKERS shielded: ${SLICES[*]} confined to CPUs $OTHERS"
         ;;
     reset)
-        "$SYSTEMCTL" set-property --runtime "${SLICES[@]}" "AllowedCPUs=" || die "systemctl set-property failed"
+        for s in "${SLICES[@]}"; do
+            "$SYSTEMCTL" set-property --runtime "$s" "AllowedCPUs=" || die "systemctl set-property $s AllowedCPUs= failed"
+        done
         say "${SLICES[*]} may use every CPU again"
         ;;
     status)

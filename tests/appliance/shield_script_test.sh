@@ -16,20 +16,33 @@ for n in 0 1 2 3; do fake_cpu "$T/sys" "$n" 0; done
 mkdir -p "$T/cgroup/system.slice"
 echo "cpuset cpu io memory pids" >"$T/cgroup/cgroup.controllers"
 echo 0,3 >"$T/cgroup/system.slice/cpuset.cpus.effective"
-printf '#!/bin/sh\necho "$*" >>"%s"\n' "$T/systemctl.log" >"$T/systemctl"
+# The fake parses set-property as systemctl does: one unit, then assignments only (the real
+# one answers "Not an assignment: user.slice" to a second unit name).
+cat >"$T/systemctl" <<FAKE
+#!/bin/bash
+echo "\$*" >>"$T/systemctl.log"
+[[ \$1 == set-property ]] || exit 0
+shift; [[ \$1 == --runtime ]] && shift
+shift
+for a in "\$@"; do [[ \$a == *=* ]] || { echo "Not an assignment: \$a" >&2; exit 1; }; done
+FAKE
 chmod +x "$T/systemctl"
 export LINECAP_SYSFS=$T/sys LINECAP_CGROUP=$T/cgroup SYSTEMCTL=$T/systemctl LINECAPD
 printf 'eal: {lcores: "0-2", hugepages: false}\nports:\n  - {name: p0, device: net_null0}\noutput: {directory: "%s"}\n' \
     "$T" >"$T/cfg.yaml"
 
 OUT=$(bash "$SHIELD" --config "$T/cfg.yaml" apply) || fail "apply failed: $OUT"
-[[ $(cat "$T/systemctl.log") == "set-property --runtime system.slice user.slice machine.slice AllowedCPUs=0,3" ]] \
+[[ $(cat "$T/systemctl.log") == "set-property --runtime system.slice AllowedCPUs=0,3
+set-property --runtime user.slice AllowedCPUs=0,3
+set-property --runtime machine.slice AllowedCPUs=0,3" ]] \
     || fail "apply ran: $(cat "$T/systemctl.log")"
 grep -qF "worker CPUs 1-2 shielded" <<<"$OUT" || fail "apply said: $OUT"
 
 : >"$T/systemctl.log"
 bash "$SHIELD" --config "$T/cfg.yaml" reset >/dev/null || fail "reset failed"
-[[ $(cat "$T/systemctl.log") == "set-property --runtime system.slice user.slice machine.slice AllowedCPUs=" ]] \
+[[ $(cat "$T/systemctl.log") == "set-property --runtime system.slice AllowedCPUs=
+set-property --runtime user.slice AllowedCPUs=
+set-property --runtime machine.slice AllowedCPUs=" ]] \
     || fail "reset ran: $(cat "$T/systemctl.log")"
 
 OUT=$(bash "$SHIELD" --config "$T/cfg.yaml" status) || fail "status failed"
