@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # linecap-shield (scripts/linecap-shield.sh) against a fake systemctl, a fake cgroup root and
-# a fake sysfs for linecapd --print-cpus: apply confines system/user/machine.slice to the
-# CPUs the workers do not use, reset lifts it, status reads the slices' cpusets, and a
-# configuration whose workers take every CPU is refused. The real thing runs in the VM test
+# a fake sysfs for linecapd --print-cpus: apply gives linecap.slice every CPU (so that the
+# cpuset controller stays on for it) and confines system/user/machine.slice to the CPUs the
+# workers do not use, reset lifts the confinement (linecap.slice keeps its setting), status
+# reads the slices' cpusets, and a configuration whose workers take every CPU is refused. The real thing runs in the VM test
 # (tests/vm/vm_test.sh).
 # shellcheck source=../lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
@@ -32,7 +33,8 @@ printf 'eal: {lcores: "0-2", hugepages: false}\nports:\n  - {name: p0, device: n
     "$T" >"$T/cfg.yaml"
 
 OUT=$(bash "$SHIELD" --config "$T/cfg.yaml" apply) || fail "apply failed: $OUT"
-[[ $(cat "$T/systemctl.log") == "set-property --runtime system.slice AllowedCPUs=0,3
+[[ $(cat "$T/systemctl.log") == "set-property --runtime linecap.slice AllowedCPUs=1-2,0,3
+set-property --runtime system.slice AllowedCPUs=0,3
 set-property --runtime user.slice AllowedCPUs=0,3
 set-property --runtime machine.slice AllowedCPUs=0,3" ]] \
     || fail "apply ran: $(cat "$T/systemctl.log")"
