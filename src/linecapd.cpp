@@ -24,6 +24,7 @@
 #include "metrics/exporter.hpp"
 #include "output/scrub.hpp"
 #include "output/verify.hpp"
+#include "store/compress.hpp"
 #include "store/index_service.hpp"
 #include "linecap_build.h"
 
@@ -105,28 +106,45 @@ int parse_options(int argc, char** argv, Options& options) {
     return -1;
 }
 
-// The capture engine and the two background services over the files it finishes, each on
-// a thread of its own at idle priority: the indexer (output.index) indexes every file the
-// engine's writer finishes; the scrub (output.scrub) re-reads finished files against their
-// manifests. Both tell the engine about the sidecars they write (retention counts them).
-// Main owns them, not the engine: the engine is the capture data path, and what runs
-// beside it over finished files is wiring (doc/architecture.md). Stopped and destroyed in the one safe order
-// on every path: the scrub stops (its place in the pass is kept in the directory), the
-// engine stops (its writer hands the last files to the indexer), the indexer drains; then
-// both services go (their hooks call the engine), then the engine.
+// The capture engine and the three background services over the files it finishes, each
+// on a thread of its own at idle priority: the indexer (output.index) indexes every file
+// the engine's writer finishes; the compressor (output.compress) replaces finished,
+// indexed files by their compressed form; the scrub (output.scrub) re-reads finished
+// files against their manifests. They tell the engine about the files they write
+// (retention counts them). Main owns them, not the engine: the engine is the capture
+// data path, and what runs beside it over finished files is wiring
+// (doc/architecture.md). Stopped and destroyed in the one safe order on every path: the
+// scrub stops (its place in the pass is kept in the directory), the engine stops (its
+// writer hands the last files to the indexer), the indexer drains, the compressor
+// abandons the file in hand; then the services go (their hooks call the engine and each
+// other), then the engine.
 class Capture {
 public:
     static linecap::Result<std::unique_ptr<Capture>> start(const linecap::Config& config) {
         std::unique_ptr<Capture> capture(new Capture);
         const linecap::OutputConfig& out = config.output;
+        Capture* self = capture.get();
         linecap::CaptureEngine::FileFinishedHook file_finished;
+        if (out.compress.enabled) {
+            // Runs after recovery (the engine's start), which undoes what a kill left.
+            capture->compressor_ = std::make_unique<linecap::store::CompressService>(
+                linecap::store::CompressServiceOptions{.directory = out.directory,
+                                                       .after_ns = out.compress.after_s * 1'000'000'000ull,
+                                                       .level = out.compress.level,
+                                                       .require_index = out.index},
+                [self](const std::string& name) { self->engine_->sidecar_changed(name); }, capture->compressing_);
+            // Without an index to wait for, a finished file may be compressed (once of age).
+            if (!out.index) file_finished = [self](const std::string&) { self->compressor_->kick(); };
+        }
         if (out.index) {  // pcap and pcapng alike
             // The hook runs on the indexer thread, which starts once the engine exists;
             // files finished before that wait in its queue.
-            Capture* self = capture.get();
             capture->indexer_ = std::make_unique<linecap::store::IndexService>(
                 linecap::store::IndexServiceOptions{.directory = out.directory, .file_template = out.file_template},
-                [self](const std::string& name, uint64_t) { self->engine_->sidecar_changed(name); },
+                [self](const std::string& name, uint64_t) {
+                    self->engine_->sidecar_changed(name);
+                    if (self->compressor_) self->compressor_->kick();  // its frames follow the index
+                },
                 capture->indexing_);
             file_finished = [indexer = capture->indexer_.get()](const std::string& name) { indexer->file_finished(name); };
         }
@@ -134,6 +152,7 @@ public:
         if (!engine) return engine.error();
         capture->engine_ = std::move(engine.value());
         if (capture->indexer_) capture->indexer_->start();
+        if (capture->compressor_) capture->compressor_->start();
         if (out.scrub.enabled) capture->start_scrub(out);
         return capture;
     }
@@ -141,6 +160,7 @@ public:
         stop();
         scrubber_.reset();
         indexer_.reset();
+        compressor_.reset();
         engine_.reset();
     }
 
@@ -151,11 +171,16 @@ public:
     // Null when output.scrub.enabled is off.
     const linecap::ScrubCounters* scrub() const { return scrubber_ ? &scrub_counters_ : nullptr; }
 
+    // Null when output.compress is off.
+    const linecap::store::CompressCounters* compressing() const { return compressor_ ? &compressing_ : nullptr; }
+
     void stop() {
         if (scrubber_) scrubber_->stop();
         if (engine_) engine_->stop();
         // After the writer: the files it finished while stopping are indexed (for a while).
         if (indexer_) indexer_->stop();
+        // The file in hand is finished; the rest waits for the next start.
+        if (compressor_) compressor_->stop();
     }
 
 private:
@@ -173,15 +198,17 @@ private:
     }
 
     linecap::store::IndexingCounters indexing_;
+    linecap::store::CompressCounters compressing_;
+    std::unique_ptr<linecap::store::CompressService> compressor_;  // before indexer_: its hook kicks this
     std::unique_ptr<linecap::store::IndexService> indexer_;
     linecap::ScrubCounters scrub_counters_;
     std::unique_ptr<linecap::ScrubService> scrubber_;
     std::unique_ptr<linecap::CaptureEngine> engine_;
 };
 
-// The collector over the engine's views, the indexer's and the scrub's counters, ethdev
-// port stats and statvfs of the output directory. The capture must outlive every
-// collect() call.
+// The collector over the engine's views, the indexer's, the compressor's and the scrub's
+// counters, ethdev port stats and statvfs of the output directory. The capture must
+// outlive every collect() call.
 std::unique_ptr<linecap::MetricsCollector> make_collector(const Capture& capture) {
     const linecap::CaptureEngine& engine = capture.engine();
     const linecap::Writer& writer = engine.writer();
@@ -195,6 +222,7 @@ std::unique_ptr<linecap::MetricsCollector> make_collector(const Capture& capture
         .output_directory = engine.config().output.directory,
         .retention = &writer.retention(),
         .indexing = capture.indexing(),
+        .compressing = capture.compressing(),
         .scrub = capture.scrub(),
     };
     return std::make_unique<linecap::MetricsCollector>(std::move(views), std::make_unique<linecap::EthdevPortStats>());

@@ -44,9 +44,10 @@ constexpr std::string_view kWorkerKeys[] = {"lcore", "queues"};
 constexpr std::string_view kOutputKeys[] = {
     "directory",         "format",         "file_template", "rotate", "block_size_kb", "blocks_per_queue",
     "flush_interval_ms", "writer_threads", "o_direct",      "fsync",  "manifest",      "index",
-    "scrub",             "retention"};
+    "scrub",             "retention",      "compress"};
 constexpr std::string_view kRotateKeys[] = {"size_mb", "interval_s"};
 constexpr std::string_view kScrubKeys[] = {"enabled", "period"};
+constexpr std::string_view kCompressKeys[] = {"enabled", "after", "level"};
 constexpr std::string_view kRetentionKeys[] = {"max_bytes", "max_percent", "min_free_bytes", "max_age", "hold_file"};
 constexpr std::string_view kMetricsKeys[] = {"enabled", "listen"};
 constexpr std::string_view kLogKeys[] = {"level"};
@@ -65,6 +66,7 @@ constexpr SchemaLevel kSchema[] = {
     {"output", kOutputKeys},
     {"output.rotate", kRotateKeys},
     {"output.scrub", kScrubKeys},
+    {"output.compress", kCompressKeys},
     {"output.retention", kRetentionKeys},
     {"metrics", kMetricsKeys},
     {"log", kLogKeys},
@@ -463,6 +465,19 @@ ScrubConfig read_scrub(const YamlMap& scrub) {
     return config;
 }
 
+CompressConfig read_compress(const YamlMap& compress) {
+    CompressConfig config;
+    if (const auto v = compress.get("enabled")) config.enabled = v->as_bool();
+    if (const auto v = compress.get("after")) {
+        config.after_s = v->parsed_by(parse_duration);
+        if (config.after_s > kMaxScrubPeriodS) v->fail_expected("a duration 0s..3650d like 10m");
+    }
+    // zstd's levels 1..19 (the "ultra" levels need more memory than a capture host
+    // should spend on it).
+    if (const auto v = compress.get("level")) config.level = static_cast<int>(v->as_uint(1, 19));
+    return config;
+}
+
 RetentionConfig read_retention(const YamlMap& retention) {
     RetentionConfig config;
     if (const auto v = retention.get("max_bytes")) config.max_bytes = v->parsed_by(parse_size);
@@ -496,6 +511,13 @@ OutputConfig read_output(const YamlMap& output) {
     if (const auto v = output.get("manifest")) config.manifest = v->as_bool();
     if (const auto v = output.get("index")) config.index = v->as_bool();
     config.scrub = read_scrub(output.section("scrub", kScrubKeys));
+    const YamlMap compress = output.section("compress", kCompressKeys);
+    config.compress = read_compress(compress);
+    // The manifest is where the compressed file's hash, and the pcap's it is checked
+    // against, are kept.
+    if (config.compress.enabled && !config.manifest) {
+        if (const auto v = compress.get("enabled")) v->fail("output.compress needs output.manifest: true");
+    }
     config.retention = read_retention(output.section("retention", kRetentionKeys));
     return config;
 }

@@ -96,6 +96,16 @@ struct ScrubConfig {
     bool operator==(const ScrubConfig&) const = default;
 };
 
+// Compression of finished files (store/compress.hpp): NAME.pcap becomes NAME.pcap.zst,
+// zstd's seekable format, in the background at idle priority.
+struct CompressConfig {
+    bool enabled = false;
+    uint64_t after_s = 0;              // only files whose last write is older than this
+    int level = 3;                     // zstd level 1..19
+
+    bool operator==(const CompressConfig&) const = default;
+};
+
 struct OutputConfig {
     std::string directory = "/var/lib/linecap";
     FileFormat format = FileFormat::pcap;
@@ -114,6 +124,7 @@ struct OutputConfig {
     bool manifest = true;              // SHA-256 sidecar per finished file
     bool index = true;                 // retrieval index sidecar, built in the background
     ScrubConfig scrub;
+    CompressConfig compress;
     RetentionConfig retention;
 
     bool operator==(const OutputConfig&) const = default;

@@ -83,8 +83,23 @@ private:
     std::span<const uint8_t> bytes_;
 };
 
+// A capture file opened from disk: its capture bytes (decompressed when the file is
+// compressed: zstd_seekable.hpp), and what the file on disk says. open_capture_file()
+// (zstd_seekable.hpp) opens either kind.
+class OpenFile : public ByteSource {
+public:
+    virtual int64_t mtime_ns() const = 0;
+    virtual const std::string& path() const = 0;
+    // Bytes on disk (the compressed size for a compressed file).
+    virtual uint64_t stored_size() const = 0;
+    virtual bool compressed() const = 0;
+    // Tells the kernel the file will be read sequentially (scans) or at random (indexed).
+    virtual void advise_sequential() const = 0;
+    virtual void advise_random() const = 0;
+};
+
 // An open regular file: descriptor, and size and mtime when it was opened.
-class FileSource final : public ByteSource {
+class FileSource final : public OpenFile {
 public:
     // Errors are "<reason>" (the caller adds the path).
     static Result<std::unique_ptr<FileSource>> open(const std::string& path);
@@ -94,11 +109,12 @@ public:
 
     ssize_t read_at(void* dst, size_t n, uint64_t offset) const override;
     uint64_t size() const override { return size_; }
-    int64_t mtime_ns() const { return mtime_ns_; }
-    const std::string& path() const { return path_; }
-    // Tells the kernel the file will be read sequentially (scans) or at random (indexed).
-    void advise_sequential() const;
-    void advise_random() const;
+    int64_t mtime_ns() const override { return mtime_ns_; }
+    const std::string& path() const override { return path_; }
+    uint64_t stored_size() const override { return size_; }
+    bool compressed() const override { return false; }
+    void advise_sequential() const override;
+    void advise_random() const override;
 
 private:
     FileSource() = default;

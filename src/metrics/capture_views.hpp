@@ -17,6 +17,7 @@
 #include "capture/views.hpp"
 #include "output/scrub.hpp"
 #include "output/writer.hpp"
+#include "store/compress.hpp"
 #include "store/index_service.hpp"
 
 namespace linecap {
@@ -33,6 +34,7 @@ struct CaptureViews {
     std::string output_directory;                 // statvfs target
     const RetentionCounters* retention = nullptr; // the writer's retention; null: zeros
     const store::IndexingCounters* indexing = nullptr;  // the background indexer; null: off
+    const store::CompressCounters* compressing = nullptr;  // the background compressor; null: off
     const ScrubCounters* scrub = nullptr;               // the background scrub; null: off
 };
 

@@ -37,6 +37,12 @@ std::optional<IndexingSample> sample_indexing(const store::IndexingCounters* c) 
                           static_cast<double>(load(c->busy_ns)) / 1e9};
 }
 
+std::optional<CompressSample> sample_compressing(const store::CompressCounters* c) {
+    if (c == nullptr) return std::nullopt;
+    return CompressSample{load(c->compressed_files), load(c->failed_files), load(c->pcap_bytes),
+                          load(c->compressed_bytes), static_cast<double>(load(c->cpu_ns)) / 1e9};
+}
+
 std::optional<ScrubSample> sample_scrub(const ScrubCounters* c) {
     if (c == nullptr) return std::nullopt;
     return ScrubSample{load(c->ok_files),         load(c->mismatched_files), load(c->missing_manifests),
@@ -144,6 +150,7 @@ void MetricsCollector::collect() {
     if (views_.backlog_blocks) next.backlog_blocks = views_.backlog_blocks();
     next.retention = sample_retention(views_.retention);
     next.indexing = sample_indexing(views_.indexing);
+    next.compressing = sample_compressing(views_.compressing);
     next.scrub = sample_scrub(views_.scrub);
 
     const std::lock_guard lock(mutex_);

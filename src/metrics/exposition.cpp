@@ -7,6 +7,7 @@
 
 #include "linecap_build.h"
 #include "output/scrub.hpp"
+#include "store/compress.hpp"
 #include "store/index_service.hpp"
 
 namespace linecap {
@@ -181,6 +182,17 @@ void add_indexing_families(std::vector<MetricFamily>& out, const IndexingSample&
     push(out, store::kIndexBusySecondsMetric, s.busy_seconds);
 }
 
+// Only with output.compress on.
+void add_compress_families(std::vector<MetricFamily>& out, const CompressSample& s) {
+    MetricFamily files = family(store::kCompressFilesMetric);
+    add_counter(files, {{"result", "compressed"}}, s.compressed_files);
+    add_counter(files, {{"result", "failed"}}, s.failed_files);
+    out.push_back(std::move(files));
+    push(out, store::kCompressSourceBytesMetric, static_cast<double>(s.pcap_bytes));
+    push(out, store::kCompressBytesMetric, static_cast<double>(s.compressed_bytes));
+    push(out, store::kCompressCpuSecondsMetric, s.cpu_seconds);
+}
+
 // Only with output.scrub.enabled.
 void add_scrub_families(std::vector<MetricFamily>& out, const ScrubSample& s) {
     MetricFamily files = family(kScrubFilesMetric);
@@ -208,6 +220,7 @@ void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& 
     if (snapshot.write_latency) out.push_back(write_latency(*snapshot.write_latency));
     add_retention_families(out, snapshot.retention);
     if (snapshot.indexing) add_indexing_families(out, *snapshot.indexing);
+    if (snapshot.compressing) add_compress_families(out, *snapshot.compressing);
     if (snapshot.scrub) add_scrub_families(out, *snapshot.scrub);
 }
 

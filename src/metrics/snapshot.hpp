@@ -68,6 +68,15 @@ struct IndexingSample {
     double busy_seconds = 0;
 };
 
+// The background compressor (store/compress.hpp); absent when output.compress is off.
+struct CompressSample {
+    uint64_t compressed_files = 0;
+    uint64_t failed_files = 0;
+    uint64_t pcap_bytes = 0;
+    uint64_t compressed_bytes = 0;
+    double cpu_seconds = 0;
+};
+
 // The background scrub (output/scrub.hpp); absent when output.scrub.enabled is off.
 struct ScrubSample {
     uint64_t ok_files = 0;
@@ -93,6 +102,7 @@ struct MetricsSnapshot {
     uint64_t backlog_blocks = 0;
     RetentionSample retention;
     std::optional<IndexingSample> indexing;
+    std::optional<CompressSample> compressing;
     std::optional<ScrubSample> scrub;
 };
 

@@ -6,8 +6,12 @@
 #include <algorithm>
 #include <cstring>
 #include <span>
+#include <vector>
 
+#include "format/zstd_seekable.hpp"
+#include "output/layout.hpp"
 #include "output/sha256.hpp"
+#include "util/stat_time.hpp"
 
 namespace linecap {
 namespace {
@@ -63,19 +67,35 @@ CaptureScan scan_capture(int fd, ScanOptions options) {
         scan.io = IoStatus::failure("stat", errno);
         return scan;
     }
-    scan.file_bytes = static_cast<uint64_t>(st.st_size);
-    const Mapping map(fd, scan.file_bytes);
+    const Mapping map(fd, static_cast<uint64_t>(st.st_size));
     if (map.error() != 0) {
         scan.io = IoStatus::failure("mmap", map.error());
         return scan;
     }
-    const std::span<const uint8_t> bytes = map.bytes();
+    if (options.hash) map.sequential();
+    return scan_capture(format::MemorySource(map.bytes()), options);
+}
 
+CaptureScan scan_capture(const format::ByteSource& source, ScanOptions options) {
+    CaptureScan scan;
+    scan.file_bytes = source.size();
     if (options.hash) {
-        map.sequential();
         Sha256 hash;
-        for (size_t at = 0; at < bytes.size(); at += kHashChunk)
-            hash.update(bytes.subspan(at, std::min(kHashChunk, bytes.size() - at)));
+        if (const uint8_t* memory = source.contiguous()) {
+            for (uint64_t at = 0; at < scan.file_bytes; at += kHashChunk)
+                hash.update({memory + at, static_cast<size_t>(std::min<uint64_t>(kHashChunk, scan.file_bytes - at))});
+        } else {
+            std::vector<uint8_t> chunk(kHashChunk);
+            for (uint64_t at = 0; at < scan.file_bytes;) {
+                const ssize_t n = source.read_at(chunk.data(), chunk.size(), at);
+                if (n <= 0) {
+                    scan.io = IoStatus::failure("read", n < 0 ? errno : EIO);
+                    return scan;
+                }
+                hash.update({chunk.data(), static_cast<size_t>(n)});
+                at += static_cast<uint64_t>(n);
+            }
+        }
         if (hash.ok()) {
             const Sha256::Digest d = hash.finish();
             if (hash.ok()) scan.sha256 = Sha256::hex(d);
@@ -86,13 +106,13 @@ CaptureScan scan_capture(int fd, ScanOptions options) {
         }
     }
 
-    if (bytes.size() >= 4) {
+    uint8_t first[4];
+    if (source.read_at(first, sizeof first, 0) == static_cast<ssize_t>(sizeof first)) {
         uint32_t magic;
-        std::memcpy(&magic, bytes.data(), sizeof magic);
+        std::memcpy(&magic, first, sizeof magic);
         if (auto kind = format::kind_of_magic(magic))
             scan.format = *kind == format::FileKind::pcapng ? CaptureFormat::pcapng : CaptureFormat::pcap;
     }
-    const format::MemorySource source(bytes);
     auto header = format::read_header(source);
     if (!header) {
         scan.header_problem = header.error().message;
@@ -125,6 +145,35 @@ CaptureScan scan_capture(int fd, ScanOptions options) {
     if (reader.failed()) scan.record_problem = reader.error();
     scan.statistics = reader.statistics();
     return scan;
+}
+
+Result<std::unique_ptr<format::OpenFile>> open_stored_capture(const std::string& capture_path) {
+    auto plain = format::FileSource::open(capture_path);
+    if (plain) return std::unique_ptr<format::OpenFile>(std::move(plain.value()));
+    const std::string compressed = layout::compressed_name(capture_path);
+    struct stat st {};
+    if (::stat(compressed.c_str(), &st) != 0) return plain.error();
+    auto file = format::open_capture_file(compressed);
+    if (!file) return file.error().context(compressed);
+    return std::move(file.value());
+}
+
+std::optional<StoredStat> stat_stored_capture(const std::string& capture_path) {
+    struct stat st {};
+    if (::stat(capture_path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+        return StoredStat{static_cast<uint64_t>(st.st_size), static_cast<uint64_t>(st.st_size), stat_mtime_ns(st),
+                          stat_ctime_ns(st), false};
+    const std::string compressed = layout::compressed_name(capture_path);
+    if (::stat(compressed.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    auto file = format::open_capture_file(compressed);
+    if (!file) return std::nullopt;
+    return StoredStat{file.value()->size(), static_cast<uint64_t>(st.st_size), stat_mtime_ns(st), stat_ctime_ns(st),
+                      true};
+}
+
+bool capture_stored(const std::string& capture_path) {
+    struct stat st {};
+    return ::stat(capture_path.c_str(), &st) == 0 || ::stat(layout::compressed_name(capture_path).c_str(), &st) == 0;
 }
 
 }  // namespace linecap

@@ -6,18 +6,21 @@
 //
 // Used by startup recovery (where to cut an in-progress file), by `linecapd verify`
 // (re-hash and re-count a finished file), by manifests of recovered files and by the
-// retention inventory (first packet of a file without a manifest). A record the reader
+// retention inventory (first packet of a file without a manifest), for compressed files
+// too (through their decompressed bytes). A record the reader
 // refuses in strict mode (truncated, zero-filled, or not what linecapd writes: len 0,
 // caplen > len or > snaplen, a fraction out of range) ends the valid prefix: that catches
 // the zero-filled or garbage tail a file system can leave after a crash.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "format/capture_reader.hpp"
 #include "output/io_status.hpp"
+#include "util/result.hpp"
 
 namespace linecap {
 
@@ -53,5 +56,27 @@ struct ScanOptions {
 };
 
 CaptureScan scan_capture(int fd, ScanOptions options = {});
+// The same over any source (a compressed file's decompressed bytes: file_bytes, the hash
+// and the records are those of the capture file it holds).
+CaptureScan scan_capture(const format::ByteSource& source, ScanOptions options = {});
+
+// Opens a finished capture file as stored: `capture_path` ("dir/x.pcap"), or when that
+// is gone its compressed form (layout::compressed_name: a compression finished
+// meanwhile). Errors: "<reason>" (the caller adds the path).
+Result<std::unique_ptr<format::OpenFile>> open_stored_capture(const std::string& capture_path);
+
+// What stat says of a finished capture file as stored (plain, else compressed): the size
+// of its capture bytes (a compressed file's from its seek table), the stored file's
+// mtime and ctime. nullopt when neither is there (or the seek table is unreadable).
+struct StoredStat {
+    uint64_t size = 0;
+    uint64_t stored_size = 0;
+    int64_t mtime_ns = 0;
+    int64_t ctime_ns = 0;
+    bool compressed = false;
+};
+std::optional<StoredStat> stat_stored_capture(const std::string& capture_path);
+// Whether the capture file is stored, plain or compressed.
+bool capture_stored(const std::string& capture_path);
 
 }  // namespace linecap

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>  // renameat2
 #include <ctime>
 #include <utility>
@@ -21,6 +22,7 @@ constexpr std::string_view kManifestSuffix = ".manifest";
 constexpr std::string_view kIndexSuffix = ".idx";
 constexpr std::string_view kDamagedSuffix = ".damaged";
 constexpr std::string_view kCorruptSuffix = ".corrupt";
+constexpr std::string_view kCompressedSuffix = ".zst";
 constexpr std::string_view kRecovered = "recovered";
 constexpr std::string_view kTemporaryInfix = ".tmp.";
 constexpr size_t kTemporaryUniqueChars = 6;
@@ -32,7 +34,8 @@ constexpr std::string_view kUniqueAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefgh
 constexpr size_t decimal_digits(unsigned v) { return v < 10 ? 1 : 1 + decimal_digits(v / 10); }
 constexpr size_t kAlternativeBytes = 1 + decimal_digits(kMaxAlternatives - 1);  // "-999"
 constexpr size_t kMaxAffixBytes = kHidden.size() + kAlternativeBytes + 1 + kRecovered.size() + kAlternativeBytes +
-                                  kPcapng.size() + kManifestSuffix.size() + kTemporaryInfix.size() +
+                                  kPcapng.size() + std::max(kManifestSuffix.size(), kCompressedSuffix.size()) +
+                                  kTemporaryInfix.size() +
                                   kTemporaryUniqueChars;
 static_assert(kMaxFileStemBytes + kMaxAffixBytes <= NAME_MAX,
               "config/file_template.hpp's kMaxFileStemBytes leaves no room for the directory's affixes");
@@ -166,8 +169,23 @@ std::optional<std::string> capture_name_of_damaged_marker(std::string_view name)
     return without_suffix(name, kDamagedSuffix);
 }
 
-std::array<std::string, 3> sidecar_names(std::string_view capture) {
-    return {manifest_name(capture), index_name(capture), damaged_marker_name(capture)};
+std::array<std::string, 4> sidecar_names(std::string_view capture) {
+    return {manifest_name(capture), index_name(capture), damaged_marker_name(capture), compressed_name(capture)};
+}
+
+// --- compressed capture files ---------------------------------------------------------
+
+std::string compressed_name(std::string_view capture) { return with_suffix(capture, kCompressedSuffix); }
+
+std::optional<std::string> capture_name_of_compressed(std::string_view name) {
+    std::optional<std::string> capture = without_suffix(name, kCompressedSuffix);
+    if (capture && !is_capture_name(*capture)) return std::nullopt;
+    return capture;
+}
+
+std::optional<std::string> stored_capture_name(std::string_view name) {
+    if (is_capture_name(name)) return std::string(name);
+    return capture_name_of_compressed(name);
 }
 
 // --- temporaries ----------------------------------------------------------------------

@@ -9,6 +9,10 @@
 //   STEM.pcap.manifest         its manifest (output/manifest.hpp)
 //   STEM.pcap.idx              its retrieval index (store/index_format.hpp)
 //   STEM.pcap.corrupt          not a capture file: moved aside by recovery
+//   STEM.pcap.zst              the capture file compressed (output.compress: zstd's
+//                              seekable format, format/zstd_seekable.hpp); it replaces
+//                              STEM.pcap, whose sidecars keep their names. While both
+//                              exist (a compression not finished) STEM.pcap is the file
 //   .FINAL.tmp.XXXXXX          a temporary of AtomicFile, renamed to FINAL when complete
 //
 // Sidecar names (manifest, index) are the capture file's name plus a suffix, so the
@@ -83,8 +87,20 @@ std::optional<std::string> capture_name_of_index(std::string_view name);
 // (output/scrub.hpp) and read by `linecap extract`, `linecap stats` and `linecapd verify`.
 std::string damaged_marker_name(std::string_view capture);  // "x.pcap" → "x.pcap.damaged"
 std::optional<std::string> capture_name_of_damaged_marker(std::string_view name);
-// Every sidecar of a capture file: deleted with it, counted with it.
-std::array<std::string, 3> sidecar_names(std::string_view capture);
+// Every sidecar of a capture file, and its compressed form: deleted with it, counted
+// with it.
+std::array<std::string, 4> sidecar_names(std::string_view capture);
+
+// --- compressed capture files ---------------------------------------------------------
+
+// "x.pcap" → "x.pcap.zst" (a name or a path).
+std::string compressed_name(std::string_view capture);
+// "x.pcap.zst" → "x.pcap"; nullopt if `name` is not the compressed form of a capture name.
+std::optional<std::string> capture_name_of_compressed(std::string_view name);
+// The capture file a directory entry stores: "x.pcap" for "x.pcap" and "x.pcap.zst";
+// nullopt for anything else. Listings take each capture name once (the plain file when
+// both exist).
+std::optional<std::string> stored_capture_name(std::string_view name);
 
 // Where the scrub keeps its progress across restarts. Not hidden: hidden names in the
 // capture directory are files in progress and temporaries, which this is not.

@@ -144,6 +144,11 @@ std::string to_json(const Manifest& m) {
     if (m.seq) j["seq"] = *m.seq;
     j["recovered"] = m.recovered;
     j["linecap_version"] = m.linecap_version;
+    if (m.compressed)
+        j["compressed"] = Json{{"file", m.compressed->file},
+                               {"format", ManifestCompressed::kFormat},
+                               {"size", m.compressed->size},
+                               {"sha256", m.compressed->sha256}};
     // A name that is not UTF-8 (the directory may hold any bytes) must not make the writer
     // throw: such bytes are written as U+FFFD, and verify then reports the name mismatch.
     return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
@@ -203,6 +208,20 @@ Result<Manifest> parse_manifest(std::string_view text) {
     m.seq = f.number("seq", false);
     m.recovered = f.boolean("recovered").value_or(false);
     m.linecap_version = f.text("linecap_version", false).value_or("");
+    if (const Json* c = f.object("compressed")) {
+        Fields cf(*c, "compressed: ");
+        ManifestCompressed compressed;
+        compressed.file = cf.text("file", true).value_or("");
+        const std::string format = cf.text("format", true).value_or("");
+        compressed.size = cf.number("size", true).value_or(0);
+        compressed.sha256 = cf.text("sha256", true).value_or("");
+        if (cf.problem().empty() && format != ManifestCompressed::kFormat)
+            cf.note("\"format\" is '" + format.substr(0, 16) + "', not " + ManifestCompressed::kFormat);
+        if (cf.problem().empty() && !is_hex_digest(compressed.sha256))
+            cf.note("\"sha256\" is not 64 lower-case hex digits");
+        f.note(cf.problem());
+        m.compressed = std::move(compressed);
+    }
     if (f.problem().empty() && !is_hex_digest(m.sha256)) f.note("\"sha256\" is not 64 lower-case hex digits");
     if (f.problem().empty() && m.format != "pcap" && m.format != "pcapng")
         f.note("\"format\" is '" + m.format.substr(0, 16) + "', not pcap or pcapng");

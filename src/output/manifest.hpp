@@ -24,7 +24,13 @@
 //     "recovered": false,                                  true: finished by crash recovery;
 //                                                          then drops/received/span/run/seq
 //                                                          are absent (not known)
-//     "linecap_version": "0.1.0"
+//     "linecap_version": "0.1.0",
+//     "compressed": {                                      only once output.compress has
+//       "file": "…pcap.zst",                               replaced the file by its
+//       "format": "zstd-seekable",                         compressed form (layout.hpp);
+//       "size": 312000,                                    "size" and "sha256" above stay
+//       "sha256": "…"                                      those of the pcap bytes, these
+//     }                                                    are of the .zst file
 //   }
 //
 // Drops, received and filtered cover the file's span, exactly as the pcapng ISB does
@@ -65,6 +71,15 @@ struct ManifestStream {
     bool operator==(const ManifestStream&) const = default;
 };
 
+// The compressed form of a capture file (output.compress, store/compress.hpp).
+struct ManifestCompressed {
+    static constexpr const char* kFormat = "zstd-seekable";
+    std::string file;
+    uint64_t size = 0;
+    std::string sha256;
+    bool operator==(const ManifestCompressed&) const = default;
+};
+
 struct Manifest {
     static constexpr uint64_t kVersion = 1;
 
@@ -85,6 +100,7 @@ struct Manifest {
     std::optional<uint64_t> seq;
     bool recovered = false;
     std::string linecap_version;
+    std::optional<ManifestCompressed> compressed;
 
     bool operator==(const Manifest&) const = default;
 };

@@ -44,6 +44,11 @@ struct HiddenNames {
     // at start without an age check (unlike `linecap index`, which waits an hour): the
     // daemon owns its output directory, and a kill leaves its indexer's temporary behind.
     std::vector<std::string> temporaries;
+    // Compressed files (NAME.zst) beside their capture file: a compression a kill
+    // interrupted after the compressed file was complete but before the capture file was
+    // deleted (store/compress.hpp). Not hidden, but handled here with the rest a kill
+    // leaves behind.
+    std::vector<std::string> compressed;
 };
 
 Result<HiddenNames> hidden_names(const std::string& directory) {
@@ -55,6 +60,7 @@ Result<HiddenNames> hidden_names(const std::string& directory) {
     while (const dirent* entry = ::readdir(dir)) {
         if (layout::final_name_of_in_progress(entry->d_name)) names.in_progress.emplace_back(entry->d_name);
         else if (layout::final_name_of_temporary(entry->d_name)) names.temporaries.emplace_back(entry->d_name);
+        else if (layout::capture_name_of_compressed(entry->d_name)) names.compressed.emplace_back(entry->d_name);
     }
     ::closedir(dir);
     std::sort(names.in_progress.begin(), names.in_progress.end());
@@ -120,16 +126,8 @@ private:
                           scan.io.ok() ? "the file does not read back completely" : scan.io.message());
             return false;
         }
-        Manifest m;
-        m.file = name;
-        m.format = to_string(scan.format);
-        m.size = scan.file_bytes;
-        m.sha256 = scan.sha256;
-        m.packets = scan.packets;
-        m.first_ns = scan.first_ns;
-        m.last_ns = scan.last_ns;
+        Manifest m = manifest_from_scan(name, scan);
         m.recovered = true;
-        m.linecap_version = LINECAP_VERSION;
         // pcapng names its interface "<port>:<queue>"; pcap files carry no stream identity.
         if (const size_t colon = scan.interface_name.rfind(':'); colon != std::string::npos) {
             char* end = nullptr;
@@ -179,6 +177,19 @@ private:
 
 }  // namespace
 
+Manifest manifest_from_scan(const std::string& name, const CaptureScan& scan) {
+    Manifest m;
+    m.file = name;
+    m.format = to_string(scan.format);
+    m.size = scan.file_bytes;
+    m.sha256 = scan.sha256;
+    m.packets = scan.packets;
+    m.first_ns = scan.first_ns;
+    m.last_ns = scan.last_ns;
+    m.linecap_version = LINECAP_VERSION;
+    return m;
+}
+
 size_t RecoveryReport::count(RecoveredFile::Outcome outcome) const {
     return static_cast<size_t>(
         std::count_if(files.begin(), files.end(), [&](const RecoveredFile& f) { return f.outcome == outcome; }));
@@ -201,6 +212,25 @@ Result<RecoveryReport> recover_in_progress(const std::string& directory, Recover
     }
 
     RecoveryReport report;
+    // An interrupted compression is undone: the capture file is what the manifest's
+    // "size" and "sha256" describe and stays; the compressed copy goes (the compressor
+    // makes it again), and so does its entry in the manifest, if it was written.
+    for (const std::string& compressed : names->compressed) {
+        const std::string capture = *layout::capture_name_of_compressed(compressed);
+        if (!name_exists(dir_fd.get(), capture)) continue;  // the compression was finished
+        if (::unlinkat(dir_fd.get(), compressed.c_str(), 0) != 0) {
+            spdlog::warn("recovery: cannot remove {}/{}: {}", directory, compressed, errno_text(errno));
+            continue;
+        }
+        spdlog::info("recovery: {}/{}: compression interrupted; the compressed copy was removed, {} is kept",
+                     directory, compressed, capture);
+        report.compressions_undone.push_back(compressed);
+        ManifestRead read = read_manifest(dir_fd.get(), capture);
+        if (!read.ok() || !read.manifest.compressed) continue;
+        read.manifest.compressed.reset();
+        if (const IoStatus written = write_manifest(dir_fd.get(), read.manifest); !written.ok())
+            spdlog::error("recovery: {}/{}: {}", directory, layout::manifest_name(capture), written.message());
+    }
     Recoverer recoverer(directory, dir_fd.get(), options);
     for (const std::string& name : names->in_progress) report.files.push_back(recoverer.recover(name));
     return report;

@@ -8,8 +8,9 @@
 // file has no Interface Statistics Block (the daemon died before writing it), which is
 // logged: its drop counts are unknown. With manifests on, a recovered file gets one,
 // computed from the file and marked "recovered": true (no drops, span or sequence).
-// Stale temporaries of layout::AtomicFile (manifests and indexes a kill interrupted) are
-// removed.
+// Stale temporaries of layout::AtomicFile (manifests, indexes and compressed files a kill
+// interrupted) are removed, and so is a compressed file whose capture file is still there
+// (the compression was not finished: the capture file stays; store/compress.hpp).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "output/capture_scan.hpp"
+#include "output/manifest.hpp"
 #include "output/io_status.hpp"
 #include "util/result.hpp"
 
@@ -46,12 +48,18 @@ struct RecoveredFile {
 
 struct RecoveryReport {
     std::vector<RecoveredFile> files;  // in name order
+    std::vector<std::string> compressions_undone;  // "x.pcap.zst" removed: x.pcap is kept
     size_t count(RecoveredFile::Outcome outcome) const;
 };
 
 struct RecoveryOptions {
     bool write_manifests = false;    // output.manifest
 };
+
+// The manifest of a finished file computed from the file itself (`scan` with its hash):
+// name, format, size, SHA-256, packets, first and last packet; nothing about drops, span
+// or stream. What recovery writes for a recovered file (then marked "recovered").
+Manifest manifest_from_scan(const std::string& name, const CaptureScan& scan);
 
 // Errors only when the directory cannot be read; a file that cannot be handled is
 // reported as failed and the rest are still processed.

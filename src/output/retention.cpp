@@ -174,9 +174,11 @@ void RetentionManager::refresh_bytes(const std::string& name) {
     if (it == first_ns_by_name_.end()) return;  // deleted meanwhile, or not ours
     const auto node = by_age_.find(Key{it->second, name});
     if (node == by_age_.end()) return;
+    // A compressed file (NAME.zst, a "sidecar") has replaced the plain one, or is about to.
     struct stat st {};
-    if (::fstatat(dir_fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
-    const uint64_t bytes = bytes_with_sidecars(name, static_cast<uint64_t>(st.st_size));
+    const bool plain = ::fstatat(dir_fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!plain && ::fstatat(dir_fd_, layout::compressed_name(name).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+    const uint64_t bytes = bytes_with_sidecars(name, plain ? static_cast<uint64_t>(st.st_size) : 0);
     stored_bytes_ = stored_bytes_ - std::min(stored_bytes_, node->second.bytes) + bytes;
     node->second.bytes = bytes;
 }
@@ -219,18 +221,21 @@ void RetentionManager::scan() {
                       config_.directory, errno_text(errno));
         return;
     }
-    std::vector<std::string> names;
+    std::set<std::string> names;  // a compressed file counts under its capture name
     while (const dirent* entry = ::readdir(dir))
-        if (layout::is_capture_name(entry->d_name)) names.emplace_back(entry->d_name);
+        if (const auto capture = layout::stored_capture_name(entry->d_name)) names.insert(*capture);
     ::closedir(dir);
 
     for (const std::string& name : names) {
         if (first_ns_by_name_.contains(name)) continue;  // reported by the writer meanwhile
         struct stat st {};
-        if (::fstatat(dir_fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        bool plain = ::fstatat(dir_fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+        if (!plain && ::fstatat(dir_fd_, layout::compressed_name(name).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (!S_ISREG(st.st_mode)) continue;
         FinishedFile f;
         f.name = name;
-        f.bytes = bytes_with_sidecars(name, static_cast<uint64_t>(st.st_size));
+        f.bytes = bytes_with_sidecars(name, plain ? static_cast<uint64_t>(st.st_size) : 0);
         const uint64_t mtime = static_cast<uint64_t>(std::max<int64_t>(stat_mtime_ns(st), 0));
         const ManifestRead m = read_manifest(dir_fd_, name);
         if (!m.ok() && m.state != ManifestRead::State::missing)
@@ -241,9 +246,8 @@ void RetentionManager::scan() {
             f.last_ns = m.manifest.last_ns;
         } else {
             f.first_ns = f.last_ns = mtime;
-            UniqueFd file(::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-            if (file) {
-                const CaptureScan s = scan_capture(file.get(), ScanOptions{.first_packet_only = true});
+            if (auto file = open_stored_capture(config_.directory + "/" + name)) {
+                const CaptureScan s = scan_capture(*file.value(), ScanOptions{.first_packet_only = true});
                 if (s.io.ok() && s.packets > 0) f.first_ns = std::min(s.first_ns, mtime);
             }
         }

@@ -42,6 +42,11 @@ bool exists_at(int dir_fd, const std::string& name) {
     return ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+// The capture file `name` is stored, plain or compressed.
+bool stored_at(int dir_fd, const std::string& name) {
+    return exists_at(dir_fd, name) || exists_at(dir_fd, compressed_name(name));
+}
+
 // Calls `each(name)` for every entry of the directory. Opened afresh each time: a dup of
 // dir_fd would share its read position with every earlier listing.
 template <typename Each>
@@ -170,7 +175,7 @@ void Scrubber::count_markers() {
     uint64_t markers = 0;
     const bool listed = for_each_entry(dir_fd_, [&](const char* name) {
         const std::optional<std::string> capture = capture_name_of_damaged_marker(name);
-        if (capture && exists_at(dir_fd_, *capture)) ++markers;
+        if (capture && stored_at(dir_fd_, *capture)) ++markers;
     });
     if (!listed) return;
     counters_.damaged_files.store(markers, std::memory_order_relaxed);
@@ -191,7 +196,7 @@ void Scrubber::set_marker(const std::string& name, const std::string& why) {
         spdlog::warn("scrub: {}/{}: {}", options_.directory, marker, errno_text(errno));  // the marker's presence is what counts
     fd.reset();
     // Retention may have deleted the capture file (and missed the marker) meanwhile.
-    if (!exists_at(dir_fd_, name)) {
+    if (!stored_at(dir_fd_, name)) {
         ::unlinkat(dir_fd_, marker.c_str(), 0);
         return;
     }
@@ -218,15 +223,20 @@ ScrubResult Scrubber::check(const std::string& name, uint64_t done_before, uint6
         counter.fetch_add(1, std::memory_order_relaxed);
         return result;
     };
-    if (!exists_at(dir_fd_, name)) return ScrubResult::vanished;
+    // What is stored for `name`: the plain file, or its compressed form (whose own bytes
+    // are checked against the manifest's "compressed": they were checked to decompress
+    // to the pcap bytes before the plain file was deleted, store/compress.hpp).
+    const std::string stored = exists_at(dir_fd_, name) ? name : compressed_name(name);
+    const bool compressed = stored != name;
+    if (!exists_at(dir_fd_, stored)) return ScrubResult::vanished;
     if (!exists_at(dir_fd_, manifest_name(name))) {
-        if (!exists_at(dir_fd_, name)) return ScrubResult::vanished;  // retention took both
+        if (!exists_at(dir_fd_, stored)) return ScrubResult::vanished;  // retention took both
         spdlog::debug("scrub: {}/{} has no manifest; not checked", options_.directory, name);
         return count(counters_.missing_manifests, ScrubResult::no_manifest);
     }
     const ManifestRead read = read_manifest(dir_fd_, name);
     if (!read.ok()) {
-        if (!exists_at(dir_fd_, name)) return ScrubResult::vanished;
+        if (!exists_at(dir_fd_, stored)) return ScrubResult::vanished;
         if (read.state == ManifestRead::State::missing)  // retention took it meanwhile
             return count(counters_.missing_manifests, ScrubResult::no_manifest);
         spdlog::warn("scrub: {}/{}: manifest unusable, the file cannot be checked: {}", options_.directory, name,
@@ -236,10 +246,10 @@ ScrubResult Scrubber::check(const std::string& name, uint64_t done_before, uint6
     const Manifest& manifest = read.manifest;
 
     bool direct = true;
-    UniqueFd fd(::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT));
+    UniqueFd fd(::openat(dir_fd_, stored.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT));
     if (!fd && errno == EINVAL) {  // the file system does not do O_DIRECT (tmpfs)
         direct = false;
-        fd.reset(::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+        fd.reset(::openat(dir_fd_, stored.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     }
     if (!fd) {
         if (errno == ENOENT) return ScrubResult::vanished;
@@ -260,7 +270,7 @@ ScrubResult Scrubber::check(const std::string& name, uint64_t done_before, uint6
             n = ::pread(fd.get(), buffer_.get(), chunk, static_cast<off_t>(offset));
         } while (n < 0 && errno == EINTR);
         if (n < 0) {
-            spdlog::error("scrub: {}/{}: read at offset {}: {}", options_.directory, name, offset, errno_text(errno));
+            spdlog::error("scrub: {}/{}: read at offset {}: {}", options_.directory, stored, offset, errno_text(errno));
             return count(counters_.unreadable_files, ScrubResult::unreadable);
         }
         hash.update({buffer_.get(), static_cast<size_t>(n)});
@@ -274,9 +284,10 @@ ScrubResult Scrubber::check(const std::string& name, uint64_t done_before, uint6
     }
     if (!hash.ok()) return count(counters_.unreadable_files, ScrubResult::unreadable);
     const std::string sha256 = Sha256::hex(hash.finish());
-    if (!exists_at(dir_fd_, name)) return ScrubResult::vanished;  // deleted by retention while it was read
+    if (!exists_at(dir_fd_, stored)) return ScrubResult::vanished;  // deleted (retention, compression) while read
 
-    const std::vector<std::string> diffs = content_differences(manifest, offset, sha256);
+    const std::vector<std::string> diffs = compressed ? compressed_differences(manifest, stored, offset, sha256)
+                                                      : content_differences(manifest, offset, sha256);
     if (diffs.empty()) {
         clear_marker(name);
         return count(counters_.ok_files, ScrubResult::ok);
@@ -299,8 +310,12 @@ bool Scrubber::run_pass() {
     std::vector<Listed> files;
     const bool listed = for_each_entry(dir_fd_, [&](const char* name) {
         struct stat st {};
-        if (is_capture_name(name) && ::fstatat(dir_fd_, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-            files.push_back(Listed{name, static_cast<uint64_t>(st.st_size)});
+        // A compressed file is listed under its capture name (unless the plain one is
+        // still there); check() reads whichever is stored.
+        const std::optional<std::string> capture = stored_capture_name(name);
+        if (capture && (*capture == name || !exists_at(dir_fd_, *capture)) &&
+            ::fstatat(dir_fd_, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+            files.push_back(Listed{*capture, static_cast<uint64_t>(st.st_size)});
     });
     if (!listed) {
         spdlog::error("scrub: {}: {}", options_.directory, errno_text(errno));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/values.hpp"
+#include "format/zstd_seekable.hpp"
 #include "output/capture_scan.hpp"
 #include "output/layout.hpp"
 #include "output/manifest.hpp"
@@ -106,6 +107,19 @@ std::vector<std::string> content_differences(const Manifest& manifest, uint64_t 
     return diffs;
 }
 
+std::vector<std::string> compressed_differences(const Manifest& manifest, const std::string& file, uint64_t size,
+                                               const std::string& sha256) {
+    std::vector<std::string> diffs;
+    if (!manifest.compressed) {
+        diffs.push_back("compressed: the manifest does not describe " + file);
+        return diffs;
+    }
+    differ(diffs, "compressed file", file, manifest.compressed->file);
+    differ(diffs, "compressed size", std::to_string(size), std::to_string(manifest.compressed->size));
+    differ(diffs, "compressed sha256", sha256, manifest.compressed->sha256);
+    return diffs;
+}
+
 Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::function<void(const std::string&)>& out) {
     UniqueFd dir_fd(::open(options.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dir_fd) return runtime_error(options.directory + ": " + errno_text(errno));
@@ -115,18 +129,26 @@ Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::f
     VerifyReport report;
     while (const dirent* entry = ::readdir(dir)) {
         const std::string name = entry->d_name;
-        if (layout::is_capture_name(name)) captures.insert(name);
+        if (const auto capture = layout::stored_capture_name(name)) captures.insert(*capture);
         else if (layout::capture_name_of_manifest(name)) manifests.insert(name);
         else if (layout::final_name_of_in_progress(name)) ++report.in_progress;
     }
     ::closedir(dir);
 
     std::map<std::string, std::vector<Link>> streams;
-    for (const std::string& name : captures) {
-        struct stat st {};
-        if (::fstatat(dir_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+    for (const std::string& capture : captures) {
+        // The plain file while it exists (a compression not finished), else the
+        // compressed one: its own bytes are checked against the manifest's "compressed",
+        // and its decompressed bytes like a plain file's.
+        const auto regular = [&](const std::string& n) {
+            struct stat st {};
+            return ::fstatat(dir_fd.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+        };
+        const bool compressed = !regular(capture);
+        const std::string name = compressed ? layout::compressed_name(capture) : capture;
+        if (compressed && !regular(name)) continue;
         ++report.files;
-        const std::optional<std::string> marker = read_damaged_marker(dir_fd.get(), name);
+        const std::optional<std::string> marker = read_damaged_marker(dir_fd.get(), capture);
         if (marker) {
             ++report.damaged;
             out("DAMAGED " + name + ": marked by the scrub" + (marker->empty() ? "" : " (" + *marker + ")"));
@@ -137,7 +159,27 @@ Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::f
             out("INVALID " + name + ": " + errno_text(errno));
             continue;
         }
-        const CaptureScan scan = scan_capture(fd.get(), ScanOptions{.hash = true});
+        CaptureScan stored;  // compressed: the .zst file's own bytes
+        CaptureScan scan;
+        if (compressed) {
+            stored = scan_capture(fd.get(), ScanOptions{.hash = true});
+            auto source = format::open_capture_file(options.directory + "/" + name);
+            if (!stored.io.ok() || !source) {
+                ++report.invalid;
+                out("INVALID " + name + ": " + (stored.io.ok() ? source.error().message : stored.io.message()));
+                continue;
+            }
+            scan = scan_capture(*source.value(), ScanOptions{.hash = true});
+            if (!scan.io.ok()) {
+                const auto* seekable = dynamic_cast<const format::SeekableSource*>(source.value().get());
+                ++report.invalid;
+                out("INVALID " + name + ": " + scan.io.message() +
+                    (seekable && !seekable->last_error().empty() ? " (" + seekable->last_error() + ")" : ""));
+                continue;
+            }
+        } else {
+            scan = scan_capture(fd.get(), ScanOptions{.hash = true});
+        }
         if (!scan.io.ok()) {
             ++report.invalid;
             out("INVALID " + name + ": " + scan.io.message());
@@ -156,14 +198,14 @@ Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::f
                 " packets)");
         }
 
-        const std::string mname = layout::manifest_name(name);
+        const std::string mname = layout::manifest_name(capture);
         if (!manifests.contains(mname)) {
             ++report.missing_manifests;
             out("NO-MANIFEST " + name);
             continue;
         }
         manifests.erase(mname);
-        ManifestRead read = read_manifest(dir_fd.get(), name);
+        ManifestRead read = read_manifest(dir_fd.get(), capture);
         if (!read.ok()) {
             ++report.bad_manifests;
             out("BAD-MANIFEST " + (read.state == ManifestRead::State::missing ? mname + ": removed meanwhile" : read.problem));
@@ -171,7 +213,10 @@ Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::f
         }
         const Manifest& m = read.manifest;
         std::vector<std::string> diffs = content_differences(m, scan.file_bytes, scan.sha256);
-        differ(diffs, "file", name, m.file);
+        differ(diffs, "file", capture, m.file);
+        if (compressed)
+            for (std::string& d : compressed_differences(m, name, stored.file_bytes, stored.sha256))
+                diffs.push_back(std::move(d));
         if (scan.header_valid) {
             differ(diffs, "format", to_string(scan.format), m.format);
             differ(diffs, "packets", std::to_string(scan.packets), std::to_string(m.packets));

@@ -3,7 +3,10 @@
 // For every finished capture file (*.pcap, *.pcapng; hidden in-progress files are only
 // counted): the file is read back completely (every record/block complete and
 // plausible) and re-hashed, and size, SHA-256, packet count and first/last packet time
-// are compared with its manifest. Then, per stream (port, queue) and daemon run, the
+// are compared with its manifest. A compressed file (NAME.zst, output.compress) is
+// checked twice: its own bytes against the manifest's "compressed" size and SHA-256,
+// and its decompressed bytes like a plain file's (a frame that does not decompress is
+// INVALID). Then, per stream (port, queue) and daemon run, the
 // manifests' sequence numbers and spans show files that are missing, and runs that do not
 // follow each other show when the daemon was not capturing.
 //
@@ -65,6 +68,11 @@ struct VerifyReport {
 // per field ("sha256 <actual> (manifest: <expected>)"); empty when they match. What the
 // scrub marks a file for (output/scrub.hpp) and the core of verify's MISMATCH.
 std::vector<std::string> content_differences(const Manifest& manifest, uint64_t size, const std::string& sha256);
+
+// How a compressed file's own bytes (`file`, its name, `size`, `sha256`) differ from the
+// manifest's "compressed" entry (all of it when the manifest has none).
+std::vector<std::string> compressed_differences(const Manifest& manifest, const std::string& file, uint64_t size,
+                                               const std::string& sha256);
 
 // Writes the finding lines and the summary through `out` (one line each, no newline).
 Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::function<void(const std::string&)>& out);

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <map>
+#include <set>
 
 #include "store/time_spec.hpp"
 #include "util/errno_text.hpp"
+#include "output/capture_scan.hpp"
 #include "output/io_status.hpp"
 #include "output/layout.hpp"
 
@@ -20,19 +22,26 @@ Result<Catalog> scan_catalog(const std::string& dir, const FileTemplate& file_te
     DIR* d = ::opendir(dir.c_str());
     if (!d) return runtime_error(dir + ": " + errno_text(errno));
     errno = 0;
+    std::set<std::string> names;  // a compressed file under its capture name, once
     while (const dirent* e = ::readdir(d)) {
         const std::string name = e->d_name;
         if (layout::final_name_of_in_progress(name)) ++cat.in_progress;
-        const std::optional<FileFormat> format = layout::capture_format(name);
-        if (!format) continue;
+        if (const auto capture = layout::stored_capture_name(name)) names.insert(*capture);
+    }
+    const int e = errno;
+    ::closedir(d);
+    if (e != 0) return runtime_error(dir + ": readdir: " + errno_text(e));
+    for (const std::string& name : names) {
         CaptureFileInfo f;
         f.name = name;
         f.path = dir + "/" + name;
-        f.pcapng = *format == FileFormat::pcapng;
-        struct stat st {};
-        if (::stat(f.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;  // vanished, or not a file
-        f.size = static_cast<uint64_t>(st.st_size);
-        f.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+        f.pcapng = layout::capture_format(name) == FileFormat::pcapng;
+        const std::optional<StoredStat> st = stat_stored_capture(f.path);
+        if (!st) continue;  // vanished, or not a file
+        f.size = st->size;
+        f.stored_size = st->stored_size;
+        f.compressed = st->compressed;
+        f.mtime_ns = st->mtime_ns;
         f.parsed = layout::parse_capture_name(file_template, name);
         if (f.parsed && f.parsed->has_stream)
             f.stream = f.parsed->port + "/q" + (f.parsed->queue >= 0 ? std::to_string(f.parsed->queue) : "?");
@@ -40,9 +49,6 @@ Result<Catalog> scan_catalog(const std::string& dir, const FileTemplate& file_te
             f.stream = name;
         cat.files.push_back(std::move(f));
     }
-    const int e = errno;
-    ::closedir(d);
-    if (e != 0) return runtime_error(dir + ": readdir: " + errno_text(e));
     std::sort(cat.files.begin(), cat.files.end(),
               [](const CaptureFileInfo& a, const CaptureFileInfo& b) { return a.name < b.name; });
 

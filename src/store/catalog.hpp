@@ -24,9 +24,11 @@ namespace linecap::store {
 
 struct CaptureFileInfo {
     std::string name;        // file name
-    std::string path;        // dir/name
+    std::string path;        // dir/name (open it with output/capture_scan.hpp's open_stored_capture)
     bool pcapng = false;     // by extension
-    uint64_t size = 0;
+    bool compressed = false; // stored as dir/name.zst (output.compress)
+    uint64_t size = 0;       // of the capture bytes (decompressed)
+    uint64_t stored_size = 0;  // on disk
     int64_t mtime_ns = 0;
     std::optional<ParsedName> parsed;  // nullopt: the name does not match the template
     std::string stream;      // "port/q<queue>" or, for an unmatched name, the name itself
@@ -41,8 +43,9 @@ struct Catalog {
     size_t in_progress = 0;              // files being written (ignored)
 };
 
-// Lists the finished capture files ("*.pcap", "*.pcapng", not hidden, regular) of `dir`
-// and derives each file's stream and time bounds. Errors: the directory cannot be read.
+// Lists the finished capture files ("*.pcap", "*.pcapng", not hidden, regular, or their
+// compressed form "*.pcap.zst", listed under the capture name) of `dir` and derives each
+// file's stream and time bounds. Errors: the directory cannot be read.
 Result<Catalog> scan_catalog(const std::string& dir, const FileTemplate& file_template);
 
 }  // namespace linecap::store

@@ -21,7 +21,11 @@
 #include "linecap_build.h"
 #include "output/io_status.hpp"
 #include "output/layout.hpp"
+#include "output/capture_scan.hpp"
+#include "output/manifest.hpp"
+#include "output/unique_fd.hpp"
 #include "store/catalog.hpp"
+#include "store/compress.hpp"
 #include "store/extract.hpp"
 #include "store/index_format.hpp"
 #include "store/stats.hpp"
@@ -38,6 +42,7 @@ usage:
                   [--format pcap|pcapng] [--no-index] [--accept-damaged] [-v]
   linecap index   --dir DIR [--force] [--jobs N] [--block-kb N] [-v]
   linecap stats   --dir DIR [--per-file] [--gaps N] [--gap-threshold SECONDS] [--json]
+  linecap compress --dir DIR [--level N] [-v]
   linecap --help | --version
 
   Every command also takes --template TEMPLATE (the daemon's output.file_template;
@@ -78,6 +83,15 @@ stats     Time span, files, bytes and packets per stream, the largest gaps betwe
           counts gaps longer than S seconds, default the configured rotation interval),
           drops per file where a manifest reports them, and the files the scrub
           marked damaged. --per-file lists every file; --json prints the same as JSON.
+compress  Replaces every finished capture file that has a manifest by its compressed
+          form NAME.zst, as the daemon does with output.compress: zstd's seekable
+          format (`zstd -d` gives back the exact file), frames cut at the blocks of
+          the file's index when it has a current one (run `linecap index` first), the
+          result read back and checked against the manifest's SHA-256 before the
+          original is deleted, the manifest extended with the compressed file's size
+          and SHA-256. extract, stats, index and `linecapd verify` read compressed
+          files like plain ones. --level N: zstd level 1..19 (default 3). Files
+          without a manifest are left as they are (named with -v).
 
 exit status: 0 ok; 1 some files could not be read (the rest was processed, the output
 is a valid pcap); 3 (extract) files were read whose bytes may not be what was captured,
@@ -93,7 +107,7 @@ struct Args {
 bool takes_value(const std::string& name) {
     static const char* with_value[] = {"--dir",  "--from",     "--to",   "--filter",        "-o",  "--format",
                                        "--output", "--template", "--config", "--jobs",      "--block-kb",
-                                       "--gaps", "--gap-threshold"};
+                                       "--gaps", "--gap-threshold", "--level"};
     for (const char* w : with_value)
         if (name == w) return true;
     return false;
@@ -400,7 +414,7 @@ int cmd_index(const Cli& cli) {
             const std::optional<std::string> temporary_of = layout::final_name_of_temporary(name);
             if (const auto capture = layout::capture_name_of_index(name)) {
                 const std::string pcap_path = c.dir + "/" + *capture;
-                if (::stat(pcap_path.c_str(), &st) != 0 && errno == ENOENT) {
+                if (!capture_stored(pcap_path)) {  // neither plain nor compressed
                     char magic[8] = {};
                     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
                     const bool ours = fd >= 0 && ::read(fd, magic, 8) == 8 && std::memcmp(magic, kIndexMagic, 8) == 0;
@@ -421,6 +435,58 @@ int cmd_index(const Cli& cli) {
                      100.0 * static_cast<double>(index_bytes) / static_cast<double>(pcap_bytes),
                      static_cast<unsigned long long>(index_bytes), static_cast<unsigned long long>(pcap_bytes),
                      seconds > 0 ? static_cast<double>(pcap_bytes) / 1e6 / seconds * static_cast<double>(std::min<uint64_t>(jobs, todo.size())) : 0.0);
+    std::fprintf(stderr, "\n");
+    return failed ? kExitErrors : kExitOk;
+}
+
+int cmd_compress(const Cli& cli) {
+    Common c;
+    if (!cli.common(c)) return kExitUsage;
+    uint64_t level = kDefaultCompressLevel;
+    if (auto l = cli.get("--level"); l && !parse_count(*l, 1, 19, &level))
+        return Cli::usage_error("--level: expected 1..19"), kExitUsage;
+    const bool verbose = cli.flag("-v");
+    auto tmpl = FileTemplate::compile(c.file_template);
+    auto catalog = scan_catalog(c.dir, tmpl.value());
+    if (!catalog) return print_line("error", catalog.error().message), kExitErrors;
+    const UniqueFd dir_fd(::open(c.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    size_t compressed = 0, already = 0, skipped = 0, failed = 0;
+    uint64_t pcap_bytes = 0, compressed_bytes = 0;
+    double cpu = 0;
+    for (const CaptureFileInfo& f : catalog->files) {
+        if (f.compressed) {
+            ++already;
+            continue;
+        }
+        if (dir_fd && read_manifest(dir_fd.get(), f.name).state == ManifestRead::State::missing) {
+            ++skipped;
+            if (verbose) print_line("info", f.path + ": no manifest; left as it is");
+            continue;
+        }
+        bool vanished = false;
+        auto r = compress_capture(c.dir, f.name, {.level = static_cast<int>(level)}, &vanished);
+        if (!r) {
+            if (vanished) continue;
+            ++failed;
+            print_line("error", r.error().message);
+            continue;
+        }
+        ++compressed;
+        pcap_bytes += r->pcap_bytes;
+        compressed_bytes += r->compressed_bytes;
+        cpu += r->cpu_seconds;
+        if (verbose)
+            std::fprintf(stderr, "linecap: compressed %s: %llu -> %llu bytes, %llu frames%s, %.3f s CPU\n",
+                         f.path.c_str(), static_cast<unsigned long long>(r->pcap_bytes),
+                         static_cast<unsigned long long>(r->compressed_bytes), static_cast<unsigned long long>(r->frames),
+                         r->index_aligned ? " at index blocks" : "", r->cpu_seconds);
+    }
+    std::fprintf(stderr, "linecap: %zu compressed, %zu already compressed, %zu without manifest, %zu failed", compressed,
+                 already, skipped, failed);
+    if (pcap_bytes)
+        std::fprintf(stderr, "; ratio %.3f (%llu -> %llu bytes), %.2f CPU s/GB", static_cast<double>(pcap_bytes) /
+                     static_cast<double>(compressed_bytes), static_cast<unsigned long long>(pcap_bytes),
+                     static_cast<unsigned long long>(compressed_bytes), cpu / (static_cast<double>(pcap_bytes) / 1e9));
     std::fprintf(stderr, "\n");
     return failed ? kExitErrors : kExitOk;
 }
@@ -464,7 +530,7 @@ int linecap_tool_main(int argc, char** argv) {
         std::printf("linecap %s\n", LINECAP_VERSION);
         return kExitOk;
     }
-    if (command != "extract" && command != "index" && command != "stats") {
+    if (command != "extract" && command != "index" && command != "stats" && command != "compress") {
         Cli::usage_error("unknown command '" + command + "'");
         return kExitUsage;
     }
@@ -482,6 +548,7 @@ int linecap_tool_main(int argc, char** argv) {
     const Cli cli(args);
     if (command == "extract") return cmd_extract(cli);
     if (command == "index") return cmd_index(cli);
+    if (command == "compress") return cmd_compress(cli);
     return cmd_stats(cli);
 }
 

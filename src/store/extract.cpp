@@ -9,6 +9,7 @@
 #include <queue>
 
 #include "format/pcapng_blocks.hpp"
+#include "output/capture_scan.hpp"
 #include "output/scrub.hpp"
 #include "output/unique_fd.hpp"
 #include "store/filter_plan.hpp"
@@ -61,7 +62,7 @@ private:
 // The interface a source file says its packets came from, before the first packet: the
 // pcap header, or the first pcapng interface (read up to the first packet). nullopt when
 // a pcapng file describes none.
-std::optional<format::Interface> first_interface(const format::FileSource& file, const format::CaptureHeader& header) {
+std::optional<format::Interface> first_interface(const format::OpenFile& file, const format::CaptureHeader& header) {
     format::CaptureReader reader(file, header, 64u << 10);
     format::Record r;
     if (header.kind == format::FileKind::pcapng) (void)reader.next(r);  // pcap: from the header
@@ -133,7 +134,7 @@ public:
 
     // Opens the file; false (with an error reported) when it cannot be read.
     bool open() {
-        auto f = format::FileSource::open(plan_.info->path);
+        auto f = open_stored_capture(plan_.info->path);  // compressed meanwhile: the same bytes
         if (!f) {
             rep_.error(plan_.info->path + ": " + f.error().message);
             return false;
@@ -221,7 +222,7 @@ private:
     const CompiledFilter& filter_;
     Reporter& rep_;
     ExtractReport& report_;
-    std::unique_ptr<format::FileSource> file_;
+    std::unique_ptr<format::OpenFile> file_;
     std::unique_ptr<format::CaptureReader> reader_;
     size_t range_ = 0;
     bool in_range_ = false;
@@ -347,7 +348,7 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
         if (marker)
             rep.concern(FileConcern{.path = f.path, .damaged = true, .stale_index = false,
                                     .reason = "marked damaged" + (marker->empty() ? "" : " (" + *marker + ")")});
-        auto file = format::FileSource::open(f.path);
+        auto file = open_stored_capture(f.path);
         if (!file) {
             rep.error(f.path + ": " + file.error().message);
             continue;

@@ -17,6 +17,7 @@
 #include "output/io_status.hpp"
 #include "output/manifest.hpp"  // format_utc_ns
 #include "util/stat_time.hpp"
+#include "output/capture_scan.hpp"
 #include "output/layout.hpp"
 #include "store/crc32c.hpp"
 #include "util/errno_text.hpp"
@@ -532,16 +533,16 @@ Result<std::vector<uint8_t>> build_index_bytes(std::span<const uint8_t> pcap, In
 
 Result<IndexStats> build_index(const std::string& pcap_path, IndexBuildOptions options) {
     const auto started = std::chrono::steady_clock::now();
-    auto file = format::FileSource::open(pcap_path);
+    auto file = open_stored_capture(pcap_path);
     if (!file) return file.error().context(pcap_path);
-    format::FileSource& f = *file.value();
+    format::OpenFile& f = *file.value();
     auto header = format::read_header(f);
     if (!header) return header.error().context(pcap_path);
     f.advise_sequential();
     auto built = build_from_source(f, header.value(), f.mtime_ns(), options);
     if (!built) return built.error().context(pcap_path);
     {
-        auto again = format::FileSource::open(pcap_path);
+        auto again = open_stored_capture(pcap_path);
         if (!again || again.value()->size() != f.size() || again.value()->mtime_ns() != f.mtime_ns())
             return runtime_error(pcap_path + ": the file changed while it was indexed");
     }
@@ -612,7 +613,11 @@ LoadedIndex load_index(const std::string& pcap_path, uint64_t pcap_size, int64_t
         return out;
     }
     struct stat pcap_st {};
-    const int64_t pcap_ctime_ns = ::stat(pcap_path.c_str(), &pcap_st) == 0 ? stat_ctime_ns(pcap_st) : 0;
+    int64_t pcap_ctime_ns = ::stat(pcap_path.c_str(), &pcap_st) == 0 ? stat_ctime_ns(pcap_st) : 0;
+    // Compressed: the compressor rewrites the index after the compressed file is in place
+    // (store/compress.hpp), so its ctime is checked like the plain file's.
+    if (pcap_ctime_ns == 0 && ::stat(layout::compressed_name(pcap_path).c_str(), &pcap_st) == 0)
+        pcap_ctime_ns = stat_ctime_ns(pcap_st);
     if (std::string why = index_staleness(ix->header(), stat_mtime_ns(st), pcap_size, pcap_mtime_ns, pcap_ctime_ns);
         !why.empty()) {
         out.state = IndexState::stale;

@@ -14,6 +14,7 @@
 #include "util/errno_text.hpp"
 #include "output/idle_priority.hpp"
 #include "output/io_status.hpp"
+#include "output/capture_scan.hpp"
 #include "output/layout.hpp"
 #include "store/catalog.hpp"
 #include "store/index_format.hpp"
@@ -27,8 +28,8 @@ namespace {
 // read every index whole); a damaged index body is found, and the index rebuilt, when a
 // query loads it.
 bool has_current_index(const std::string& pcap_path) {
-    struct stat pcap {};
-    if (::stat(pcap_path.c_str(), &pcap) != 0) return false;
+    const std::optional<StoredStat> pcap = stat_stored_capture(pcap_path);  // or its compressed form
+    if (!pcap) return false;
     const int fd = ::open(layout::index_name(pcap_path).c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     IndexHeader h{};
@@ -36,15 +37,11 @@ bool has_current_index(const std::string& pcap_path) {
     const bool read = ::pread(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) && ::fstat(fd, &st) == 0;
     ::close(fd);
     return read && std::memcmp(h.magic, kIndexMagic, sizeof h.magic) == 0 && h.version == kIndexVersion &&
-           index_staleness(h, stat_mtime_ns(st), static_cast<uint64_t>(pcap.st_size), stat_mtime_ns(pcap),
-                           stat_ctime_ns(pcap))
-               .empty();
+           index_staleness(h, stat_mtime_ns(st), pcap->size, pcap->mtime_ns, pcap->ctime_ns).empty();
 }
 
-bool exists(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0;
-}
+// Plain or compressed (output.compress replaces the one by the other).
+bool exists(const std::string& path) { return capture_stored(path); }
 
 }  // namespace
 

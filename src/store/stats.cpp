@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 
+#include "output/capture_scan.hpp"
 #include "output/scrub.hpp"
 #include "output/manifest.hpp"
 #include "output/unique_fd.hpp"
@@ -87,7 +88,7 @@ Result<StoreStats> collect_stats(const StatsOptions& o) {
             }
         }
         if (!done) {
-            auto file = format::FileSource::open(f.path);
+            auto file = open_stored_capture(f.path);
             auto header = file ? format::read_header(*file.value()) : Result<format::CaptureHeader>(file.error());
             if (!header) {
                 error(f.path + ": " + header.error().message);

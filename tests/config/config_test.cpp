@@ -882,6 +882,21 @@ TEST(Scrub, PeriodAndOffSwitch) {
               "test.yaml:7: output.scrub.period: expected seconds or a duration like 90s, 30m, 12h, 14d, 2w, got '11y'");
 }
 
+TEST(Compress, OffByDefaultAgeAndLevel) {
+    EXPECT_EQ(OutputConfig{}.compress, (CompressConfig{.enabled = false, .after_s = 0, .level = 3}));
+    const Config config = parse_ok(output_with("  compress:\n    enabled: true\n    after: 10m\n    level: 9\n"));
+    EXPECT_TRUE(config.output.compress.enabled);
+    EXPECT_EQ(config.output.compress.after_s, 600u);
+    EXPECT_EQ(config.output.compress.level, 9);
+    EXPECT_EQ(parse_error(output_with("  compress:\n    level: 22\n")),
+              "test.yaml:7: output.compress.level: expected an integer 1..19, got '22'");
+    EXPECT_EQ(parse_error(output_with("  compress:\n    speed: 1\n")),
+              "test.yaml:7: output.compress: unknown key 'speed'; valid keys here: enabled, after, level");
+    // The manifest holds the hashes the compressed file is checked against.
+    EXPECT_EQ(parse_error(output_with("  manifest: false\n  compress:\n    enabled: true\n")),
+              "test.yaml:8: output.compress.enabled: output.compress needs output.manifest: true");
+}
+
 TEST(Retention, SizesAndDurations) {
     const Config config =
         parse_ok(output_with("  retention:\n"

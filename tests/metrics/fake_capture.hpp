@@ -50,6 +50,8 @@ struct FakeCapture {
     WriteLatency latency;
     store::IndexingCounters indexing;
     bool indexing_on = true;   // output.index
+    store::CompressCounters compressing;
+    bool compressing_on = true;  // output.compress
     ScrubCounters scrub;
     bool scrub_on = true;      // output.scrub.enabled
     size_t backlog = 0;
@@ -78,6 +80,7 @@ struct FakeCapture {
         v.backlog_blocks = [this] { return backlog; };
         v.output_directory = "/captures";
         v.indexing = indexing_on ? &indexing : nullptr;
+        v.compressing = compressing_on ? &compressing : nullptr;
         v.scrub = scrub_on ? &scrub : nullptr;
         return v;
     }

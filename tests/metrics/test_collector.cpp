@@ -268,6 +268,27 @@ TEST_F(CollectorTest, IndexerCountersAndQueue) {
     EXPECT_EQ(s.value("linecap_index_busy_seconds_total"), 1.5);
 }
 
+TEST_F(CollectorTest, CompressorCounters) {
+    capture.compressing.compressed_files.store(7);
+    capture.compressing.failed_files.store(1);
+    capture.compressing.pcap_bytes.store(9000);
+    capture.compressing.compressed_bytes.store(6000);
+    capture.compressing.cpu_ns.store(2'500'000'000);
+    collector->collect();
+    const Scrape s = scrape(*collector);
+    EXPECT_EQ(s.value("linecap_compress_files_total", {{"result", "compressed"}}), 7);
+    EXPECT_EQ(s.value("linecap_compress_files_total", {{"result", "failed"}}), 1);
+    EXPECT_EQ(s.value("linecap_compress_source_bytes_total"), 9000);
+    EXPECT_EQ(s.value("linecap_compress_bytes_total"), 6000);
+    EXPECT_EQ(s.value("linecap_compress_cpu_seconds_total"), 2.5);
+
+    FakeCapture off;
+    off.compressing_on = false;
+    auto quiet = off.make_collector();
+    quiet->collect();
+    EXPECT_TRUE(scrape(*quiet).series("linecap_compress_files_total").empty());
+}
+
 TEST_F(CollectorTest, ScrubCountersByResult) {
     capture.scrub.ok_files.store(20);
     capture.scrub.mismatched_files.store(1);

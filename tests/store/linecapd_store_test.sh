@@ -12,6 +12,7 @@
 # port queue, which tshark must report.
 FORMAT=${FORMAT:-pcap}
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
+source "$LINECAP_SRC/tests/store/daemon_queries.sh"
 need_root
 need_cmd tcpdump mergecap tshark python3
 need_hugepages 256
@@ -132,27 +133,7 @@ assert sorted(x["stream"] for x in s["streams"]) == ["tap/q0", "tap/q1"], s["str
 assert {x["stream"]: x["packets"] for x in s["streams"]} == {"tap/q0": 6000, "tap/q1": 5000}
 PY
 
-mid=$(printf '%d.%09d' $((TS_MID / 1000000000)) $((TS_MID % 1000000000)))
-for q in "|" "tcp port 80|" "ip6 and udp|" "vlan|" "host $V4|" "|$mid" "arp or icmp|$mid"; do
-    filter=${q%|*}
-    from=${q#*|}
-    for mode in index noindex; do
-        args=(extract --dir "$T/out" -o "$T/got.pcap")
-        [[ -z $filter ]] || args+=(--filter "$filter")
-        [[ -z $from ]] || args+=(--from "$from")
-        [[ $mode == index ]] || args+=(--no-index)
-        "$LINECAP" "${args[@]}" 2>"$T/err" || fail "extract '$filter' ($mode): $(cat "$T/err")"
-        [[ ! -s $T/err ]] || fail "extract '$filter' ($mode): unexpected stderr: $(cat "$T/err")"
-        if [[ -n $filter ]]; then
-            tcpdump --time-stamp-precision=nano -r "$T/all.pcap" -w "$T/f.pcap" "$filter" 2>/dev/null
-        else
-            cp "$T/all.pcap" "$T/f.pcap"
-        fi
-        if [[ -n $from ]]; then $REF cut "$T/f.pcap" "$TS_MID" - "$T/want.pcap"; else $REF cut "$T/f.pcap" - - "$T/want.pcap"; fi
-        $REF compare "$T/want.pcap" "$T/got.pcap" --ties >"$T/cmp" || fail "'$filter' from '$from' ($mode): $(cat "$T/cmp")"
-        log "'$filter' from '${from:--}' ($mode): $(cat "$T/cmp")"
-    done
-done
+compare_daemon_queries "$T/out" "$T/all.pcap"
 # The origin survives a pcapng extraction: one interface per port queue, as tshark reads it.
 "$LINECAP" extract --dir "$T/out" --format pcapng -o "$T/got.pcapng" 2>"$T/err" || fail "extract --format pcapng: $(cat "$T/err")"
 tshark -r "$T/got.pcapng" -T fields -e frame.interface_name -e frame.interface_description 2>"$T/tshark.err" \
