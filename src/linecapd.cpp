@@ -167,6 +167,7 @@ std::unique_ptr<linecap::MetricsCollector> make_collector(const linecap::Capture
         .all_workers_polling = [&engine] { return engine.all_workers_polling(); },
         .output_directory = engine.config().output.directory,
         .retention = &writer.retention(),
+        .manifest = writer.manifest(),
         .indexing = indexing,
         .scrub = engine.scrub(),
     };

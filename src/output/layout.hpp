@@ -7,6 +7,8 @@
 //                              recovery finished it
 //   .STEM.pcap.part            being written (hidden, never matched by "*.pcap")
 //   STEM.pcap.manifest         its manifest (output/manifest.hpp)
+//   STEM.pcap.manifest-pending empty: the file is finished, its manifest not written yet
+//                              (output/manifest_hasher.hpp)
 //   STEM.pcap.idx              its retrieval index (store/index_format.hpp)
 //   STEM.pcap.corrupt          not a capture file: moved aside by recovery
 //   .FINAL.tmp.XXXXXX          a temporary of AtomicFile, renamed to FINAL when complete
@@ -83,8 +85,12 @@ std::optional<std::string> capture_name_of_index(std::string_view name);
 // (output/scrub.hpp) and read by `linecap extract`, `linecap stats` and `linecapd verify`.
 std::string damaged_marker_name(std::string_view capture);  // "x.pcap" → "x.pcap.damaged"
 std::optional<std::string> capture_name_of_damaged_marker(std::string_view name);
+// The marker of a finished file whose manifest is pending: created by the writer before the
+// file gets its final name, removed by the manifest hasher once the manifest is written.
+std::string manifest_pending_name(std::string_view capture);  // "x.pcap.manifest-pending"
+std::optional<std::string> capture_name_of_manifest_pending(std::string_view name);
 // Every sidecar of a capture file: deleted with it, counted with it.
-std::array<std::string, 3> sidecar_names(std::string_view capture);
+std::array<std::string, 4> sidecar_names(std::string_view capture);
 
 // Where the scrub keeps its progress across restarts. Not hidden: hidden names in the
 // capture directory are files in progress and temporaries, which this is not.

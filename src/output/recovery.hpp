@@ -18,6 +18,7 @@
 
 #include "output/capture_scan.hpp"
 #include "output/io_status.hpp"
+#include "output/manifest.hpp"
 #include "util/result.hpp"
 
 namespace linecap {
@@ -52,6 +53,13 @@ struct RecoveryReport {
 struct RecoveryOptions {
     bool write_manifests = false;    // output.manifest
 };
+
+// The manifest of the finished capture file `name`, open as `fd`, from its bytes alone:
+// "recovered": true, without drops, span, run or sequence (they were in the memory of a
+// daemon that died). For recovery here, and for the files a killed daemon left with their
+// manifest pending (output/manifest_hasher.hpp). Errors: one line, the file does not read
+// back completely or an I/O error.
+Result<Manifest> manifest_from_file(int fd, const std::string& name);
 
 // Errors only when the directory cannot be read; a file that cannot be handled is
 // reported as failed and the rest are still processed.
