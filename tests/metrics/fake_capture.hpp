@@ -52,6 +52,8 @@ struct FakeCapture {
     bool indexing_on = true;   // output.index
     ScrubCounters scrub;
     bool scrub_on = true;      // output.scrub.enabled
+    ManifestCounters manifest;
+    bool manifest_on = true;   // output.manifest
     size_t backlog = 0;
 
     // Owned by the collector once make_collector() ran; the test keeps a pointer.
@@ -79,6 +81,7 @@ struct FakeCapture {
         v.output_directory = "/captures";
         v.indexing = indexing_on ? &indexing : nullptr;
         v.scrub = scrub_on ? &scrub : nullptr;
+        v.manifest = manifest_on ? &manifest : nullptr;
         return v;
     }
 
