@@ -37,6 +37,10 @@ void remove_name(int dir_fd, const std::string& name) {
         spdlog::warn("manifest hasher: cannot remove {}: {}", name, errno_text(errno));
 }
 
+void close_handoff(std::atomic<int>& handoff) {
+    if (const int fd = handoff.exchange(-1); fd >= 0) ::close(fd);
+}
+
 void sub(std::atomic<uint64_t>& counter, uint64_t n) { counter.fetch_sub(n, std::memory_order_relaxed); }
 void add(std::atomic<uint64_t>& counter, uint64_t n) { counter.fetch_add(n, std::memory_order_relaxed); }
 
@@ -98,12 +102,18 @@ void ManifestHasher::opened(uint32_t stream, const std::string& in_progress_name
     Lane& lane = *lanes_[stream];
     if (lane.writing != nullptr) abandoned(stream);  // not reached: the writer ends a file first
     auto file = std::make_unique<Tracked>();
-    // Opened here, under the in-progress name only the writer uses: from now on renames and
-    // unlinks do not matter. Without a descriptor the file is opened by name once finished.
-    file->fd.reset(::openat(context_.dir_fd, in_progress_name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (!file->fd)
+    // Opened here, under the in-progress name only the writer uses: while the file is written
+    // renames do not matter. Without a descriptor the file is opened by name once finished.
+    UniqueFd fd(::openat(context_.dir_fd, in_progress_name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    struct stat st {};
+    if (!fd || ::fstat(fd.get(), &st) != 0) {
         spdlog::warn("manifest hasher: cannot open {} to read it back ({}); it is read once finished",
                      path_of(in_progress_name), errno_text(errno));
+    } else {
+        file->dev = st.st_dev;
+        file->ino = st.st_ino;
+        file->handoff.store(fd.release(), std::memory_order_relaxed);
+    }
     file->written.store(size, std::memory_order_relaxed);
     if (!lane.ring.push(file.get())) return;  // kTrackedFiles waiting: by name once finished
     add(counters_.backlog_bytes, size);
@@ -151,6 +161,9 @@ void ManifestHasher::finished(uint32_t stream, Manifest manifest) {
         return;
     }
     lane.writing->manifest = std::move(manifest);
+    // Unless the hasher is reading it already: a finished file waiting its turn must not be
+    // kept alive by a descriptor when retention deletes it.
+    close_handoff(lane.writing->handoff);
     lane.writing->state.store(Tracked::finished, std::memory_order_release);
     lane.writing = nullptr;
     lane.reported = 0;
@@ -159,6 +172,7 @@ void ManifestHasher::finished(uint32_t stream, Manifest manifest) {
 void ManifestHasher::abandoned(uint32_t stream) {
     Lane& lane = *lanes_[stream];
     if (lane.writing == nullptr) return;
+    close_handoff(lane.writing->handoff);
     lane.writing->state.store(Tracked::abandoned, std::memory_order_release);
     lane.writing = nullptr;
     lane.reported = 0;
@@ -210,29 +224,36 @@ bool ManifestHasher::advance(Lane& lane) {
     // State first: once it says finished (acquire), `written` is the file's final size.
     const int state = file->state.load(std::memory_order_acquire);
     const uint64_t written = file->written.load(std::memory_order_acquire);
-    const auto done = [&](const char* why) {
+    const auto done = [&](Gone why) {
         drop(file, why);
         lane.current = nullptr;
         return true;
     };
-    if (state == Tracked::abandoned) return done(nullptr);
+    if (state == Tracked::abandoned) return done(Gone::abandoned);
+    // Given up while the writer still had it: kept until the writer lets go of it.
+    if (file->failed) return state == Tracked::open ? false : done(Gone::failed);
+    if (!file->fd) {
+        switch (open_to_read(*file, state)) {
+            case Open::ready: break;
+            case Open::wait: return false;  // no descriptor from the writer: read once finished
+            case Open::gone: return done(Gone::deleted);
+            case Open::failed: return done(Gone::failed);
+        }
+    }
     if (state == Tracked::finished && !file->deleted_checked) {
         file->deleted_checked = true;
-        if (!file->fd) {
-            file->fd.reset(::openat(context_.dir_fd, file->manifest.file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-            if (!file->fd) return done(errno == ENOENT ? "deleted" : "unreadable");
-        }
-        // Retention took it before its turn: its manifest is not needed any more.
+        // Retention took it while it was hashed: its manifest is not needed any more.
         struct stat st {};
-        if (::fstat(file->fd.get(), &st) == 0 && st.st_nlink == 0) return done("deleted");
+        if (::fstat(file->fd.get(), &st) == 0 && st.st_nlink == 0) return done(Gone::deleted);
     }
-    if (file->hashed < written && file->fd) {
+    if (file->hashed < written) {
         const size_t n = static_cast<size_t>(std::min<uint64_t>(written - file->hashed, buffer_.size()));
         if (const IoStatus status = read_exactly(file->fd.get(), file->hashed, {buffer_.data(), n}); !status.ok()) {
             spdlog::error("no manifest for {}: {}",
-                          file->manifest.file.empty() ? "a file being written" : path_of(file->manifest.file),
+                          state == Tracked::open ? "a file being written" : path_of(file->manifest.file),
                           status.message());
-            return done("unreadable");
+            file->failed = true;
+            return true;
         }
         file->hash.update({buffer_.data(), n});
         file->hashed += n;
@@ -244,12 +265,12 @@ bool ManifestHasher::advance(Lane& lane) {
     if (file->hashed != file->manifest.size) {
         spdlog::error("no manifest for {}: {} bytes read back, {} in the file", path_of(file->manifest.file),
                       file->hashed, file->manifest.size);
-        return done("unreadable");
+        return done(Gone::failed);
     }
     const Sha256::Digest digest = file->hash.finish();
     if (!file->hash.ok()) {
         spdlog::error("SHA-256 of {} failed; no manifest", path_of(file->manifest.file));
-        return done("unreadable");
+        return done(Gone::failed);
     }
     Manifest manifest = std::move(file->manifest);
     manifest.sha256 = Sha256::hex(digest);
@@ -259,27 +280,50 @@ bool ManifestHasher::advance(Lane& lane) {
     return true;
 }
 
-// A file given up: what it still counted in the backlog goes. `why` null: abandoned by the
-// writer (not finished, so never pending).
-void ManifestHasher::drop(Tracked* file, const char* why) {
+// The read side: the writer's descriptor while the file is open (if the writer has not
+// closed it yet), else the finished file by its name — the same file only if it has the
+// inode the writer created (gone otherwise: whatever has its name now is another file).
+ManifestHasher::Open ManifestHasher::open_to_read(Tracked& file, int state) {
+    if (const int fd = file.handoff.exchange(-1); fd >= 0) {
+        file.fd.reset(fd);
+        return Open::ready;
+    }
+    if (state != Tracked::finished) return Open::wait;
+    UniqueFd fd(::openat(context_.dir_fd, file.manifest.file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    struct stat st {};
+    if (!fd || ::fstat(fd.get(), &st) != 0) {
+        if (errno == ENOENT) return Open::gone;
+        spdlog::error("no manifest for {}: {}", path_of(file.manifest.file), errno_text(errno));
+        return Open::failed;
+    }
+    if (file.ino != 0 && (st.st_dev != file.dev || st.st_ino != file.ino)) return Open::gone;
+    file.fd = std::move(fd);
+    return Open::ready;
+}
+
+// A file given up: what it still counted in the backlog goes.
+void ManifestHasher::drop(Tracked* file, Gone why) {
     const uint64_t written = file->written.load(std::memory_order_acquire);
     if (written > file->hashed) sub(counters_.backlog_bytes, written - file->hashed);
-    if (why != nullptr) {
+    if (why != Gone::abandoned) {  // it was finished: pending until now
         sub(counters_.backlog_files, 1);
-        add(std::string_view(why) == "deleted" ? counters_.deleted_files : counters_.failed_files, 1);
-        if (std::string_view(why) == "deleted") remove_name(context_.dir_fd, layout::manifest_pending_name(file->manifest.file));
+        add(why == Gone::deleted ? counters_.deleted_files : counters_.failed_files, 1);
+        // A failed file keeps its marker: the next start tries again.
+        if (why == Gone::deleted) remove_name(context_.dir_fd, layout::manifest_pending_name(file->manifest.file));
     }
     delete file;
 }
 
 void ManifestHasher::sweep() {
-    DIR* dir = ::fdopendir(::dup(context_.dir_fd));
+    // A descriptor of its own: a dup would share the directory offset with other readers.
+    const int fd = ::openat(context_.dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* dir = fd < 0 ? nullptr : ::fdopendir(fd);
     if (dir == nullptr) {
+        if (fd >= 0) ::close(fd);
         spdlog::warn("manifest hasher: cannot list {}: {}; files left pending by a previous run are not completed",
                      context_.config.directory, errno_text(errno));
         return;
     }
-    ::rewinddir(dir);
     std::vector<std::string> markers;
     while (const dirent* entry = ::readdir(dir)) {
         if (layout::capture_name_of_manifest_pending(entry->d_name)) markers.emplace_back(entry->d_name);

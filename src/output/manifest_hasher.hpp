@@ -30,12 +30,15 @@
 // under its in-progress name for recovery, or discarded) is dropped here; recovery writes
 // its manifest at the next start.
 //
-// Bounds: at most kTrackedFiles files per stream are followed (one descriptor each); a file
-// finished while its stream has that many waiting is not followed but still gets its marker,
-// and is picked up by name (like the files of a previous run) once the backlog is worked
-// off. So open descriptors are bounded, nothing is forgotten, and the writer never waits for
-// this thread — not on a lock either (a lock held by an idle-priority thread could keep the
-// writer waiting for as long as the machine is busy).
+// Bounds: a descriptor is held for the file being written (closed by the writer when it is
+// finished) and for the file being hashed, so at most two per stream: a finished file waiting
+// its turn is reopened by name (and known by its inode), and one retention deletes meanwhile
+// frees its space at once instead of being kept alive by a descriptor. At most kTrackedFiles
+// files per stream are followed; a file finished while its stream has that many waiting still
+// gets its marker and is hashed by name (like the files of a previous run) once the backlog
+// is worked off. So memory and descriptors are bounded, nothing is forgotten, and the writer
+// never waits for this thread — not on a lock either (a lock held by an idle-priority thread
+// could keep the writer waiting for as long as the machine is busy).
 //
 // Start: the files a previous run left pending (markers; a kill -9) are hashed from their
 // bytes ("recovered": true: their drops, span and sequence were in the dead daemon's memory).
@@ -45,6 +48,8 @@
 // Threading: opened/appended/finished/abandoned are called by the writer thread that owns
 // the stream (one producer per stream ring); everything else runs on this thread.
 #pragma once
+
+#include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
@@ -70,7 +75,7 @@ struct WriterContext;
 
 class ManifestHasher {
 public:
-    static constexpr size_t kTrackedFiles = 64;  // per stream: descriptors held at most
+    static constexpr size_t kTrackedFiles = 256;  // per stream, followed at most (~1 KiB each)
     static constexpr auto kStopDrainLimit = std::chrono::seconds(30);
 
     ManifestHasher(const WriterContext& context, size_t streams, ManifestCounters& counters);
@@ -103,14 +108,22 @@ private:
     // (release), then never touches it again; this thread owns it from the ring on.
     struct Tracked {
         enum State : int { open, finished, abandoned };
-        UniqueFd fd;                        // read side; invalid: open by name when finished
+        ~Tracked() { UniqueFd closed(handoff.exchange(-1)); }
+        // The read side, opened by the writer: taken by whoever comes first, this thread to
+        // read (it is following the open file) or the writer when the file is finished (it
+        // closes it: a file waiting its turn is reopened by name, known by its inode).
+        std::atomic<int> handoff{-1};
+        dev_t dev = 0;
+        ino_t ino = 0;
         std::atomic<uint64_t> written{0};   // bytes in the file (release after each append)
         std::atomic<int> state{open};
         Manifest manifest;                  // when finished: all but the digest
         // This thread's:
+        UniqueFd fd;
         Sha256 hash;
         uint64_t hashed = 0;
         bool deleted_checked = false;
+        bool failed = false;                // could not be read back: no manifest
     };
     struct Lane {  // one stream
         explicit Lane(size_t capacity) : ring(capacity) {}
@@ -134,7 +147,12 @@ private:
     void sweep();                           // queues the files a previous run left pending
     void complete(Manifest manifest);       // writes it (or queues a retry)
     void written(const std::string& name);  // its manifest is in place
-    void drop(Tracked* file, const char* why);
+    // Why a followed file gets no manifest: the writer abandoned it (it never was finished),
+    // it could not be read back, or retention deleted it first.
+    enum class Gone { abandoned, failed, deleted };
+    void drop(Tracked* file, Gone why);
+    enum class Open { ready, wait, gone, failed };
+    Open open_to_read(Tracked& file, int state);
     void retry_unwritten(std::chrono::steady_clock::time_point now);
     std::string path_of(const std::string& name) const;
 
