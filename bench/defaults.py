@@ -107,7 +107,7 @@ def run(args, workdir, filesystems, packets):
 
 def manifest_ab(args, workdir, fs, fs_dir, packets):
     """Manifest on/off of two linecapd binaries, alternated in one run (A-on A-off B-on B-off,
-    repeated), so that a shared machine's load falls on every cell alike: the shipped defaults
+    then A-off A-on B-off B-on, repeated), so that a shared machine's load falls on every cell alike: the shipped defaults
     against the same with manifest off, per binary, per size. Prints the medians and on/off."""
     output, rx_descriptors, burst = shipped()
     sides = [("before", args.baseline), ("after", capture.LINECAPD)]
@@ -117,7 +117,9 @@ def manifest_ab(args, workdir, fs, fs_dir, packets):
         src = gen_source(workdir, size, 1, packets)
         for rep in range(args.repeat):
             for side, binary in sides:
-                for cfg, change in (("on", {}), ("off", {"manifest": False})):
+                # The order alternates too: a run can inherit the previous one's freed memory.
+                order = [("on", {}), ("off", {"manifest": False})]
+                for cfg, change in (order if rep % 2 == 0 else order[::-1]):
                     capture.LINECAPD = binary  # run_linecapd starts whatever this names
                     out = dict(output, **change)
                     out["retention"] = {"max_bytes": f"{args.budget_mib}M"}
