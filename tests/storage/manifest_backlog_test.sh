@@ -17,7 +17,7 @@ LINECAP=${LINECAP:-$LINECAP_BUILD/src/linecap}
 make_tmpdir
 
 gen_pcap --count 2000 --mix --seed 61 --out "$TEST_TMPDIR/in.pcap"
-mount_small_fs out 640m
+mount_small_fs out 160m
 METRICS_LISTEN=127.0.0.1:$(free_tcp_port)
 metrics="http://$METRICS_LISTEN/metrics"
 config() {  # config FILE DEVICE
@@ -35,8 +35,8 @@ output:
   block_size_kb: 512
   manifest: true
   index: false
-  rotate: { size_mb: 16, interval_s: 0 }
-  retention: { max_bytes: 320m }
+  rotate: { size_mb: 4, interval_s: 0 }
+  retention: { max_bytes: 64M }
 metrics:
   enabled: true
   listen: "$METRICS_LISTEN"
@@ -77,9 +77,9 @@ grep -q "^manifests  [0-9]* pending" "$TEST_TMPDIR/stats.out" \
     || fail "linecap stats does not count the pending manifests: $(cat "$TEST_TMPDIR/stats.out")"
 
 log "kill -9 with $backlog_files manifests pending ($backlog_bytes bytes not hashed)"
+for pid in "${hogs[@]}"; do kill "$pid" 2>/dev/null || true; done
 stop_linecapd 5 KILL || true
 ((LINECAPD_RC == 137)) || fail "linecapd did not die by SIGKILL (status $LINECAPD_RC)"
-for pid in "${hogs[@]}"; do kill "$pid" 2>/dev/null || true; done
 markers=("$out"/*.manifest-pending)
 ((${#markers[@]} >= 1)) || fail "the kill left no pending marker (the backlog was gone already?)"
 
@@ -89,13 +89,12 @@ start_linecapd "$TEST_TMPDIR/quiet.yaml"
 wait_for_linecapd "grep -q 'capture running' '$LINECAPD_LOG'" 60
 grep -q "manifest hasher: [0-9]* file(s) left with their manifest pending by the previous run" "$LINECAPD_LOG" \
     || fail "the restart did not pick up the pending manifests"
-# The markers are the truth on disk; the metrics follow within a collection interval.
-wait_for_linecapd "! compgen -G '$out/*.manifest-pending' >/dev/null" 120 \
-    || fail "the pending manifests were not completed"
-wait_for_linecapd "(( \$(metric_sum $metrics linecap_manifest_files_total result=written) >= 1 &&
-                      \$(metric_sum $metrics linecap_manifest_backlog_files) == 0 ))" 30 \
-    || fail "the metrics do not show the completed manifests"
-stop_linecapd || fail "linecapd exited $LINECAPD_RC"
+# The hasher runs at idle priority, which on a busy machine may mean not at all: a stop
+# works the backlog off at normal priority (for up to 30 s), so the test does not depend on
+# the machine's load. Whatever the stop cannot finish stays pending: checked below.
+stop_linecapd 60 || fail "linecapd exited $LINECAPD_RC"
+grep -q "left with their manifest pending at stop" "$LINECAPD_LOG" \
+    && fail "the stop left manifests pending: $(grep 'pending at stop' "$LINECAPD_LOG")"
 
 markers=("$out"/*.manifest-pending)
 ((${#markers[@]} == 0)) || fail "markers left: ${markers[*]##*/}"
