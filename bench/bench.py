@@ -34,6 +34,7 @@ from harness import (GEN_PCAP, LINECAPD, NICE, ROOT, RUNNING, TESTPMD, Janitor, 
 from machine import fs_of, load_now, machine_conditions  # noqa: E402,F401
 from metrics import msum, scrape, scrape_ok  # noqa: E402,F401
 from ab import ab  # noqa: E402
+import defaults  # noqa: E402
 from report import report  # noqa: E402
 from soak import soak  # noqa: E402
 from sources import SIZES  # noqa: E402
@@ -44,7 +45,7 @@ _scrape_ok = scrape_ok  # the name rfc2544.py knows
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("mode", choices=["suite", "soak", "report", "ab"])
+    ap.add_argument("mode", choices=["suite", "soak", "report", "ab", "manifest-ab"])
     ap.add_argument("--workdir", required=True, help="scratch directory (source pcaps, logs, configs)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     ap.add_argument("--tmpfs-dir", default="", help="a directory on tmpfs")
@@ -105,6 +106,12 @@ def main():
             report(suite(args), args.out)
         elif args.mode == "soak":
             soak(args)
+        elif args.mode == "manifest-ab":
+            if not args.baseline:
+                ap.error("manifest-ab needs --baseline PATH-TO-LINECAPD")
+            for fs in args.fs:
+                defaults.manifest_ab(args, args.workdir, fs, args.tmpfs_dir if fs == "tmpfs" else args.disk_dir,
+                                     args.packets)
         elif args.mode == "ab":
             if not args.baseline:
                 ap.error("ab needs --baseline PATH-TO-LINECAPD")

@@ -16,9 +16,12 @@ only like against like means anything).
 """
 
 import os
+import statistics
 
+import capture
 from capture import run_linecapd
 from harness import ROOT, log
+from machine import load_now
 from limits import fsbench_write
 from sources import gen_source, record_bytes_for
 
@@ -100,3 +103,45 @@ def run(args, workdir, filesystems, packets):
             f"hash CPU {r['hash_cpu_pct']:.0f}%")
     return {"budget_mib": budget, "shipped": output, "rx_descriptors": rx_descriptors, "burst": burst,
             "filter": PASS_FILTER, "rows": rows}
+
+
+def manifest_ab(args, workdir, fs, fs_dir, packets):
+    """Manifest on/off of two linecapd binaries, alternated in one run (A-on A-off B-on B-off,
+    then A-off A-on B-off B-on, repeated), so that a shared machine's load falls on every cell alike: the shipped defaults
+    against the same with manifest off, per binary, per size. Prints the medians and on/off."""
+    output, rx_descriptors, burst = shipped()
+    sides = [("before", args.baseline), ("after", capture.LINECAPD)]
+    cells = {}
+    loads = []
+    for size in args.sizes:
+        src = gen_source(workdir, size, 1, packets)
+        for rep in range(args.repeat):
+            for side, binary in sides:
+                # The order alternates too: a run can inherit the previous one's freed memory.
+                order = [("on", {}), ("off", {"manifest": False})]
+                for cfg, change in (order if rep % 2 == 0 else order[::-1]):
+                    capture.LINECAPD = binary  # run_linecapd starts whatever this names
+                    out = dict(output, **change)
+                    out["retention"] = {"max_bytes": f"{args.budget_mib}M"}
+                    tag = f"mab-{fs}-{size}-{side}-{cfg}-{rep}"
+                    loads.append(load_now()["loadavg"][0])
+                    try:
+                        r = run_linecapd(tag, workdir, os.path.join(fs_dir, "linecap-out"), src, "1w", args, packets,
+                                         output=out, keep=True, rx_descriptors=rx_descriptors, burst=burst)
+                    except Exception as e:  # a failed repetition is reported, the others still count
+                        log(f"{tag}: {e}")
+                        continue
+                    cells.setdefault((size, side, cfg), []).append(r["written_mpps"])
+                    log(f"{tag}: written {r['written_mpps']:.2f} Mpps of rx {r['rx_mpps']:.2f}; writer CPU "
+                        f"{r['writer_cpu_pct']:.0f}%, hash CPU {r['hash_cpu_pct']:.0f}%; load {loads[-1]}")
+    capture.LINECAPD = sides[1][1]
+    med = {k: statistics.median(v) for k, v in cells.items()}
+    print(f"manifest on/off A/B on {fs}, {args.repeat} alternations, {args.seconds:g} s windows; "
+          f"before = {args.baseline}, after = {sides[1][1]}; load (1-min) {min(loads)}..{max(loads)}")
+    print(f"{'size':<6}{'side':<8}{'on Mpps':<22}{'off Mpps':<22}{'on/off'}")
+    for size in args.sizes:
+        for side, _ in sides:
+            on, off = cells.get((size, side, "on"), []), cells.get((size, side, "off"), [])
+            ratio = med.get((size, side, "on"), float("nan")) / med.get((size, side, "off"), float("nan"))
+            print(f"{size:<6}{side:<8}{' '.join(f'{x:.2f}' for x in on):<22}{' '.join(f'{x:.2f}' for x in off):<22}"
+                  f"{ratio:.2f}")

@@ -16,6 +16,9 @@
 #                                     busy loops), 1024-byte frames, 10 s trials (~35 min);
 #                                     --quick: 3 s trials (~10 min); writes
 #                                     bench/results/rfc2544-table.{md,json}
+#   bench/run.sh manifest-ab --baseline OLD/linecapd --fs tmpfs --sizes 64,1514 --repeat 3
+#                                     manifest on/off (shipped defaults vs manifest off) of OLD
+#                                     and of this tree's linecapd, alternated in one run
 #   bench/run.sh ab REV               this tree's linecapd against the one built from git
 #                                     revision REV, alternated in one run (64 B and IMIX, one
 #                                     worker, tmpfs, 5 repetitions each); REV's build is cached
@@ -37,7 +40,7 @@ BUILD=${LINECAP_BUILD:-$ROOT/build-bench}
 export LINECAP_BUILD=$BUILD
 mode=suite
 case ${1:-} in
-    suite | soak | micro | rfc2544 | ab) mode=$1; shift ;;
+    suite | soak | micro | rfc2544 | ab | manifest-ab) mode=$1; shift ;;
 esac
 if [[ $mode == ab ]]; then
     [[ $# -ge 1 ]] || { echo "usage: bench/run.sh ab REV [bench.py options]" >&2; exit 2; }

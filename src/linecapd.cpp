@@ -221,6 +221,7 @@ std::unique_ptr<linecap::MetricsCollector> make_collector(const Capture& capture
         .all_workers_polling = [&engine] { return engine.all_workers_polling(); },
         .output_directory = engine.config().output.directory,
         .retention = &writer.retention(),
+        .manifest = writer.manifest(),
         .indexing = capture.indexing(),
         .compressing = capture.compressing(),
         .scrub = capture.scrub(),

@@ -33,6 +33,7 @@ struct CaptureViews {
     std::function<bool()> all_workers_polling;
     std::string output_directory;                 // statvfs target
     const RetentionCounters* retention = nullptr; // the writer's retention; null: zeros
+    const ManifestCounters* manifest = nullptr;   // the writer's manifest hasher; null: off
     const store::IndexingCounters* indexing = nullptr;  // the background indexer; null: off
     const store::CompressCounters* compressing = nullptr;  // the background compressor; null: off
     const ScrubCounters* scrub = nullptr;               // the background scrub; null: off

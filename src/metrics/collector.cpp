@@ -30,6 +30,14 @@ RetentionSample sample_retention(const RetentionCounters* r) {
     return s;
 }
 
+std::optional<ManifestSample> sample_manifest(const ManifestCounters* c) {
+    if (c == nullptr) return std::nullopt;
+    // Read as gauges by two threads' fetch_add/fetch_sub: never negative, since the bytes
+    // are counted in before the hasher can count them out.
+    return ManifestSample{load(c->backlog_bytes), load(c->backlog_files), load(c->hashed_bytes),
+                          load(c->written_files), load(c->failed_files),  load(c->deleted_files)};
+}
+
 std::optional<IndexingSample> sample_indexing(const store::IndexingCounters* c) {
     if (c == nullptr) return std::nullopt;
     return IndexingSample{load(c->built_files),  load(c->failed_files), load(c->skipped_files),
@@ -149,6 +157,7 @@ void MetricsCollector::collect() {
     if (filesystem_ && !views_.output_directory.empty()) next.filesystem = filesystem_(views_.output_directory);
     if (views_.backlog_blocks) next.backlog_blocks = views_.backlog_blocks();
     next.retention = sample_retention(views_.retention);
+    next.manifest = sample_manifest(views_.manifest);
     next.indexing = sample_indexing(views_.indexing);
     next.compressing = sample_compressing(views_.compressing);
     next.scrub = sample_scrub(views_.scrub);

@@ -169,6 +169,18 @@ void add_retention_families(std::vector<MetricFamily>& out, const RetentionSampl
     push(out, kRetentionDeletedBytesMetric, static_cast<double>(r.deleted_bytes));
 }
 
+// Only with output.manifest on.
+void add_manifest_families(std::vector<MetricFamily>& out, const ManifestSample& s) {
+    push(out, kManifestBacklogBytesMetric, static_cast<double>(s.backlog_bytes));
+    push(out, kManifestBacklogFilesMetric, static_cast<double>(s.backlog_files));
+    push(out, kManifestHashedBytesMetric, static_cast<double>(s.hashed_bytes));
+    MetricFamily files = family(kManifestFilesMetric);
+    add_counter(files, {{"result", "written"}}, s.written_files);
+    add_counter(files, {{"result", "failed"}}, s.failed_files);
+    add_counter(files, {{"result", "deleted"}}, s.deleted_files);
+    out.push_back(std::move(files));
+}
+
 // Only with output.index on.
 void add_indexing_families(std::vector<MetricFamily>& out, const IndexingSample& s) {
     MetricFamily files = family(store::kIndexFilesMetric);
@@ -219,6 +231,7 @@ void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& 
     push(out, kWriterBacklogMetric, static_cast<double>(snapshot.backlog_blocks));
     if (snapshot.write_latency) out.push_back(write_latency(*snapshot.write_latency));
     add_retention_families(out, snapshot.retention);
+    if (snapshot.manifest) add_manifest_families(out, *snapshot.manifest);
     if (snapshot.indexing) add_indexing_families(out, *snapshot.indexing);
     if (snapshot.compressing) add_compress_families(out, *snapshot.compressing);
     if (snapshot.scrub) add_scrub_families(out, *snapshot.scrub);

@@ -77,6 +77,16 @@ struct CompressSample {
     double cpu_seconds = 0;
 };
 
+// The manifest hasher (ManifestCounters, output/writer.hpp); absent when output.manifest is off.
+struct ManifestSample {
+    uint64_t backlog_bytes = 0;
+    uint64_t backlog_files = 0;
+    uint64_t hashed_bytes = 0;
+    uint64_t written_files = 0;
+    uint64_t failed_files = 0;
+    uint64_t deleted_files = 0;
+};
+
 // The background scrub (output/scrub.hpp); absent when output.scrub.enabled is off.
 struct ScrubSample {
     uint64_t ok_files = 0;
@@ -101,6 +111,7 @@ struct MetricsSnapshot {
     std::optional<FilesystemUsage> filesystem;
     uint64_t backlog_blocks = 0;
     RetentionSample retention;
+    std::optional<ManifestSample> manifest;
     std::optional<IndexingSample> indexing;
     std::optional<CompressSample> compressing;
     std::optional<ScrubSample> scrub;

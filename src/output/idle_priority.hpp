@@ -9,4 +9,9 @@ namespace linecap {
 // (prefixed with `who`) and otherwise ignored: the work still gets done, only sooner.
 void lower_to_idle_priority(const char* who);
 
+// Back to the normal CPU and I/O priority: for the work a stopping daemon still owes
+// (capture has stopped, and idle priority could starve it on a busy machine). Failures are
+// logged at debug level: the work still gets done.
+void restore_normal_priority(const char* who);
+
 }  // namespace linecap

@@ -21,6 +21,7 @@ constexpr std::string_view kInProgressSuffix = ".part";
 constexpr std::string_view kManifestSuffix = ".manifest";
 constexpr std::string_view kIndexSuffix = ".idx";
 constexpr std::string_view kDamagedSuffix = ".damaged";
+constexpr std::string_view kManifestPendingSuffix = ".manifest-pending";
 constexpr std::string_view kCorruptSuffix = ".corrupt";
 constexpr std::string_view kCompressedSuffix = ".zst";
 constexpr std::string_view kRecovered = "recovered";
@@ -169,8 +170,14 @@ std::optional<std::string> capture_name_of_damaged_marker(std::string_view name)
     return without_suffix(name, kDamagedSuffix);
 }
 
-std::array<std::string, 4> sidecar_names(std::string_view capture) {
-    return {manifest_name(capture), index_name(capture), damaged_marker_name(capture), compressed_name(capture)};
+std::string manifest_pending_name(std::string_view capture) { return with_suffix(capture, kManifestPendingSuffix); }
+std::optional<std::string> capture_name_of_manifest_pending(std::string_view name) {
+    return without_suffix(name, kManifestPendingSuffix);
+}
+
+std::array<std::string, 5> sidecar_names(std::string_view capture) {
+    return {manifest_name(capture), index_name(capture), damaged_marker_name(capture), compressed_name(capture),
+            manifest_pending_name(capture)};
 }
 
 // --- compressed capture files ---------------------------------------------------------

@@ -7,6 +7,8 @@
 //                              recovery finished it
 //   .STEM.pcap.part            being written (hidden, never matched by "*.pcap")
 //   STEM.pcap.manifest         its manifest (output/manifest.hpp)
+//   STEM.pcap.manifest-pending empty: the file is finished, its manifest not written yet
+//                              (output/manifest_hasher.hpp)
 //   STEM.pcap.idx              its retrieval index (store/index_format.hpp)
 //   STEM.pcap.corrupt          not a capture file: moved aside by recovery
 //   STEM.pcap.zst              the capture file compressed (output.compress: zstd's
@@ -87,9 +89,13 @@ std::optional<std::string> capture_name_of_index(std::string_view name);
 // (output/scrub.hpp) and read by `linecap extract`, `linecap stats` and `linecapd verify`.
 std::string damaged_marker_name(std::string_view capture);  // "x.pcap" → "x.pcap.damaged"
 std::optional<std::string> capture_name_of_damaged_marker(std::string_view name);
-// Every sidecar of a capture file, and its compressed form: deleted with it, counted
-// with it.
-std::array<std::string, 4> sidecar_names(std::string_view capture);
+// The marker of a finished file whose manifest is pending: created by the writer before the
+// file gets its final name, removed by the manifest hasher once the manifest is written.
+std::string manifest_pending_name(std::string_view capture);  // "x.pcap.manifest-pending"
+std::optional<std::string> capture_name_of_manifest_pending(std::string_view name);
+// Every sidecar of a capture file, its compressed form and its manifest-pending marker:
+// deleted with it, counted with it.
+std::array<std::string, 5> sidecar_names(std::string_view capture);
 
 // --- compressed capture files ---------------------------------------------------------
 

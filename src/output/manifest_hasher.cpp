@@ -1,39 +1,85 @@
 #include "output/manifest_hasher.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <system_error>
 
+#include "output/idle_priority.hpp"
+#include "output/layout.hpp"
+#include "output/recovery.hpp"
 #include "output/stream_writer.hpp"
 
 namespace linecap {
 namespace {
 
 constexpr auto kRetryInterval = std::chrono::seconds(1);
-
-std::string path_in(const WriterContext& context, const std::string& name) {
-    return context.config.directory + "/" + name;
-}
+// How long the thread sleeps when there is nothing to hash: the backlog is bookkeeping,
+// a few milliseconds of latency cost nothing, and an idle hasher stays near 0 % CPU.
+constexpr auto kIdlePoll = std::chrono::milliseconds(2);
+// Read back and hashed per step: large enough for few syscalls, small enough that every
+// stream advances in turn and the bytes are read while still cached.
+constexpr size_t kChunkBytes = 1 << 20;
 
 bool name_exists(int dir_fd, const std::string& name) {
     struct stat st {};
     return ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+void remove_name(int dir_fd, const std::string& name) {
+    if (::unlinkat(dir_fd, name.c_str(), 0) != 0 && errno != ENOENT)
+        spdlog::warn("manifest hasher: cannot remove {}: {}", name, errno_text(errno));
+}
+
+void close_handoff(std::atomic<int>& handoff) {
+    if (const int fd = handoff.exchange(-1); fd >= 0) ::close(fd);
+}
+
+void sub(std::atomic<uint64_t>& counter, uint64_t n) { counter.fetch_sub(n, std::memory_order_relaxed); }
+void add(std::atomic<uint64_t>& counter, uint64_t n) { counter.fetch_add(n, std::memory_order_relaxed); }
+
+// Reads [offset, offset + bytes.size()) of `fd` completely. An error or a file shorter than
+// that is an IoStatus failure (EIO for "shorter": bytes the writer said are there are not).
+IoStatus read_exactly(int fd, uint64_t offset, std::span<uint8_t> bytes) {
+    size_t got = 0;
+    while (got < bytes.size()) {
+        const ssize_t n = ::pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(offset + got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return IoStatus::failure("read back", errno);
+        if (n == 0) return IoStatus::failure("read back (the file is shorter than written)", EIO);
+        got += static_cast<size_t>(n);
+    }
+    return {};
+}
+
 }  // namespace
 
-ManifestHasher::ManifestHasher(const WriterContext& context, std::vector<Stream*> streams)
-    : context_(context), streams_(std::move(streams)), hashes_(streams_.size()) {}
+ManifestHasher::ManifestHasher(const WriterContext& context, size_t streams, ManifestCounters& counters)
+    : context_(context), counters_(counters) {
+    for (size_t i = 0; i < streams; ++i) lanes_.push_back(std::make_unique<Lane>(kTrackedFiles));
+}
 
-ManifestHasher::~ManifestHasher() { stop(); }
+ManifestHasher::~ManifestHasher() {
+    stop();
+    for (auto& lane : lanes_) {
+        delete lane->current;
+        while (Tracked* t = lane->ring.pop()) delete t;
+    }
+}
+
+std::string ManifestHasher::path_of(const std::string& name) const { return context_.config.directory + "/" + name; }
 
 Status ManifestHasher::start() {
+    // Here, before any writer thread runs: every marker there now is a previous run's.
+    sweep();
     try {
-        thread_ = std::thread([this] { run(); });
+        thread_ = std::thread([this] { run(true); });
     } catch (const std::system_error& e) {
         return runtime_error(std::string("manifest hasher: starting thread: ") + e.what());
     }
@@ -42,154 +88,378 @@ Status ManifestHasher::start() {
 }
 
 void ManifestHasher::stop() {
-    {
-        std::lock_guard lock(mutex_);
-        stopping_ = true;
-    }
-    wake_.notify_one();
+    const bool was_stopping = stopping_.exchange(true);
     if (thread_.joinable()) {
         thread_.join();
+    } else if (!was_stopping) {
+        run(false);  // never started: work off what is queued here
+    }
+}
+
+// --- the writer's side ------------------------------------------------------------------
+
+void ManifestHasher::opened(uint32_t stream, const std::string& in_progress_name, uint64_t size) {
+    Lane& lane = *lanes_[stream];
+    if (lane.writing != nullptr) abandoned(stream);  // not reached: the writer ends a file first
+    auto file = std::make_unique<Tracked>();
+    // Opened here, under the in-progress name only the writer uses: while the file is written
+    // renames do not matter. Without a descriptor the file is opened by name once finished.
+    UniqueFd fd(::openat(context_.dir_fd, in_progress_name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    struct stat st {};
+    if (!fd || ::fstat(fd.get(), &st) != 0) {
+        spdlog::warn("manifest hasher: cannot open {} to read it back ({}); it is read once finished",
+                     path_of(in_progress_name), errno_text(errno));
     } else {
-        run();  // never started (or stopped already): work off what is queued here
+        file->dev = st.st_dev;
+        file->ino = st.st_ino;
+        file->handoff.store(fd.release(), std::memory_order_relaxed);
+    }
+    file->written.store(size, std::memory_order_relaxed);
+    if (!lane.ring.push(file.get())) return;  // kTrackedFiles waiting: by name once finished
+    add(counters_.backlog_bytes, size);
+    lane.reported = size;
+    lane.writing = file.release();
+}
+
+void ManifestHasher::appended(uint32_t stream, uint64_t size) {
+    Lane& lane = *lanes_[stream];
+    if (lane.writing == nullptr || size <= lane.reported) return;
+    add(counters_.backlog_bytes, size - lane.reported);
+    lane.reported = size;
+    lane.writing->written.store(size, std::memory_order_release);
+}
+
+bool ManifestHasher::mark_pending(const std::string& final_name) {
+    const std::string marker = layout::manifest_pending_name(final_name);
+    // Empty and not synced: it only has to survive the daemon, not the machine (after a
+    // power loss recovery cannot tell anyway what the page cache still held).
+    const int fd = ::openat(context_.dir_fd, marker.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                            0640);
+    if (fd < 0) {
+        spdlog::warn("manifest hasher: cannot create {}: {}; if the daemon stops before the manifest is written, "
+                     "{} stays without one",
+                     path_of(marker), errno_text(errno), final_name);
+        return false;
+    }
+    ::close(fd);
+    return true;
+}
+
+void ManifestHasher::unmark_pending(const std::string& final_name) {
+    remove_name(context_.dir_fd, layout::manifest_pending_name(final_name));
+}
+
+void ManifestHasher::finished(uint32_t stream, Manifest manifest) {
+    Lane& lane = *lanes_[stream];
+    add(counters_.backlog_files, 1);
+    if (lane.writing == nullptr) {
+        // Not followed (kTrackedFiles were waiting): hashed by name after those. The lock is
+        // taken only in this case, and the hasher holds it for a swap only.
+        add(counters_.backlog_bytes, manifest.size);
+        const std::lock_guard lock(untracked_mutex_);
+        untracked_.push_back(std::move(manifest));
+        return;
+    }
+    lane.writing->manifest = std::move(manifest);
+    // Unless the hasher is reading it already: a finished file waiting its turn must not be
+    // kept alive by a descriptor when retention deletes it.
+    close_handoff(lane.writing->handoff);
+    lane.writing->state.store(Tracked::finished, std::memory_order_release);
+    lane.writing = nullptr;
+    lane.reported = 0;
+}
+
+void ManifestHasher::abandoned(uint32_t stream) {
+    Lane& lane = *lanes_[stream];
+    if (lane.writing == nullptr) return;
+    close_handoff(lane.writing->handoff);
+    lane.writing->state.store(Tracked::abandoned, std::memory_order_release);
+    lane.writing = nullptr;
+    lane.reported = 0;
+}
+
+// --- this thread ------------------------------------------------------------------------
+
+void ManifestHasher::run(bool own_thread) {
+    buffer_.resize(kChunkBytes);
+    if (own_thread) lower_to_idle_priority("manifest hasher");
+    while (!stopping_.load(std::memory_order_acquire)) {
+        if (!work_round()) {
+            retry_unwritten(std::chrono::steady_clock::now());
+            std::this_thread::sleep_for(kIdlePoll);
+        }
+    }
+    // The writer has finished or abandoned every file by now. Capture has stopped: what is
+    // owed runs at normal priority, for a while; the rest keeps its marker.
+    if (own_thread) restore_normal_priority("manifest hasher");
+    const auto deadline = std::chrono::steady_clock::now() + kStopDrainLimit;
+    while (std::chrono::steady_clock::now() < deadline && work_round()) {
+    }
+    if (const uint64_t left = counters_.backlog_files.load(std::memory_order_relaxed); left > unwritten_.size())
+        spdlog::warn("manifest hasher: {} finished file(s) left with their manifest pending at stop; the next start "
+                     "completes them",
+                     left - unwritten_.size());
+    if (!unwritten_.empty()) {
+        last_retry_ = {};
+        retry_unwritten(std::chrono::steady_clock::now());
+        for (const Manifest& m : unwritten_)
+            spdlog::error("no manifest for {} (could not be written)", path_of(m.file));
+        unwritten_.clear();
     }
 }
 
-size_t ManifestHasher::backlog() const {
-    std::lock_guard lock(mutex_);
-    return jobs_.size();
+bool ManifestHasher::work_round() {
+    bool did = false;
+    for (auto& lane : lanes_) did |= advance(*lane);
+    return did || hash_by_name();
 }
 
-void ManifestHasher::push(Job job) {
-    {
-        std::lock_guard lock(mutex_);
-        jobs_.push_back(std::move(job));
+bool ManifestHasher::advance(Lane& lane) {
+    Tracked* file = lane.current;
+    if (file == nullptr) {
+        file = lane.ring.pop();
+        if (file == nullptr) return false;
+        lane.current = file;
     }
-    wake_.notify_one();
+    // State first: once it says finished (acquire), `written` is the file's final size.
+    const int state = file->state.load(std::memory_order_acquire);
+    const uint64_t written = file->written.load(std::memory_order_acquire);
+    const auto done = [&](Gone why) {
+        drop(file, why);
+        lane.current = nullptr;
+        return true;
+    };
+    if (state == Tracked::abandoned) return done(Gone::abandoned);
+    // Given up while the writer still had it: kept until the writer lets go of it.
+    if (file->failed) return state == Tracked::open ? false : done(Gone::failed);
+    if (!file->fd) {
+        switch (open_to_read(*file, state)) {
+            case Open::ready: break;
+            case Open::wait: return false;  // no descriptor from the writer: read once finished
+            case Open::gone: return done(Gone::deleted);
+            case Open::failed: return done(Gone::failed);
+        }
+    }
+    if (state == Tracked::finished && !file->deleted_checked) {
+        file->deleted_checked = true;
+        // Retention took it while it was hashed: its manifest is not needed any more.
+        struct stat st {};
+        if (::fstat(file->fd.get(), &st) == 0 && st.st_nlink == 0) return done(Gone::deleted);
+    }
+    if (file->hashed < written) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(written - file->hashed, buffer_.size()));
+        if (const IoStatus status = read_exactly(file->fd.get(), file->hashed, {buffer_.data(), n}); !status.ok()) {
+            spdlog::error("no manifest for {}: {}",
+                          state == Tracked::open ? "a file being written" : path_of(file->manifest.file),
+                          status.message());
+            file->failed = true;
+            return true;
+        }
+        file->hash.update({buffer_.data(), n});
+        file->hashed += n;
+        add(counters_.hashed_bytes, n);
+        sub(counters_.backlog_bytes, n);
+        return true;
+    }
+    if (state != Tracked::finished) return false;  // waiting for the writer
+    if (file->hashed != file->manifest.size) {
+        spdlog::error("no manifest for {}: {} bytes read back, {} in the file", path_of(file->manifest.file),
+                      file->hashed, file->manifest.size);
+        return done(Gone::failed);
+    }
+    const Sha256::Digest digest = file->hash.finish();
+    if (!file->hash.ok()) {
+        spdlog::error("SHA-256 of {} failed; no manifest", path_of(file->manifest.file));
+        return done(Gone::failed);
+    }
+    Manifest manifest = std::move(file->manifest);
+    manifest.sha256 = Sha256::hex(digest);
+    delete file;
+    lane.current = nullptr;
+    complete(std::move(manifest));
+    return true;
 }
 
-void ManifestHasher::opened(uint32_t stream, std::span<const uint8_t> header) {
-    push(Job{Kind::open, stream, nullptr, {header.begin(), header.end()}, nullptr, {}});
+// The read side: the writer's descriptor while the file is open (if the writer has not
+// closed it yet), else the finished file by its name — the same file only if it has the
+// inode the writer created (gone otherwise: whatever has its name now is another file).
+ManifestHasher::Open ManifestHasher::open_to_read(Tracked& file, int state) {
+    if (const int fd = file.handoff.exchange(-1); fd >= 0) {
+        file.fd.reset(fd);
+        return Open::ready;
+    }
+    if (state != Tracked::finished) return Open::wait;
+    UniqueFd fd(::openat(context_.dir_fd, file.manifest.file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    struct stat st {};
+    if (!fd || ::fstat(fd.get(), &st) != 0) {
+        if (errno == ENOENT) return Open::gone;
+        spdlog::error("no manifest for {}: {}", path_of(file.manifest.file), errno_text(errno));
+        return Open::failed;
+    }
+    if (file.ino != 0 && (st.st_dev != file.dev || st.st_ino != file.ino)) return Open::gone;
+    file.fd = std::move(fd);
+    return Open::ready;
 }
 
-void ManifestHasher::appended(uint32_t stream, std::span<const uint8_t> bytes) {
-    push(Job{Kind::bytes, stream, nullptr, {bytes.begin(), bytes.end()}, nullptr, {}});
+// A file given up: what it still counted in the backlog goes.
+void ManifestHasher::drop(Tracked* file, Gone why) {
+    const uint64_t written = file->written.load(std::memory_order_acquire);
+    if (written > file->hashed) sub(counters_.backlog_bytes, written - file->hashed);
+    if (why != Gone::abandoned) {  // it was finished: pending until now
+        sub(counters_.backlog_files, 1);
+        add(why == Gone::deleted ? counters_.deleted_files : counters_.failed_files, 1);
+        // A failed file keeps its marker: the next start tries again.
+        if (why == Gone::deleted) remove_name(context_.dir_fd, layout::manifest_pending_name(file->manifest.file));
+    }
+    delete file;
 }
 
-void ManifestHasher::appended(WriteBlock* block) { push(Job{Kind::block, block->stream, block, {}, nullptr, {}}); }
-
-void ManifestHasher::give_back(WriteBlock* block) {
-    push(Job{Kind::give_back, block->stream, block, {}, nullptr, {}});
-}
-
-void ManifestHasher::finished(uint32_t stream, Manifest manifest, FinishedFile file) {
-    push(Job{Kind::finish, stream, nullptr, {}, std::make_unique<Manifest>(std::move(manifest)), std::move(file)});
-}
-
-void ManifestHasher::abandoned(uint32_t stream) { push(Job{Kind::abandon, stream, nullptr, {}, nullptr, {}}); }
-
-void ManifestHasher::run() {
-    std::unique_lock lock(mutex_);
-    for (;;) {
-        if (jobs_.empty()) {
-            if (stopping_) break;
-            if (pending_.empty()) {
-                wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-            } else {
-                wake_.wait_for(lock, kRetryInterval, [this] { return stopping_ || !jobs_.empty(); });
-                lock.unlock();
-                retry_pending(std::chrono::steady_clock::now());
-                lock.lock();
-            }
+void ManifestHasher::sweep() {
+    // A descriptor of its own: a dup would share the directory offset with other readers.
+    const int fd = ::openat(context_.dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* dir = fd < 0 ? nullptr : ::fdopendir(fd);
+    if (dir == nullptr) {
+        if (fd >= 0) ::close(fd);
+        spdlog::warn("manifest hasher: cannot list {}: {}; files left pending by a previous run are not completed",
+                     context_.config.directory, errno_text(errno));
+        return;
+    }
+    std::vector<std::string> markers;
+    while (const dirent* entry = ::readdir(dir)) {
+        if (layout::capture_name_of_manifest_pending(entry->d_name)) markers.emplace_back(entry->d_name);
+    }
+    ::closedir(dir);
+    std::sort(markers.begin(), markers.end());
+    for (const std::string& marker : markers) {
+        const std::string capture = *layout::capture_name_of_manifest_pending(marker);
+        struct stat st {};
+        // No file (a crash before its rename: recovery finished it under this name or
+        // another, with a manifest) or a manifest already (a crash after it was written):
+        // the marker is stale.
+        if (::fstatat(context_.dir_fd, capture.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            name_exists(context_.dir_fd, layout::manifest_name(capture))) {
+            remove_name(context_.dir_fd, marker);
             continue;
         }
-        Job job = std::move(jobs_.front());
-        jobs_.pop_front();
-        lock.unlock();
-        work(job);
-        lock.lock();
+        Manifest m;
+        m.file = capture;
+        m.size = static_cast<uint64_t>(st.st_size);
+        add(counters_.backlog_files, 1);
+        add(counters_.backlog_bytes, m.size);
+        by_name_.push_back(ByName{std::move(m), true});
     }
-    lock.unlock();
-    if (!pending_.empty()) {
-        last_retry_ = {};
-        retry_pending(std::chrono::steady_clock::now());
-        for (const Pending& p : pending_)
-            spdlog::error("no manifest for {} (could not be written)", path_in(context_, p.manifest.file));
-        pending_.clear();
-    }
+    if (!by_name_.empty())
+        spdlog::info("manifest hasher: {} file(s) left with their manifest pending by the previous run; hashing them",
+                     by_name_.size());
 }
 
-void ManifestHasher::work(Job& job) {
-    Sha256& hash = hashes_[job.stream];
-    switch (job.kind) {
-        case Kind::open:
-            hash.reset();
-            hash.update(job.bytes);
-            break;
-        case Kind::bytes:
-            hash.update(job.bytes);
-            break;
-        case Kind::block:
-            hash.update({job.block->data, job.block->used});
-            return_block(job.block);
-            break;
-        case Kind::give_back:
-            return_block(job.block);
-            break;
-        case Kind::finish:
-            complete(job.stream, *job.manifest, job.file);
-            break;
-        case Kind::abandon:
-            hash.reset();
-            break;
+bool ManifestHasher::hash_by_name() {
+    if (by_name_.empty()) {
+        const std::lock_guard lock(untracked_mutex_);
+        for (Manifest& m : untracked_) by_name_.push_back(ByName{std::move(m), false});
+        untracked_.clear();
     }
-}
-
-void ManifestHasher::return_block(WriteBlock* block) {
-    block->reset();
-    // Cannot fail: the free ring has room for every block of the stream.
-    streams_[block->stream]->free_blocks.push(block);
-}
-
-void ManifestHasher::complete(uint32_t stream, Manifest& manifest, FinishedFile& file) {
-    Sha256& hash = hashes_[stream];
-    const Sha256::Digest digest = hash.finish();
-    if (!hash.ok()) {
-        spdlog::error("SHA-256 of {} failed; no manifest", path_in(context_, manifest.file));
+    if (by_name_.empty()) return false;
+    ByName item = std::move(by_name_.front());
+    by_name_.pop_front();
+    const std::string name = item.manifest.file;
+    const uint64_t counted = item.manifest.size;
+    const auto finish = [&](std::atomic<uint64_t>* outcome) {
+        sub(counters_.backlog_bytes, counted);
+        if (outcome != nullptr) {
+            sub(counters_.backlog_files, 1);
+            add(*outcome, 1);
+        }
+        return true;
+    };
+    UniqueFd fd(::openat(context_.dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd) {
+        if (errno == ENOENT) {
+            remove_name(context_.dir_fd, layout::manifest_pending_name(name));
+            return finish(&counters_.deleted_files);
+        }
+        spdlog::error("no manifest for {}: {}", path_of(name), errno_text(errno));
+        return finish(&counters_.failed_files);
+    }
+    Manifest manifest;
+    if (item.from_file) {
+        Result<Manifest> m = manifest_from_file(fd.get(), name);
+        if (!m) {
+            spdlog::error("no manifest for {}: {}", path_of(name), m.error().message);
+            return finish(&counters_.failed_files);
+        }
+        manifest = std::move(m.value());
     } else {
-        manifest.sha256 = Sha256::hex(digest);
-        uint64_t bytes = 0;
-        const IoStatus status =
-            write_manifest(context_.dir_fd, manifest, &bytes);
-        if (status.ok()) {
-            file.bytes += bytes;
-        } else {
-            if (pending_.empty())
-                spdlog::warn("manifest for {}: {}; retrying every second", path_in(context_, manifest.file),
-                             status.message());
-            if (status.disk_full() && context_.retention != nullptr)
-                context_.retention->request_room(context_.room_bytes);
-            // Retention must know the file now (it may be what frees the room the manifest needs).
-            pending_.push_back(Pending{manifest});
+        Sha256 hash;
+        for (uint64_t offset = 0; offset < item.manifest.size;) {
+            const size_t n = static_cast<size_t>(std::min<uint64_t>(item.manifest.size - offset, buffer_.size()));
+            if (const IoStatus status = read_exactly(fd.get(), offset, {buffer_.data(), n}); !status.ok()) {
+                spdlog::error("no manifest for {}: {}", path_of(name), status.message());
+                return finish(&counters_.failed_files);
+            }
+            hash.update({buffer_.data(), n});
+            offset += n;
         }
+        const Sha256::Digest digest = hash.finish();
+        if (!hash.ok()) {
+            spdlog::error("SHA-256 of {} failed; no manifest", path_of(name));
+            return finish(&counters_.failed_files);
+        }
+        manifest = std::move(item.manifest);
+        manifest.sha256 = Sha256::hex(digest);
     }
-    if (context_.retention != nullptr) context_.retention->add(file);
-    if (context_.file_finished) context_.file_finished(file.name);
+    add(counters_.hashed_bytes, manifest.size);
+    finish(nullptr);
+    complete(std::move(manifest));
+    return true;
 }
 
-void ManifestHasher::retry_pending(std::chrono::steady_clock::time_point now) {
-    if (pending_.empty() || now - last_retry_ < kRetryInterval) return;
+// The digest is in: the manifest is written, then the file checked (retention may have
+// deleted it meanwhile: then the manifest goes too), then the marker removed.
+void ManifestHasher::complete(Manifest manifest) {
+    const IoStatus status = write_manifest(context_.dir_fd, manifest);
+    if (!status.ok()) {
+        if (unwritten_.empty())
+            spdlog::warn("manifest for {}: {}; retrying every second", path_of(manifest.file), status.message());
+        if (status.disk_full() && context_.retention != nullptr) context_.retention->request_room(context_.room_bytes);
+        unwritten_.push_back(std::move(manifest));
+        return;
+    }
+    written(manifest.file);
+}
+
+void ManifestHasher::written(const std::string& name) {
+    sub(counters_.backlog_files, 1);
+    if (!name_exists(context_.dir_fd, name)) {
+        remove_name(context_.dir_fd, layout::manifest_name(name));
+        remove_name(context_.dir_fd, layout::manifest_pending_name(name));
+        add(counters_.deleted_files, 1);
+        return;
+    }
+    remove_name(context_.dir_fd, layout::manifest_pending_name(name));
+    add(counters_.written_files, 1);
+    if (context_.retention != nullptr) context_.retention->sidecar_changed(name);
+}
+
+void ManifestHasher::retry_unwritten(std::chrono::steady_clock::time_point now) {
+    if (unwritten_.empty() || now - last_retry_ < kRetryInterval) return;
     last_retry_ = now;
-    std::vector<Pending> still;
-    for (Pending& p : pending_) {
-        if (!name_exists(context_.dir_fd, p.manifest.file)) continue;  // deleted meanwhile
-        if (write_manifest(context_.dir_fd, p.manifest).ok()) {
-            spdlog::info("manifest for {} written", path_in(context_, p.manifest.file));
-            if (context_.retention != nullptr) context_.retention->sidecar_changed(p.manifest.file);
+    std::vector<Manifest> still;
+    for (Manifest& m : unwritten_) {
+        if (!name_exists(context_.dir_fd, m.file)) {  // deleted meanwhile
+            remove_name(context_.dir_fd, layout::manifest_pending_name(m.file));
+            sub(counters_.backlog_files, 1);
+            add(counters_.deleted_files, 1);
+            continue;
+        }
+        if (write_manifest(context_.dir_fd, m).ok()) {
+            spdlog::info("manifest for {} written", path_of(m.file));
+            written(m.file);
         } else {
-            still.push_back(std::move(p));
+            still.push_back(std::move(m));
         }
     }
-    pending_ = std::move(still);
+    unwritten_ = std::move(still);
 }
 
 }  // namespace linecap

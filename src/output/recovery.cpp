@@ -120,22 +120,12 @@ public:
 
 private:
     bool write_recovered_manifest(int fd, const std::string& name) {
-        const CaptureScan scan = scan_capture(fd, ScanOptions{.hash = true});
-        if (!scan.io.ok() || !scan.complete()) {
-            spdlog::error("recovery: no manifest for {}: {}", path_of(name),
-                          scan.io.ok() ? "the file does not read back completely" : scan.io.message());
+        const Result<Manifest> m = manifest_from_file(fd, name);
+        if (!m) {
+            spdlog::error("recovery: no manifest for {}: {}", path_of(name), m.error().message);
             return false;
         }
-        Manifest m = manifest_from_scan(name, scan);
-        m.recovered = true;
-        // pcapng names its interface "<port>:<queue>"; pcap files carry no stream identity.
-        if (const size_t colon = scan.interface_name.rfind(':'); colon != std::string::npos) {
-            char* end = nullptr;
-            const unsigned long queue = std::strtoul(scan.interface_name.c_str() + colon + 1, &end, 10);
-            if (end != nullptr && *end == '\0' && colon > 0 && queue <= 0xffff)
-                m.stream = ManifestStream{scan.interface_name.substr(0, colon), 0, static_cast<uint16_t>(queue)};
-        }
-        if (const IoStatus status = write_manifest(dir_fd_, m); !status.ok()) {
+        if (const IoStatus status = write_manifest(dir_fd_, m.value()); !status.ok()) {
             spdlog::error("recovery: manifest for {}: {}", path_of(name), status.message());
             return false;
         }
@@ -187,6 +177,22 @@ Manifest manifest_from_scan(const std::string& name, const CaptureScan& scan) {
     m.first_ns = scan.first_ns;
     m.last_ns = scan.last_ns;
     m.linecap_version = LINECAP_VERSION;
+    return m;
+}
+
+Result<Manifest> manifest_from_file(int fd, const std::string& name) {
+    const CaptureScan scan = scan_capture(fd, ScanOptions{.hash = true});
+    if (!scan.io.ok()) return runtime_error(scan.io.message());
+    if (!scan.complete()) return runtime_error("the file does not read back completely");
+    Manifest m = manifest_from_scan(name, scan);
+    m.recovered = true;
+    // pcapng names its interface "<port>:<queue>"; pcap files carry no stream identity.
+    if (const size_t colon = scan.interface_name.rfind(':'); colon != std::string::npos) {
+        char* end = nullptr;
+        const unsigned long queue = std::strtoul(scan.interface_name.c_str() + colon + 1, &end, 10);
+        if (end != nullptr && *end == '\0' && colon > 0 && queue <= 0xffff)
+            m.stream = ManifestStream{scan.interface_name.substr(0, colon), 0, static_cast<uint16_t>(queue)};
+    }
     return m;
 }
 

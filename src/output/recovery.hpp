@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "output/capture_scan.hpp"
-#include "output/manifest.hpp"
 #include "output/io_status.hpp"
+#include "output/manifest.hpp"
 #include "util/result.hpp"
 
 namespace linecap {
@@ -60,6 +60,13 @@ struct RecoveryOptions {
 // name, format, size, SHA-256, packets, first and last packet; nothing about drops, span
 // or stream. What recovery writes for a recovered file (then marked "recovered").
 Manifest manifest_from_scan(const std::string& name, const CaptureScan& scan);
+// The manifest of the finished capture file `name`, open as `fd`, from its bytes alone
+// (manifest_from_scan of a hashing scan), marked "recovered": true, with the stream
+// identity a pcapng interface name gives; without drops, span, run or sequence (they were
+// in the memory of a daemon that died). For recovery here, and for the files a killed
+// daemon left with their manifest pending (output/manifest_hasher.hpp). Errors: one line,
+// the file does not read back completely or an I/O error.
+Result<Manifest> manifest_from_file(int fd, const std::string& name);
 
 // Errors only when the directory cannot be read; a file that cannot be handled is
 // reported as failed and the rest are still processed.

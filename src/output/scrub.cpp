@@ -231,6 +231,7 @@ ScrubResult Scrubber::check(const std::string& name, uint64_t done_before, uint6
     if (!exists_at(dir_fd_, stored)) return ScrubResult::vanished;
     if (!exists_at(dir_fd_, manifest_name(name))) {
         if (!exists_at(dir_fd_, stored)) return ScrubResult::vanished;  // retention took both
+        if (exists_at(dir_fd_, manifest_pending_name(name))) return ScrubResult::pending;  // not counted
         spdlog::debug("scrub: {}/{} has no manifest; not checked", options_.directory, name);
         return count(counters_.missing_manifests, ScrubResult::no_manifest);
     }

@@ -108,7 +108,8 @@ public:
 };
 
 // What one check of one file found.
-enum class ScrubResult { ok, mismatch, no_manifest, bad_manifest, unreadable, vanished, stopped };
+// pending: the file's manifest is not written yet (NAME.manifest-pending); checked next pass.
+enum class ScrubResult { ok, mismatch, no_manifest, pending, bad_manifest, unreadable, vanished, stopped };
 
 // The passes, on the caller's thread: ScrubService runs them on a thread of its own,
 // tests call run_pass() directly with their clock.

@@ -83,21 +83,11 @@ std::vector<uint8_t> StreamWriter::encode_file_header(uint32_t snaplen) const {
 
 CaptureCounts StreamWriter::capture_counts() const { return capture_counts_ ? capture_counts_() : CaptureCounts{}; }
 
-bool StreamWriter::process(WriteBlock* block) {
+void StreamWriter::process(const WriteBlock* block) {
     assert(block->used <= block->capacity && block->data != nullptr);
     follow_snaplen();
-    const bool rotate = block->rotate_after;
-    const bool in_file = block->packets > 0 && block->used > 0 && write_records(*block);
-    // The hasher sees the block before the file's end (finalise_file below), in file order;
-    // from here on the block is the hasher's.
-    if (context_.hasher != nullptr) {
-        if (in_file)
-            context_.hasher->appended(block);
-        else
-            context_.hasher->give_back(block);
-    }
-    if (rotate && file_.is_open()) finalise_file();
-    return context_.hasher == nullptr;
+    if (block->packets > 0 && block->used > 0) write_records(*block);
+    if (block->rotate_after && file_.is_open()) finalise_file();
 }
 
 // The acquire pairs with set_snaplen's release through the worker: the control thread
@@ -143,6 +133,7 @@ bool StreamWriter::write_records(const WriteBlock& block) {
     add(counters_.written_bytes, block.wire_bytes);
     add(counters_.file_bytes, block.used);
     counters_.open_file_bytes.store(file_.size(), std::memory_order_relaxed);
+    if (context_.hasher != nullptr) context_.hasher->appended(index_, file_.size());
     file_last_ns_ = block.last_ts_ns;
     if (const uint64_t lost = loss_.end(); lost > 0)
         spdlog::warn("{}: writing to {} resumed after {} packets lost", label_,
@@ -177,7 +168,7 @@ bool StreamWriter::open_file(const WriteBlock& block) {
         return false;
     }
 
-    if (context_.hasher != nullptr) context_.hasher->opened(index_, file_header_);
+    if (context_.hasher != nullptr) context_.hasher->opened(index_, file_.in_progress_name(), file_.size());
     file_seq_ = next_seq_++;
     file_first_ns_ = block.first_ts_ns;
     file_last_ns_ = block.first_ts_ns;
@@ -220,10 +211,12 @@ void StreamWriter::finalise_file() {
                          path_of(file_.in_progress_name()), status.message());
             ask_room_if_full(status);
         } else if (context_.hasher != nullptr) {
-            context_.hasher->appended(index_, block);
+            context_.hasher->appended(index_, file_.size());
         }
     }
 
+    // The marker first: a finished file has its manifest or its marker at every moment.
+    const bool marked = context_.hasher != nullptr && context_.hasher->mark_pending(file_.final_name());
     const FinaliseResult result = file_.finalise(durable());
     unsynced_ = false;
     counters_.open_file_bytes.store(0, std::memory_order_relaxed);
@@ -237,7 +230,10 @@ void StreamWriter::finalise_file() {
                       result.status.message(),
                       result.renamed ? "" : "; left under its in-progress name for recovery");
     if (!result.renamed) {
-        if (context_.hasher != nullptr) context_.hasher->abandoned(index_);
+        if (context_.hasher != nullptr) {
+            context_.hasher->abandoned(index_);
+            if (marked) context_.hasher->unmark_pending(file_.final_name());
+        }
         return;
     }
     add(counters_.files_finalised, 1);
@@ -245,8 +241,8 @@ void StreamWriter::finalise_file() {
 
     const FinishedFile finished{file_.final_name(), result.size, file_first_ns_, file_last_ns_};
     if (context_.hasher != nullptr) {
-        // Everything but the digest; the hasher adds it once it has hashed the file's last
-        // bytes, writes the manifest, then tells retention and the file_finished hook.
+        // Everything but the digest; the hasher adds it once it has read back and hashed the
+        // file's last bytes, and writes the manifest (the marker says "pending" until then).
         Manifest m;
         m.file = file_.final_name();
         m.format = to_string(context_.config.format);
@@ -263,9 +259,9 @@ void StreamWriter::finalise_file() {
         m.run = context_.run_id;
         m.seq = file_seq_;
         m.linecap_version = LINECAP_VERSION;
-        context_.hasher->finished(index_, std::move(m), finished);
-        return;
+        context_.hasher->finished(index_, std::move(m));
     }
+    // Retention has the file from now on, pending manifest or not: its budgets stay exact.
     if (context_.retention != nullptr) context_.retention->add(finished);
     if (context_.file_finished) context_.file_finished(file_.final_name());
 }

@@ -2,9 +2,9 @@
 // stream's full blocks into capture files — opening a file named after its first packet,
 // rotating on size, finalising on the worker's rotation mark, periodic fsync — and
 // counts what reached a file or why it did not. When a file is finished it also writes
-// the pcapng statistics block (pcapng format) and hands the file's manifest to the
-// ManifestHasher (output.manifest), which completes and writes it and tells retention —
-// without manifests it tells retention itself; on a full disk it asks retention for room.
+// the pcapng statistics block (pcapng format), marks the file's manifest pending and hands
+// it to the ManifestHasher (output.manifest), which reads the file back and writes it; it
+// tells retention itself; on a full disk it asks retention for room.
 //
 // The span of a file, for its statistics: from the moment the stream's previous file was
 // finished (or the writer started) to the moment this one is. Packets, drops by the
@@ -79,10 +79,9 @@ public:
     // Any thread; see Writer::set_snaplen.
     void set_snaplen(uint32_t snaplen) { snaplen_.store(snaplen, std::memory_order_release); }
 
-    // Writes the block's records (if any) and honours its rotation mark. Never throws.
-    // Returns true when the block is still the caller's (to reset and give back); false when
-    // it went to the ManifestHasher, which gives it back once hashed.
-    bool process(WriteBlock* block);
+    // Writes the block's records (if any) and honours its rotation mark. Never throws. The
+    // block is the caller's again afterwards (the hasher reads the file, not the block).
+    void process(const WriteBlock* block);
     // Periodic work: the fsync interval.
     void tick(std::chrono::steady_clock::time_point now);
     // Finalises the open file, if any (shutdown).

@@ -22,6 +22,8 @@ public:
     UniqueFd& operator=(const UniqueFd&) = delete;
 
     int get() const { return fd_; }
+    // Gives the descriptor up without closing it (the caller owns it now).
+    int release() { return std::exchange(fd_, -1); }
     bool valid() const { return fd_ >= 0; }
     explicit operator bool() const { return valid(); }
 

@@ -125,12 +125,13 @@ Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::f
     if (!dir_fd) return runtime_error(options.directory + ": " + errno_text(errno));
     DIR* dir = ::fdopendir(::dup(dir_fd.get()));
     if (dir == nullptr) return runtime_error(options.directory + ": " + errno_text(errno));
-    std::set<std::string> captures, manifests;
+    std::set<std::string> captures, manifests, pending;
     VerifyReport report;
     while (const dirent* entry = ::readdir(dir)) {
         const std::string name = entry->d_name;
         if (const auto capture = layout::stored_capture_name(name)) captures.insert(*capture);
         else if (layout::capture_name_of_manifest(name)) manifests.insert(name);
+        else if (layout::capture_name_of_manifest_pending(name)) pending.insert(name);
         else if (layout::final_name_of_in_progress(name)) ++report.in_progress;
     }
     ::closedir(dir);
@@ -199,6 +200,12 @@ Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::f
         }
 
         const std::string mname = layout::manifest_name(capture);
+        if (!manifests.contains(mname) && pending.contains(layout::manifest_pending_name(capture))) {
+            ++report.pending;
+            out("PENDING " + name + ": its manifest is not written yet (the daemon hashes finished files at idle "
+                "priority; a stopped daemon completes them at its next start)");
+            continue;
+        }
         if (!manifests.contains(mname)) {
             ++report.missing_manifests;
             out("NO-MANIFEST " + name);
@@ -268,7 +275,8 @@ Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::f
         out("note: " + std::to_string(report.in_progress) +
             " in-progress file(s): being written, or left by a crash until the daemon's next start");
     out("verify " + options.directory + ": " + std::to_string(report.files) + " capture files, " +
-        std::to_string(report.verified) + " match their manifests; " + std::to_string(report.mismatched) +
+        std::to_string(report.verified) + " match their manifests, " + std::to_string(report.pending) +
+        " manifests pending; " + std::to_string(report.mismatched) +
         " mismatched, " + std::to_string(report.invalid) + " invalid, " + std::to_string(report.missing_manifests) +
         " without manifest, " + std::to_string(report.bad_manifests) + " bad manifests, " +
         std::to_string(report.damaged) + " marked damaged, " +
@@ -285,6 +293,8 @@ int verify_command(int argc, char** argv) {
                      "\n"
                      "Checks every finished capture file in DIR against its manifest (size, SHA-256,\n"
                      "packets, first and last packet time), and reports files without manifest,\n"
+                     "files whose manifest is pending (NAME.manifest-pending: the daemon has not\n"
+                     "hashed them yet; not a finding),\n"
                      "manifests without file, files the daemon's scrub marked damaged (FILE.damaged),\n"
                      "drops recorded in manifests, files recovered after a crash, and gaps per stream\n"
                      "(missing files, the daemon not running; with --max-gap also pauses in the\n"

@@ -57,6 +57,7 @@ struct VerifyReport {
     size_t recovered = 0;
     size_t gaps = 0;
     size_t in_progress = 0;         // hidden files being written (not a finding)
+    size_t pending = 0;             // finished, manifest not written yet (not a finding)
 
     size_t findings() const {
         return mismatched + invalid + missing_manifests + bad_manifests + damaged + orphan_manifests + losses +

@@ -79,7 +79,7 @@ struct StreamSlot {
 
 struct Writer::Impl {
     ~Impl() {
-        if (hasher) hasher->stop();  // gives back the blocks it holds, tells retention of files
+        if (hasher) hasher->stop();  // writes the manifests it owes (for a while)
         if (retention) retention->stop();
         for (auto& slot : slots)
             for (WriteBlock& block : slot->blocks)
@@ -99,11 +99,10 @@ struct Writer::Impl {
             WriteBlock* block = slot.stream.full_blocks.pop();
             if (block == nullptr) continue;
             found = true;
-            if (slot.writer->process(block)) {
-                block->reset();
-                // Cannot fail: the free ring has room for every block of the stream.
-                slot.stream.free_blocks.push(block);
-            }
+            slot.writer->process(block);
+            block->reset();
+            // Cannot fail: the free ring has room for every block of the stream.
+            slot.stream.free_blocks.push(block);
         }
         return found;
     }
@@ -142,7 +141,8 @@ struct Writer::Impl {
     bool stopped = false;
     RetentionCounters retention_counters;
     std::unique_ptr<RetentionService> retention;  // reads `slots`: declared after them
-    std::unique_ptr<ManifestHasher> hasher;       // output.manifest; gives blocks back to `slots`
+    ManifestCounters manifest_counters;
+    std::unique_ptr<ManifestHasher> hasher;       // output.manifest
 
     // The files being written, for the retention budgets (see retention.hpp). With size
     // rotation each stream reserves two rotation sizes: the file being written and the
@@ -223,9 +223,7 @@ Result<std::unique_ptr<Writer>> Writer::create(const OutputConfig& config,
         impl->retention_counters);
     impl->context.retention = impl->retention.get();
     if (config.manifest) {
-        std::vector<Stream*> streams_by_index;
-        for (auto& slot : impl->slots) streams_by_index.push_back(&slot->stream);
-        impl->hasher = std::make_unique<ManifestHasher>(impl->context, std::move(streams_by_index));
+        impl->hasher = std::make_unique<ManifestHasher>(impl->context, impl->slots.size(), impl->manifest_counters);
         impl->context.hasher = impl->hasher.get();
     }
     impl->context.room_bytes = 2 * block_bytes * std::max<size_t>(streams.size(), 1);
@@ -246,6 +244,7 @@ Stream& Writer::stream(size_t index) { return impl_->slots.at(index)->stream; }
 const StreamCounters& Writer::counters(size_t index) const { return impl_->slots.at(index)->counters; }
 const WriteLatency& Writer::latency() const { return impl_->latency; }
 const RetentionCounters& Writer::retention() const { return impl_->retention_counters; }
+const ManifestCounters* Writer::manifest() const { return impl_->hasher ? &impl_->manifest_counters : nullptr; }
 
 size_t Writer::backlog_blocks() const {
     size_t n = 0;
@@ -302,7 +301,8 @@ void Writer::stop() {
     // The threads drained and finalised their own streams. This covers a writer that was
     // never started or only partly started; joining made their work visible here.
     impl.drain_and_finish(0, 1);
-    // The hasher completes the manifests of the files just finished and tells retention.
+    // The hasher writes the manifests of the files just finished (for a while; the rest keep
+    // their pending marker for the next start).
     if (impl.hasher) impl.hasher->stop();
     // Last: it learns about the files just finished and makes one more pass.
     impl.retention->stop();

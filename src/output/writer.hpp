@@ -109,6 +109,34 @@ inline constexpr MetricDecl kRetentionDeletedBytesMetric{
     "linecap_retention_deleted_bytes_total", "Bytes deleted by retention (capture files and their sidecars).",
     MetricType::counter};
 
+// The manifest hasher (output/manifest_hasher.hpp): what it still has to read back and
+// hash. Written by the writer threads and the hasher, read by metrics (relaxed).
+struct ManifestCounters {
+    std::atomic<uint64_t> backlog_bytes{0};   // bytes in capture files not hashed yet
+    std::atomic<uint64_t> backlog_files{0};   // finished files whose manifest is pending
+    std::atomic<uint64_t> hashed_bytes{0};
+    std::atomic<uint64_t> written_files{0};   // manifests written
+    std::atomic<uint64_t> failed_files{0};    // no manifest: the file could not be read back
+    std::atomic<uint64_t> deleted_files{0};   // deleted (retention) before their manifest was due
+};
+
+// The metrics read from ManifestCounters, unlabelled (only with output.manifest).
+inline constexpr MetricDecl kManifestBacklogBytesMetric{
+    "linecap_manifest_backlog_bytes",
+    "Bytes written to capture files that the manifest hasher has not hashed yet (it runs at idle priority).",
+    MetricType::gauge};
+inline constexpr MetricDecl kManifestBacklogFilesMetric{
+    "linecap_manifest_backlog_files",
+    "Finished capture files whose manifest is pending (NAME.manifest-pending beside them).", MetricType::gauge};
+inline constexpr MetricDecl kManifestHashedBytesMetric{
+    "linecap_manifest_hashed_bytes_total", "Bytes of capture files hashed for their manifests (rate: the hash rate).",
+    MetricType::counter};
+inline constexpr MetricDecl kManifestFilesMetric{
+    "linecap_manifest_files_total",
+    "Finished capture files by what became of their pending manifest: written, failed (the file could not be read "
+    "back), deleted (retention removed the file first).",
+    MetricType::counter};
+
 // Write latency histogram (per write syscall), cumulative-free buckets; upper bounds in µs.
 struct WriteLatency {
     static constexpr uint64_t kBoundsUs[] = {10, 50, 100, 500, 1000, 5000, 10000, 50000, 100000, 1000000};
@@ -172,6 +200,8 @@ public:
     const StreamCounters& counters(size_t index) const;
     const WriteLatency& latency() const;
     const RetentionCounters& retention() const;
+    // The manifest hasher's counters; null when output.manifest is off.
+    const ManifestCounters* manifest() const;
     size_t backlog_blocks() const;   // full blocks waiting, all streams
 
     // A stream's snap length changed (configuration reload). Any thread; call it before
@@ -182,7 +212,8 @@ public:
     void set_snaplen(size_t index, uint32_t snaplen);
 
     // `hook(name)` is called on a writer thread for every file finished, after retention
-    // has it; it must not block. Call before start().
+    // has it (and before its manifest, which may be pending); it must not block. Call
+    // before start().
     void on_file_finished(std::function<void(const std::string& name)> hook);
     // A sidecar of the finished file `name` (an index) was written or replaced after the
     // file was finished: retention re-reads its size. Any thread.

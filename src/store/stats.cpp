@@ -1,6 +1,7 @@
 #include "store/stats.hpp"
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -8,6 +9,7 @@
 
 #include "output/capture_scan.hpp"
 #include "output/scrub.hpp"
+#include "output/layout.hpp"
 #include "output/manifest.hpp"
 #include "output/unique_fd.hpp"
 #include "store/index_format.hpp"
@@ -67,6 +69,12 @@ Result<StoreStats> collect_stats(const StatsOptions& o) {
         const ManifestRead manifest = read_manifest(dir_fd.get(), f.name);
         if (manifest.ok() && manifest.manifest.drops) fs.drops = manifest.manifest.drops->total();
         if (manifest.state != ManifestRead::State::missing) st.any_manifest = true;
+        if (manifest.state == ManifestRead::State::missing &&
+            ::faccessat(dir_fd.get(), layout::manifest_pending_name(f.name).c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+            fs.manifest_pending = true;
+            ++st.manifest_pending;
+            st.any_manifest = true;  // a store with manifests on
+        }
         if (!manifest.ok() && manifest.state != ManifestRead::State::missing)
             error(o.directory + "/" + manifest.problem);
         if (dir_fd) fs.damaged = read_damaged_marker(dir_fd.get(), f.name);
@@ -175,6 +183,9 @@ std::string format_stats(const StoreStats& st, bool per_file, uint64_t gap_thres
     else
         out += "span       (no packets)\n";
     if (!st.any_manifest) out += "drops      (no manifests in the store)\n";
+    if (st.manifest_pending)
+        add("manifests  %zu pending (finished files the daemon has not hashed yet; their drops are not counted yet)\n",
+            st.manifest_pending);
     if (st.damaged) {
         add("damaged    %zu file(s) marked by the scrub: their bytes no longer match their manifest\n", st.damaged);
         for (const FileStats& f : st.file_list)
@@ -203,6 +214,7 @@ std::string format_stats(const StoreStats& st, bool per_file, uint64_t gap_thres
                 add("  %s .. %s", format_time(f.first_ts_ns).c_str(), format_time(f.last_ts_ns).c_str());
             if (f.drops) add("  %llu dropped", static_cast<unsigned long long>(*f.drops));
             if (f.damaged) out += "  DAMAGED";
+            if (f.manifest_pending) out += "  manifest pending";
             out += "\n";
         }
     }
@@ -215,7 +227,8 @@ std::string format_stats_json(const StoreStats& st) {
     o += "\"directory\":" + json_string(st.directory);
     o += ",\"files\":" + num(st.files) + ",\"in_progress\":" + num(st.in_progress);
     o += ",\"indexed\":" + num(st.indexed) + ",\"scanned\":" + num(st.scanned) + ",\"unreadable\":" + num(st.unreadable);
-    o += ",\"bytes\":" + num(st.bytes) + ",\"packets\":" + num(st.packets) + ",\"damaged\":" + num(st.damaged);
+    o += ",\"bytes\":" + num(st.bytes) + ",\"packets\":" + num(st.packets) + ",\"damaged\":" + num(st.damaged) +
+         ",\"manifest_pending\":" + num(st.manifest_pending);
     o += ",\"first_ts_ns\":" + num(st.packets ? st.first_ts_ns : 0) + ",\"last_ts_ns\":" + num(st.last_ts_ns);
     o += ",\"streams\":[";
     for (size_t i = 0; i < st.streams.size(); ++i) {
@@ -243,6 +256,7 @@ std::string format_stats_json(const StoreStats& st) {
              num(f.last_ts_ns) + ",\"source\":" + json_string(f.source);
         if (f.drops) o += ",\"drops\":" + num(*f.drops);
         if (f.damaged) o += ",\"damaged\":" + json_string(*f.damaged);
+        if (f.manifest_pending) o += ",\"manifest_pending\":true";
         o += "}";
     }
     o += "],\"errors\":[";

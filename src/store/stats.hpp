@@ -39,6 +39,7 @@ struct FileStats {
     std::string source;                        // "index", "scan", "error"
     std::optional<uint64_t> drops;             // from a manifest
     std::optional<std::string> damaged;        // marked by the scrub: the marker's line
+    bool manifest_pending = false;             // finished, manifest not written yet
 };
 
 struct Gap {
@@ -65,6 +66,7 @@ struct StoreStats {
     uint64_t first_ts_ns = UINT64_MAX, last_ts_ns = 0;
     bool any_manifest = false;
     size_t damaged = 0;  // files marked damaged by the scrub (scanned, never read through their index)
+    size_t manifest_pending = 0;  // finished files whose manifest the daemon has not written yet
     std::vector<StreamStats> streams;
     std::vector<FileStats> file_list;
     std::vector<std::string> errors;

@@ -54,6 +54,8 @@ struct FakeCapture {
     bool compressing_on = true;  // output.compress
     ScrubCounters scrub;
     bool scrub_on = true;      // output.scrub.enabled
+    ManifestCounters manifest;
+    bool manifest_on = true;   // output.manifest
     size_t backlog = 0;
 
     // Owned by the collector once make_collector() ran; the test keeps a pointer.
@@ -82,6 +84,7 @@ struct FakeCapture {
         v.indexing = indexing_on ? &indexing : nullptr;
         v.compressing = compressing_on ? &compressing : nullptr;
         v.scrub = scrub_on ? &scrub : nullptr;
+        v.manifest = manifest_on ? &manifest : nullptr;
         return v;
     }
 

@@ -315,6 +315,36 @@ TEST_F(CollectorTest, ScrubCountersByResult) {
     EXPECT_EQ(s.value("linecap_scrub_period_seconds"), 604800);
 }
 
+TEST_F(CollectorTest, ManifestBacklogAndHashRate) {
+    capture.manifest.backlog_bytes.store(123456);
+    capture.manifest.backlog_files.store(3);
+    capture.manifest.hashed_bytes.store(9'000'000);
+    capture.manifest.written_files.store(40);
+    capture.manifest.failed_files.store(1);
+    capture.manifest.deleted_files.store(2);
+    collector->collect();
+    const Scrape s = scrape(*collector);
+    EXPECT_EQ(s.value("linecap_manifest_backlog_bytes"), 123456);
+    EXPECT_EQ(s.types.at("linecap_manifest_backlog_bytes"), "gauge");
+    EXPECT_EQ(s.value("linecap_manifest_backlog_files"), 3);
+    EXPECT_EQ(s.types.at("linecap_manifest_backlog_files"), "gauge");
+    EXPECT_EQ(s.value("linecap_manifest_hashed_bytes_total"), 9'000'000);
+    EXPECT_EQ(s.types.at("linecap_manifest_hashed_bytes_total"), "counter");
+    EXPECT_EQ(s.value("linecap_manifest_files_total", {{"result", "written"}}), 40);
+    EXPECT_EQ(s.value("linecap_manifest_files_total", {{"result", "failed"}}), 1);
+    EXPECT_EQ(s.value("linecap_manifest_files_total", {{"result", "deleted"}}), 2);
+}
+
+TEST(CollectorManifestOff, NoManifestSeries) {
+    FakeCapture capture;
+    capture.manifest_on = false;
+    auto collector = capture.make_collector();
+    collector->collect();
+    const Scrape s = scrape(*collector);
+    EXPECT_TRUE(s.series("linecap_manifest_backlog_bytes").empty());
+    EXPECT_TRUE(s.series("linecap_manifest_files_total").empty());
+}
+
 TEST(CollectorScrubOff, NoScrubSeries) {
     FakeCapture capture;
     capture.scrub_on = false;

@@ -6,12 +6,18 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <thread>
 
 #include "linecap_build.h"
 #include "output/layout.hpp"
 #include "output/manifest.hpp"
+#include "output/manifest_hasher.hpp"
 #include "output/sha256.hpp"
+#include "output/stream_writer.hpp"
+#include "output/unique_fd.hpp"
+#include "output/verify.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"
 
@@ -219,10 +225,10 @@ TEST_F(WriterManifestTest, EveryFinishedFileGetsOneThatMatchesIt) {
     }
 }
 
-// The hasher holds each block until it has hashed it, and gives it back to the free ring:
-// with a handful of blocks cycling through writer and hasher and files rotating on size,
-// every packet is in exactly one file once and every manifest matches its file.
-TEST_F(WriterManifestTest, BlocksCycleThroughTheHasherWithoutLossOrRepeat) {
+// The writer gives every block straight back (the hasher reads the file, not the block):
+// with a handful of blocks cycling through the writer and files rotating on size, every
+// packet is in exactly one file once, every manifest matches its file, no marker is left.
+TEST_F(WriterManifestTest, BlocksCycleWithoutLossOrRepeatAndEveryManifestMatches) {
     config.blocks_per_queue = 3;
     config.rotate_size_bytes = 256 * 1024;
     auto writer = make_writer(dir.path());
@@ -255,6 +261,224 @@ TEST_F(WriterManifestTest, BlocksCycleThroughTheHasherWithoutLossOrRepeat) {
     ::close(fd);
     EXPECT_EQ(packets, uint64_t(kBlocks) * kPerBlock);
     EXPECT_EQ(writer->counters(0).written_packets.load(), uint64_t(kBlocks) * kPerBlock);
+    for (const std::string& name : dir.names()) EXPECT_EQ(name.find("pending"), std::string::npos) << name;
+    const ManifestCounters* counters = writer->manifest();
+    ASSERT_NE(counters, nullptr);
+    EXPECT_EQ(counters->backlog_bytes.load(), 0u);
+    EXPECT_EQ(counters->backlog_files.load(), 0u);
+    EXPECT_EQ(counters->written_files.load(), names.size());
+}
+
+// While the writer runs, every finished file has its manifest or its pending marker at
+// every moment (what a crash would leave), never neither.
+TEST_F(WriterManifestTest, AFinishedFileHasItsManifestOrItsMarkerAtEveryMoment) {
+    config.rotate_size_bytes = 64 * 1024;
+    auto writer = make_writer(dir.path());
+    ASSERT_TRUE(writer);
+    ASSERT_TRUE(writer->start().ok());
+    std::atomic<bool> done{false};
+    std::atomic<int> violations{0};
+    std::thread watcher([&] {
+        const UniqueFd fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        while (!done.load()) {
+            for (const std::string& name : test::pcap_files(dir)) {
+                const bool manifest = ::faccessat(fd.get(), layout::manifest_name(name).c_str(), F_OK, 0) == 0;
+                const bool marker = ::faccessat(fd.get(), layout::manifest_pending_name(name).c_str(), F_OK, 0) == 0;
+                if (!manifest && !marker && ::faccessat(fd.get(), layout::manifest_name(name).c_str(), F_OK, 0) != 0)
+                    violations.fetch_add(1);
+            }
+        }
+    });
+    FakeWorker worker(writer->stream(0));
+    for (int i = 0; i < 300; ++i)
+        worker.send_block(test::make_packets(40, kT0 + uint64_t(i) * kSecond / 1000), i % 50 == 49);
+    writer->stop();
+    done = true;
+    watcher.join();
+    EXPECT_EQ(violations.load(), 0);
+}
+
+// The hasher on its own, driven as a writer thread drives it, on files a manifest-less
+// writer produced (valid capture files, so that verify can read them).
+class ManifestHasherTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        config = test::test_output_config(dir.path());
+        config.manifest = false;
+        config.rotate_size_bytes = 0;
+        StreamSpec spec{StreamId{"p0", 2, 5}, 0, kSnaplen};
+        auto created = Writer::create(config, {spec}, heap_block_memory());
+        ASSERT_TRUE(created.ok());
+        auto writer = std::move(created).value();
+        ASSERT_TRUE(writer->start().ok());
+        FakeWorker worker(writer->stream(0));
+        for (int i = 0; i < 3; ++i) worker.send_block(test::make_packets(50 + i, kT0 + uint64_t(i) * kSecond), true);
+        writer->stop();
+        files = test::pcap_files(dir);
+        ASSERT_EQ(files.size(), 3u);
+        dir_fd = UniqueFd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        Result<FileTemplate> file_template = FileTemplate::compile(config.file_template);
+        ASSERT_TRUE(file_template.ok());
+        context = std::make_unique<WriterContext>(
+            WriterContext{config, std::move(file_template.value()), dir_fd.get(), &latency, &warned});
+    }
+
+    uint64_t size_of(const std::string& name) { return test::read_file(dir.file(name)).size(); }
+
+    // What the writer does for one file, from open to finished: here the file is complete
+    // already and carries its final name.
+    void write_through(ManifestHasher& hasher, const std::string& name, uint64_t seq) {
+        const uint64_t size = size_of(name);
+        hasher.opened(0, name, 24);
+        hasher.appended(0, size / 2);
+        hasher.appended(0, size);
+        EXPECT_TRUE(hasher.mark_pending(name));
+        Manifest m;
+        m.file = name;
+        m.size = size;
+        m.seq = seq;
+        m.run = "1";
+        hasher.finished(0, std::move(m));
+    }
+
+    bool exists(const std::string& name) { return ::faccessat(dir_fd.get(), name.c_str(), F_OK, 0) == 0; }
+
+    VerifyReport verify(std::vector<std::string>* lines = nullptr) {
+        const auto r = verify_directory({dir.path(), 0, false}, [&](const std::string& l) {
+            if (lines != nullptr) lines->push_back(l);
+        });
+        EXPECT_TRUE(r.ok());
+        return r.ok() ? r.value() : VerifyReport{};
+    }
+
+    test::TempDir dir;
+    OutputConfig config;
+    std::vector<std::string> files;
+    UniqueFd dir_fd;
+    WriteLatency latency;
+    std::atomic<bool> warned{false};
+    std::unique_ptr<WriterContext> context;
+    ManifestCounters counters;
+};
+
+// Pending until hashed: the marker says so, verify reports PENDING (not a finding), the
+// backlog counts the file; then the manifest matches the file and the marker is gone.
+TEST_F(ManifestHasherTest, PendingUntilHashedThenTheManifestMatchesTheFile) {
+    ManifestHasher hasher(*context, 1, counters);  // not started: works off at stop()
+    write_through(hasher, files[0], 0);
+    EXPECT_TRUE(exists(layout::manifest_pending_name(files[0])));
+    EXPECT_FALSE(exists(layout::manifest_name(files[0])));
+    EXPECT_EQ(counters.backlog_files.load(), 1u);
+    EXPECT_EQ(counters.backlog_bytes.load(), size_of(files[0]));
+    std::vector<std::string> lines;
+    const VerifyReport pending = verify(&lines);
+    EXPECT_EQ(pending.pending, 1u);
+    EXPECT_EQ(pending.missing_manifests, 2u);  // the other two files: never given to the hasher
+    EXPECT_TRUE(std::any_of(lines.begin(), lines.end(),
+                            [&](const std::string& l) { return l.rfind("PENDING " + files[0] + ":", 0) == 0; }))
+        << ::testing::PrintToString(lines);
+
+    hasher.stop();
+    EXPECT_FALSE(exists(layout::manifest_pending_name(files[0])));
+    const ManifestRead read = read_manifest(dir_fd.get(), files[0]);
+    ASSERT_TRUE(read.ok()) << read.problem;
+    EXPECT_EQ(read.manifest.sha256, Sha256::of(test::read_file(dir.file(files[0]))));
+    EXPECT_EQ(read.manifest.seq, 0u);
+    EXPECT_FALSE(read.manifest.recovered);
+    EXPECT_EQ(counters.backlog_files.load(), 0u);
+    EXPECT_EQ(counters.backlog_bytes.load(), 0u);
+    EXPECT_EQ(counters.hashed_bytes.load(), size_of(files[0]));
+    EXPECT_EQ(counters.written_files.load(), 1u);
+    EXPECT_EQ(verify().pending, 0u);
+}
+
+// The thread follows the file while it is written (the bytes are hashed before it is
+// finished), and writes the manifest once it is.
+TEST_F(ManifestHasherTest, FollowsTheWriterAndCompletesOnItsOwn) {
+    ManifestHasher hasher(*context, 1, counters);
+    ASSERT_TRUE(hasher.start().ok());
+    const uint64_t size = size_of(files[1]);
+    hasher.opened(0, files[1], 24);
+    hasher.appended(0, size - 100);
+    ASSERT_TRUE(test::wait_until([&] { return counters.hashed_bytes.load() == size - 100; }));
+    EXPECT_EQ(counters.backlog_bytes.load(), 0u);
+    hasher.appended(0, size);
+    ASSERT_TRUE(hasher.mark_pending(files[1]));
+    Manifest m;
+    m.file = files[1];
+    m.size = size;
+    hasher.finished(0, std::move(m));
+    ASSERT_TRUE(test::wait_until([&] { return counters.written_files.load() == 1; }));
+    EXPECT_FALSE(exists(layout::manifest_pending_name(files[1])));
+    const ManifestRead read = read_manifest(dir_fd.get(), files[1]);
+    ASSERT_TRUE(read.ok()) << read.problem;
+    EXPECT_EQ(read.manifest.sha256, Sha256::of(test::read_file(dir.file(files[1]))));
+    hasher.stop();
+}
+
+// Retention deletes a pending file (it is the oldest): no manifest appears for it, its
+// marker goes, and the backlog forgets it.
+TEST_F(ManifestHasherTest, AFileDeletedWhilePendingGetsNoManifest) {
+    ManifestHasher hasher(*context, 1, counters);
+    write_through(hasher, files[0], 0);
+    for (const std::string& name : {files[0], layout::manifest_pending_name(files[0])})
+        ASSERT_EQ(::unlinkat(dir_fd.get(), name.c_str(), 0), 0);
+    hasher.stop();
+    EXPECT_FALSE(exists(layout::manifest_name(files[0])));
+    EXPECT_FALSE(exists(layout::manifest_pending_name(files[0])));
+    EXPECT_EQ(counters.deleted_files.load(), 1u);
+    EXPECT_EQ(counters.written_files.load(), 0u);
+    EXPECT_EQ(counters.backlog_files.load(), 0u);
+    EXPECT_EQ(counters.backlog_bytes.load(), 0u);
+}
+
+// A killed daemon leaves markers: the next start hashes those files from their bytes
+// ("recovered"), and removes the markers that are stale (a manifest exists) or orphaned
+// (the file is gone).
+TEST_F(ManifestHasherTest, AKilledRunsPendingFilesAreCompletedAtTheNextStart) {
+    test::write_file(dir.file(layout::manifest_pending_name(files[0])), {});
+    Manifest kept;
+    kept.file = files[1];
+    kept.size = size_of(files[1]);
+    kept.sha256 = Sha256::of(test::read_file(dir.file(files[1])));
+    ASSERT_TRUE(write_manifest(dir_fd.get(), kept).ok());
+    test::write_file(dir.file(layout::manifest_pending_name(files[1])), {});
+    test::write_file(dir.file(layout::manifest_pending_name("gone.pcap")), {});
+
+    ManifestHasher hasher(*context, 1, counters);
+    ASSERT_TRUE(hasher.start().ok());
+    EXPECT_EQ(counters.backlog_files.load() + counters.written_files.load(), 1u);
+    hasher.stop();
+    const ManifestRead read = read_manifest(dir_fd.get(), files[0]);
+    ASSERT_TRUE(read.ok()) << read.problem;
+    EXPECT_TRUE(read.manifest.recovered);
+    EXPECT_EQ(read.manifest.sha256, Sha256::of(test::read_file(dir.file(files[0]))));
+    EXPECT_EQ(read.manifest.packets, 50u);
+    EXPECT_EQ(read_manifest(dir_fd.get(), files[1]).manifest, kept);  // untouched
+    for (const std::string& f : {files[0], files[1], std::string("gone.pcap")})
+        EXPECT_FALSE(exists(layout::manifest_pending_name(f))) << f;
+    EXPECT_EQ(counters.written_files.load(), 1u);
+    EXPECT_EQ(counters.backlog_files.load(), 0u);
+}
+
+// Beyond kTrackedFiles files waiting on a stream, a finished file is not followed (no
+// descriptor held) but hashed by name afterwards, with its full manifest.
+TEST_F(ManifestHasherTest, FilesBeyondTheTrackedBoundAreHashedByName) {
+    ManifestHasher hasher(*context, 1, counters);
+    const size_t n = ManifestHasher::kTrackedFiles + 3;
+    for (size_t i = 0; i < n; ++i) write_through(hasher, files[i % files.size()], i);
+    EXPECT_EQ(counters.backlog_files.load(), n);
+    hasher.stop();
+    EXPECT_EQ(counters.written_files.load(), n);
+    EXPECT_EQ(counters.backlog_files.load(), 0u);
+    EXPECT_EQ(counters.backlog_bytes.load(), 0u);
+    for (size_t i = 0; i < files.size(); ++i) {
+        const ManifestRead read = read_manifest(dir_fd.get(), files[i]);
+        ASSERT_TRUE(read.ok()) << read.problem;
+        EXPECT_EQ(read.manifest.sha256, Sha256::of(test::read_file(dir.file(files[i]))));
+        EXPECT_FALSE(read.manifest.recovered);
+        EXPECT_EQ(read.manifest.seq.value_or(0) % files.size(), i);  // the last one written wins
+    }
 }
 
 TEST_F(WriterManifestTest, DropsOfTheSpanByReason) {
