@@ -11,7 +11,7 @@
 #           so that its cpuset controller never turns off or on under linecapd: that would
 #           reset the workers' pinning): the workers pin themselves to theirs. The CPU sets
 #           come from `linecapd --print-cpus`.
-#   reset   remove that confinement (AllowedCPUs= empty: every CPU again).
+#   reset   remove that confinement (AllowedCPUs= every online CPU again).
 #   status  the worker CPUs, and each slice's cpuset.cpus.effective.
 #
 #   --config FILE  linecapd's configuration (default /etc/linecap/linecap.yaml, or $LINECAP_CONFIG)
@@ -31,6 +31,7 @@ CONFIG=${LINECAP_CONFIG:-/etc/linecap/linecap.yaml}
 LINECAPD=${LINECAPD:-linecapd}
 SYSTEMCTL=${SYSTEMCTL:-systemctl}
 CGROUP=${LINECAP_CGROUP:-/sys/fs/cgroup}
+ONLINE=${LINECAP_SYSFS:-/sys}/devices/system/cpu/online
 SLICES=(system.slice user.slice machine.slice)
 
 say() { printf 'linecap-shield: %s\n' "$*"; }
@@ -82,8 +83,9 @@ case $cmd in
         # linecapd starts, and stays on after `reset`. Turning the controller on or off for
         # a cgroup moves its threads, and the move resets their CPU affinity to the cpuset's
         # (seen on Debian 12's kernel 6.1): linecapd's workers would lose their pinning.
-        "$SYSTEMCTL" set-property --runtime linecap.slice "AllowedCPUs=$WORKERS,$OTHERS" \
-            || die "systemctl set-property linecap.slice AllowedCPUs=$WORKERS,$OTHERS failed"
+        all=$(cat "$ONLINE") || die "cannot read the online CPUs from $ONLINE"
+        "$SYSTEMCTL" set-property --runtime linecap.slice "AllowedCPUs=$all" \
+            || die "systemctl set-property linecap.slice AllowedCPUs=$all failed"
         # set-property takes one unit (then its assignments): one call per slice.
         for s in "${SLICES[@]}"; do
             "$SYSTEMCTL" set-property --runtime "$s" "AllowedCPUs=$OTHERS" \
@@ -92,9 +94,13 @@ case $cmd in
         say "worker CPUs $WORKERS shielded: ${SLICES[*]} confined to CPUs $OTHERS"
         ;;
     reset)
-        # linecap.slice keeps its (every-CPU) setting: see apply.
+        # Every online CPU, written out: with the controller kept on for linecap.slice (see
+        # apply), an empty AllowedCPUs= makes systemd stop writing the slice's cpuset and
+        # the old confinement stays. linecap.slice keeps its setting.
+        all=$(cat "$ONLINE") || die "cannot read the online CPUs from $ONLINE"
         for s in "${SLICES[@]}"; do
-            "$SYSTEMCTL" set-property --runtime "$s" "AllowedCPUs=" || die "systemctl set-property $s AllowedCPUs= failed"
+            "$SYSTEMCTL" set-property --runtime "$s" "AllowedCPUs=$all" \
+                || die "systemctl set-property $s AllowedCPUs=$all failed"
         done
         say "${SLICES[*]} may use every CPU again"
         ;;

@@ -33,7 +33,7 @@ printf 'eal: {lcores: "0-2", hugepages: false}\nports:\n  - {name: p0, device: n
     "$T" >"$T/cfg.yaml"
 
 OUT=$(bash "$SHIELD" --config "$T/cfg.yaml" apply) || fail "apply failed: $OUT"
-[[ $(cat "$T/systemctl.log") == "set-property --runtime linecap.slice AllowedCPUs=1-2,0,3
+[[ $(cat "$T/systemctl.log") == "set-property --runtime linecap.slice AllowedCPUs=0,1,2,3
 set-property --runtime system.slice AllowedCPUs=0,3
 set-property --runtime user.slice AllowedCPUs=0,3
 set-property --runtime machine.slice AllowedCPUs=0,3" ]] \
@@ -42,9 +42,9 @@ grep -qF "worker CPUs 1-2 shielded" <<<"$OUT" || fail "apply said: $OUT"
 
 : >"$T/systemctl.log"
 bash "$SHIELD" --config "$T/cfg.yaml" reset >/dev/null || fail "reset failed"
-[[ $(cat "$T/systemctl.log") == "set-property --runtime system.slice AllowedCPUs=
-set-property --runtime user.slice AllowedCPUs=
-set-property --runtime machine.slice AllowedCPUs=" ]] \
+[[ $(cat "$T/systemctl.log") == "set-property --runtime system.slice AllowedCPUs=0,1,2,3
+set-property --runtime user.slice AllowedCPUs=0,1,2,3
+set-property --runtime machine.slice AllowedCPUs=0,1,2,3" ]] \
     || fail "reset ran: $(cat "$T/systemctl.log")"
 
 OUT=$(bash "$SHIELD" --config "$T/cfg.yaml" status) || fail "status failed"
