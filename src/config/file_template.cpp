@@ -144,6 +144,7 @@ Result<FileTemplate> FileTemplate::compile(std::string_view s) {
             if (variable_width(t.tokens_[a].kind) && t.tokens_[a].kind == t.tokens_[b].kind)
                 return problem("a field of variable width ({port}, {queue}, {seq}, %s) appears twice");
     if (const auto why = t.round_trip_problem()) return problem(*why);
+    if (const auto why = t.split_problem()) return problem(*why);
     return t;
 }
 
@@ -201,6 +202,36 @@ std::optional<std::string> FileTemplate::round_trip_problem() const {
             return "the name '" + stem + "' (port '" + std::string(sample.port) + "', queue " +
                    std::to_string(sample.queue) + ") " + why +
                    ": separate the fields with text that cannot be part of them, e.g. {port}-q{queue}";
+    }
+    return std::nullopt;
+}
+
+// The samples above show most ambiguities with a name that reads back wrong; this shows
+// the rest by the template's shape (found by fuzz_template: "{port}4{queue}", "{seq}3{queue}"
+// read back wrong only for numbers holding that digit). Between two non-digits, a run of
+// digits is read one way if it holds at most one number of variable width ({queue},
+// {seq}, %s): the fixed-width fields give the rest of its length. A run next to {port},
+// whose names may start or end with digits, has no such bound, so it may hold none.
+std::optional<std::string> FileTemplate::split_problem() const {
+    const auto digits_only = [](const Token& t) {
+        return t.kind != Kind::port && (t.kind != Kind::literal || is_digit(t.ch));
+    };
+    size_t variable = 0;
+    bool in_run = false, after_port = false;
+    for (size_t i = 0; i <= tokens_.size(); ++i) {
+        if (i < tokens_.size() && digits_only(tokens_[i])) {
+            if (!in_run) after_port = i > 0 && tokens_[i - 1].kind == Kind::port;
+            in_run = true;
+            variable += variable_width(tokens_[i].kind);
+            continue;
+        }
+        const bool before_port = i < tokens_.size() && tokens_[i].kind == Kind::port;
+        if (in_run && (variable > 1 || (variable == 1 && (after_port || before_port))))
+            return "names made from it could be read back two ways: only digits stand between a number of variable "
+                   "width ({queue}, {seq}, %s) and {port} or another such number; separate them with text that is "
+                   "not a digit, e.g. {port}-q{queue}";
+        in_run = false;
+        variable = 0;
     }
     return std::nullopt;
 }

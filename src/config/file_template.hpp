@@ -74,6 +74,7 @@ private:
                RestPredicate accept_rest) const;
     bool has(Token::Kind kind) const;
     std::optional<std::string> round_trip_problem() const;
+    std::optional<std::string> split_problem() const;
 
     std::string text_;
     std::vector<Token> tokens_;

@@ -65,11 +65,23 @@ TEST(FileTemplate, RefusesWhatCannotBeReadBack) {
     // digit ("7-x", seq 31 → "317-x" read back as seq 317, port "-x").
     EXPECT_NE(refusal("cap-%s-{seq}{port}%Y").find("reads back as port"), std::string::npos);
     EXPECT_NE(refusal("{queue}{port}%s").find("reads back"), std::string::npos);
-    // Found by fuzz_template's long run: a literal digit between {port} and a number, which
-    // the sample queues lacked (port p0, queue 943: "p04943" read back as p049, queue 3).
+    // Found by fuzz_template's long runs: a literal digit between {port} and a number, or
+    // between two numbers, read back wrong only for numbers holding that digit (port p0,
+    // queue 943: "p04943" read back as p049, queue 3; "{seq}3{queue}" likewise).
     EXPECT_NE(refusal("%y%j%%-MH-{port}4{queue}").find("reads back"), std::string::npos);
     EXPECT_NE(refusal("{queue}7{port}-%s").find("reads back"), std::string::npos);
-    EXPECT_NE(refusal("{port}-{queue}9{seq}").find("reads back"), std::string::npos);
+    const std::string two_ways = "could be read back two ways";
+    for (const char* t : {"%F_%T%T_{seq}3{queue}_{port}", "{port}-{queue}3{seq}", "{seq}%Y{queue}-{port}",
+                          "%Y{queue}5{port}", "{port}1%Y{queue}x"}) {
+        EXPECT_NE(refusal(t).find("read"), std::string::npos) << t << ": " << refusal(t);
+    }
+    for (const char* t : {"%F_%T%T_{seq}3{queue}_{port}", "{seq}7{queue}-{port}", "{port}1%Y{queue}x"})
+        EXPECT_NE(refusal(t).find(two_ways), std::string::npos) << t << ": " << refusal(t);
+    // One number of variable width per run of digits, away from {port}: read one way.
+    for (const char* t : {"%Y%m%d%H%M%S{queue}-{port}", "{port}-%Y{queue}%m", "%s{nsec}-{port}-q{queue}x{seq}",
+                          "{port}%H%M-{queue}"}) {
+        EXPECT_EQ(refusal(t), "accepted") << t;
+    }
     EXPECT_NE(refusal("{port}-{queue}-{port}").find("appears twice"), std::string::npos);
     EXPECT_NE(refusal(std::string("a\0b", 3)).find("NUL"), std::string::npos);
     EXPECT_NE(refusal("a/{port}").find("not a path"), std::string::npos);
