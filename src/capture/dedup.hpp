@@ -24,13 +24,12 @@
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <span>
 
+#include "capture/xxh3.hpp"
 #include "store/packet_keys.hpp"
 
 namespace linecap {
@@ -75,35 +74,32 @@ private:
     uint64_t bucket_mask_ = 0;
 };
 
-// The header bytes that are masked (zeroed) before hashing: the Ethernet header, VLAN tags
-// and the IPv4 header up to its checksum (TTL, checksum) or the IPv6 header up to its hop
-// limit. At most 14 + 4 x 4 + 12 bytes.
-inline constexpr uint32_t kDedupMaskedBytes = 14 + 4 * store::kMaxVlanTags + 12;
+// How many leading bytes are copied, masked and hashed in one piece: the headers whose
+// TTL / hop limit and checksum are zeroed lie within them (Ethernet, 4 VLAN tags, the IPv4
+// header up to its checksum: 42 bytes), and a packet up to this size takes one XXH3 call.
+inline constexpr uint32_t kDedupHeadBytes = 256;
 
 // The hash of a packet as dedup compares it: its bytes with TTL / hop limit and the IPv4
 // header checksum zeroed, seeded with its length, never 0. Walks a chained mbuf.
 inline uint64_t dedup_hash(const rte_mbuf* m) {
     const uint8_t* data = rte_pktmbuf_mtod(m, const uint8_t*);
     const uint32_t first = m->data_len;
-    uint8_t head[kDedupMaskedBytes];
-    uint32_t head_len = 0;
+    const uint32_t head_len = std::min(first, kDedupHeadBytes);
+    uint8_t head[kDedupHeadBytes];
+    std::memcpy(head, data, head_len);
     uint16_t type = 0;
     uint32_t l3 = 0;
-    if (store::link_layer(data, first, type, l3)) {
-        if (type == 0x0800 && l3 + 12 <= first) {
-            head_len = l3 + 12;
-            std::memcpy(head, data, head_len);
-            head[l3 + 8] = 0;       // TTL
-            head[l3 + 10] = 0;      // header checksum
+    if (store::link_layer(head, head_len, type, l3)) {
+        if (type == 0x0800 && l3 + 12 <= head_len) {
+            head[l3 + 8] = 0;   // TTL
+            head[l3 + 10] = 0;  // header checksum
             head[l3 + 11] = 0;
-        } else if (type == 0x86dd && l3 + 8 <= first) {
-            head_len = l3 + 8;
-            std::memcpy(head, data, head_len);
-            head[l3 + 7] = 0;       // hop limit
+        } else if (type == 0x86dd && l3 + 8 <= head_len) {
+            head[l3 + 7] = 0;   // hop limit
         }
     }
     uint64_t h = XXH3_64bits_withSeed(head, head_len, m->pkt_len);
-    h = XXH3_64bits_withSeed(data + head_len, first - head_len, h);
+    if (first > head_len) h = XXH3_64bits_withSeed(data + head_len, first - head_len, h);
     for (const rte_mbuf* seg = m->next; seg != nullptr; seg = seg->next)
         h = XXH3_64bits_withSeed(rte_pktmbuf_mtod(seg, const uint8_t*), seg->data_len, h);
     return h | 1;

@@ -21,14 +21,13 @@
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <span>
 
 #include "capture/counters.hpp"
 #include "filter/bpf_filter.hpp"
+#include "capture/xxh3.hpp"
 #include "store/packet_keys.hpp"
 
 namespace linecap {

@@ -131,23 +131,21 @@ void extract_keys(const uint8_t* f, uint32_t caplen, PacketKeys& k) {
 
 namespace {
 
-// One end of a flow: the address (as stored in FlowKey) and the port.
-inline bool end_is_lower(const uint8_t* addr_a, uint16_t port_a, const uint8_t* addr_b, uint16_t port_b, size_t len) {
-    const int order = std::memcmp(addr_a, addr_b, len);
-    return order < 0 || (order == 0 && port_a <= port_b);
-}
-
-inline void set_ends(FlowKey& k, const uint8_t* src, const uint8_t* dst, size_t len, uint16_t sport, uint16_t dport) {
+// The ends in canonical order: the lower (address, port) first. `Len` is a constant so
+// that the comparison and copies compile to a few loads (this runs per packet in the worker).
+template <size_t Len>
+inline void set_ends(FlowKey& k, const uint8_t* src, const uint8_t* dst, uint16_t sport, uint16_t dport) {
     k.addr_lo = {};
     k.addr_hi = {};
-    if (end_is_lower(src, sport, dst, dport, len)) {
-        std::memcpy(k.addr_lo.data(), src, len);
-        std::memcpy(k.addr_hi.data(), dst, len);
+    const int order = std::memcmp(src, dst, Len);
+    if (order < 0 || (order == 0 && sport <= dport)) {
+        std::memcpy(k.addr_lo.data(), src, Len);
+        std::memcpy(k.addr_hi.data(), dst, Len);
         k.port_lo = sport;
         k.port_hi = dport;
     } else {
-        std::memcpy(k.addr_lo.data(), dst, len);
-        std::memcpy(k.addr_hi.data(), src, len);
+        std::memcpy(k.addr_lo.data(), dst, Len);
+        std::memcpy(k.addr_hi.data(), src, Len);
         k.port_lo = dport;
         k.port_hi = sport;
     }
@@ -170,7 +168,7 @@ bool flow_key(const uint8_t* f, uint32_t caplen, FlowKey& k) {
             sport = be16(f + l4);
             dport = be16(f + l4 + 2);
         }
-        set_ends(k, f + l3 + 12, f + l3 + 16, 4, sport, dport);
+        set_ends<4>(k, f + l3 + 12, f + l3 + 16, sport, dport);
         return true;
     }
     if (type == kEtherIPv6) {
@@ -182,7 +180,7 @@ bool flow_key(const uint8_t* f, uint32_t caplen, FlowKey& k) {
             sport = be16(f + upper.offset);
             dport = be16(f + upper.offset + 2);
         }
-        set_ends(k, f + l3 + 8, f + l3 + 24, 16, sport, dport);
+        set_ends<16>(k, f + l3 + 8, f + l3 + 24, sport, dport);
         return true;
     }
     return false;
