@@ -42,6 +42,10 @@ output:
   blocks_per_queue: 64
   block_size_kb: 256
   rotate: { size_mb: 1, interval_s: 0 }
+  # Not under test here; their idle-priority threads would only slow the stop on a
+  # loaded machine.
+  index: false
+  scrub: { enabled: false }
 metrics:
   enabled: true
   listen: "$METRICS_LISTEN"
