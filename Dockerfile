@@ -27,7 +27,9 @@
 #
 # or, simplest and least contained: --privileged instead of the --cap-add/--device lines.
 #   IPC_LOCK   vfio pins the DMA (hugepage) memory; EAL locks hugepages
-#   SYS_NICE   Docker's default seccomp profile allows get_mempolicy/set_mempolicy/mbind
+#   SYS_NICE   the workers make themselves real-time (capture.worker_priority, default
+#              rr:1; without it linecapd exits 78: set worker_priority: normal instead);
+#              and Docker's default seccomp profile allows get_mempolicy/set_mempolicy/mbind
 #              (EAL's NUMA-aware hugepage allocation) only with this capability
 #   SYS_RAWIO  with --device /dev/cpu/0/msr (host: modprobe msr): EAL reads the exact TSC
 #              frequency; both optional (EAL estimates it otherwise)
@@ -49,7 +51,7 @@ ARG PACKAGE=source
 
 # ---- the package, built from this tree -----------------------------------------------------
 FROM ${BASE} AS package-source
-RUN apt-get update -q \
+RUN apt-get -o Acquire::Retries=3 update -q \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
         build-essential debhelper dpkg-dev
 WORKDIR /build/linecap
@@ -70,8 +72,9 @@ FROM package-${PACKAGE} AS package
 FROM ${BASE} AS runtime
 COPY --from=package /debs/ /tmp/debs/
 # apt resolves the package's dependencies (shared libraries and the DPDK driver plugins EAL
-# loads at start); nothing is listed here twice.
-RUN apt-get update -q \
+# loads at start); nothing is listed here twice. (Retries: a mirror that drops a connection
+# fails `apt-get update` with exit 100 otherwise.)
+RUN apt-get -o Acquire::Retries=3 update -q \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends /tmp/debs/linecap_*.deb \
  && rm -rf /var/lib/apt/lists/* /tmp/debs
 VOLUME ["/var/lib/linecap"]

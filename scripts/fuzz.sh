@@ -33,11 +33,15 @@ echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long)
 "$CXX" -fsanitize=fuzzer "$WORK/probe.cpp" -o "$WORK/probe" 2>/dev/null \
     || { echo "SKIP: $CXX cannot link libFuzzer (apt-get install libclang-rt-14-dev)"; exit 77; }
 
-# name|sources|libs from the one registration line per harness.
+# name|sources|libs from the one registration line per harness (a source list may be a
+# variable assigned a string earlier in the file; the layer after them is meson's).
 mapfile -t HARNESSES < <(python3 - "$SRC/tests/fuzz/meson.build" <<'PY'
 import re, sys
-for m in re.finditer(r"^\s*\['(\w+)',\s*'([^']*)',\s*'([^']*)'\]", open(sys.argv[1]).read(), re.M):
-    print("|".join(m.groups()))
+text = open(sys.argv[1]).read()
+names = dict(re.findall(r"^(\w+)\s*=\s*'([^']*)'", text, re.M))
+item = r"\s*('[^']*'|\w+)\s*"
+for m in re.finditer(r"^\s*\['(\w+)'," + item + "," + item + r"(?:,[^\]]*)?\]", text, re.M):
+    print("|".join([m.group(1)] + [names[v] if not v.startswith("'") else v.strip("'") for v in m.groups()[1:]]))
 PY
 )
 [[ ${#HARNESSES[@]} -gt 0 ]] || { echo "no harness found in tests/fuzz/meson.build"; exit 1; }
@@ -47,7 +51,11 @@ PY
     echo "CXX := $CXX"
     echo "SRC := $SRC"
     echo 'SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined'
-    echo 'CXXFLAGS := -std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link $(SAN) -I$(SRC)/src -I$(SRC) -MMD -MP'
+    # Only our code is instrumented: the system libraries it links (libpcap, yaml-cpp) are
+    # Debian's builds; their headers (and DPDK's rte_config.h, for the configuration's
+    # limits) come from pkg-config.
+    echo "SYSINC := $(pkg-config --cflags-only-I libdpdk yaml-cpp libpcap 2>/dev/null)"
+    echo 'CXXFLAGS := -std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link $(SAN) -I$(SRC)/src -I$(SRC) $(SYSINC) -MMD -MP'
     echo 'obj/%.o: $(SRC)/%.cpp'
     printf '\t@mkdir -p $(dir $@)\n\t$(CXX) $(CXXFLAGS) -c $< -o $@\n'
     targets=()
@@ -74,10 +82,13 @@ for h in "${HARNESSES[@]}"; do
     mkdir -p "$corpus" "$WORK/artifacts"
     echo "== fuzz_$name: ${SECONDS_EACH}s over tests/fuzz/corpus/$name"
     log=$WORK/fuzz_$name.log
+    # A dictionary of the reader's tokens (tests/fuzz/<name>.dict), when there is one.
+    dict=()
+    [[ -f $SRC/tests/fuzz/$name.dict ]] && dict=(-dict="$SRC/tests/fuzz/$name.dict")
     # The first directory receives new inputs; the in-tree seeds are only read.
     if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 "$WORK/fuzz_$name" "$corpus" "$SRC/tests/fuzz/corpus/$name" \
         -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-        -print_final_stats=1 -artifact_prefix="$WORK/artifacts/$name-" >"$log" 2>&1; then
+        -print_final_stats=1 -artifact_prefix="$WORK/artifacts/$name-" "${dict[@]}" >"$log" 2>&1; then
         :
     else
         rc=1

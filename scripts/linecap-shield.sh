@@ -7,8 +7,10 @@
 #           session, VM and container) to the CPUs the worker lcores do not use, with
 #           `systemctl set-property --runtime SLICE AllowedCPUs=...` (cgroup v2 cpuset; the
 #           drop-ins live in /run/systemd/system.control, so a reboot or `reset` undoes them).
-#           linecapd.service runs in linecap.slice, which keeps every CPU: the workers pin
-#           themselves to theirs. The CPU sets come from `linecapd --print-cpus`.
+#           linecapd.service runs in linecap.slice, which keeps every CPU (set explicitly,
+#           so that its cpuset controller never turns off or on under linecapd: that would
+#           reset the workers' pinning): the workers pin themselves to theirs. The CPU sets
+#           come from `linecapd --print-cpus`.
 #   reset   remove that confinement (AllowedCPUs= empty: every CPU again).
 #   status  the worker CPUs, and each slice's cpuset.cpus.effective.
 #
@@ -76,12 +78,24 @@ case $cmd in
         [[ -n $OTHERS ]] || die "the worker lcores take every online CPU ($WORKERS): none left for the other slices"
         [[ -e $CGROUP/cgroup.controllers ]] \
             || die "no cgroup v2 hierarchy at $CGROUP: AllowedCPUs= needs it (systemd.unified_cgroup_hierarchy=1)"
-        "$SYSTEMCTL" set-property --runtime "${SLICES[@]}" "AllowedCPUs=$OTHERS" \
-            || die "systemctl set-property AllowedCPUs=$OTHERS failed"
+        # linecap.slice first, with every CPU: the cpuset controller is then on for it before
+        # linecapd starts, and stays on after `reset`. Turning the controller on or off for
+        # a cgroup moves its threads, and the move resets their CPU affinity to the cpuset's
+        # (seen on Debian 12's kernel 6.1): linecapd's workers would lose their pinning.
+        "$SYSTEMCTL" set-property --runtime linecap.slice "AllowedCPUs=$WORKERS,$OTHERS" \
+            || die "systemctl set-property linecap.slice AllowedCPUs=$WORKERS,$OTHERS failed"
+        # set-property takes one unit (then its assignments): one call per slice.
+        for s in "${SLICES[@]}"; do
+            "$SYSTEMCTL" set-property --runtime "$s" "AllowedCPUs=$OTHERS" \
+                || die "systemctl set-property $s AllowedCPUs=$OTHERS failed"
+        done
         say "worker CPUs $WORKERS shielded: ${SLICES[*]} confined to CPUs $OTHERS"
         ;;
     reset)
-        "$SYSTEMCTL" set-property --runtime "${SLICES[@]}" "AllowedCPUs=" || die "systemctl set-property failed"
+        # linecap.slice keeps its (every-CPU) setting: see apply.
+        for s in "${SLICES[@]}"; do
+            "$SYSTEMCTL" set-property --runtime "$s" "AllowedCPUs=" || die "systemctl set-property $s AllowedCPUs= failed"
+        done
         say "${SLICES[*]} may use every CPU again"
         ;;
     status)

@@ -14,6 +14,7 @@ constexpr uint64_t kNs = 1000000000ull;
 // Numeric fields of variable width ({queue}, {seq}, %s) are read with at most this many
 // digits: what an int64_t holds, and a bound on the backtracking.
 constexpr size_t kMaxDigits = 18;
+constexpr size_t kMaxSeqDigits = 20;
 
 struct Placeholder {
     std::string_view name;
@@ -56,8 +57,11 @@ std::string digits(uint64_t value, int width) {
 
 // Streams and times every template must read back exactly. Port names mix the
 // characters they may contain (config: letters, digits, '_' and '-'), ending in digits and
-// in "-q<digits>" so that a template gluing {port} to a number, or to the default's
-// "-q", shows its ambiguity. Times stay within 2001..2060, where %y reads back too.
+// in "-q<digits>", and starting with a digit, so that a template gluing {port} to a
+// number on either side, or to the default's "-q", shows its ambiguity. Between them the
+// queues, sequence numbers and ports hold every digit: a literal digit between {port} and
+// a number ("{port}4{queue}": port p0, queue 943 reads back as port p049, queue 3) is
+// ambiguous only for numbers that contain it. Times stay within 2001..2060, where %y reads back too.
 struct Sample {
     uint64_t ts_ns;
     std::string_view port;
@@ -69,6 +73,9 @@ constexpr Sample kSamples[] = {
     {1009843199999999999ull, "x-q12", 3, 17},
     {2840140800000000001ull, "up_link-7", 1023, 123456},
     {1796004659500000000ull, "9", 0, 9},
+    {1796004600000000000ull, "7-x", 5, 31},
+    {1796004600000000000ull, "0123456789", 987, 1234567890},
+    {1796004600000000000ull, "p0", 456, 4567},
 };
 
 }  // namespace
@@ -234,11 +241,13 @@ bool FileTemplate::match(size_t t, std::string_view s, size_t i, ParsedName& out
         case Kind::epoch:
         case Kind::queue:
         case Kind::seq: {
+            // {seq} is matched, not read: any 64-bit count it renders (up to 20 digits).
+            const size_t max_digits = tok.kind == Kind::seq ? kMaxSeqDigits : kMaxDigits;
             size_t n = 0;
-            while (i + n < s.size() && is_digit(s[i + n]) && n < kMaxDigits) ++n;
+            while (i + n < s.size() && is_digit(s[i + n]) && n < max_digits) ++n;
             for (size_t len = n; len >= 1; --len) {  // longest first, backtrack
                 int64_t v = 0;
-                for (size_t k = 0; k < len; ++k) v = v * 10 + (s[i + k] - '0');
+                for (size_t k = 0; k < len && tok.kind != Kind::seq; ++k) v = v * 10 + (s[i + k] - '0');
                 const int64_t saved_queue = out.queue;
                 const int64_t saved_epoch = fields[kEpoch];
                 if (tok.kind == Kind::epoch) fields[kEpoch] = v;

@@ -5,17 +5,19 @@
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
 
 #include "config/values.hpp"
+#include "util/one_line.hpp"
 
 namespace linecap::config_detail {
 namespace {
 
 // yaml-cpp counts lines from 0 and has no mark for values it made up (an empty document).
-int line_of(const YAML::Node& node, int fallback) {
-    const YAML::Mark mark = node.Mark();
-    return mark.is_null() ? fallback : mark.line + 1;
-}
+int line_of_mark(const YAML::Mark& mark, int fallback) { return mark.is_null() ? fallback : mark.line + 1; }
+int line_of(const YAML::Node& node, int fallback) { return line_of_mark(node.Mark(), fallback); }
 
 std::string join(KeyList names) {
     std::string joined;
@@ -80,24 +82,6 @@ std::string quoted_excerpt(std::string_view text) {
     return "'" + std::string(text.substr(0, max_shown)) + "...'";
 }
 
-// Values and keys can hold line breaks (quoted YAML strings); an error must not.
-std::string escape_control_characters(std::string_view text) {
-    std::string escaped;
-    for (const char c : text) {
-        if (c == '\n') {
-            escaped += "\\n";
-        } else if (c == '\t') {
-            escaped += "\\t";
-        } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-            constexpr char hex[] = "0123456789abcdef";
-            escaped += {'\\', 'x', hex[(c >> 4) & 0xf], hex[c & 0xf]};
-        } else {
-            escaped += c;
-        }
-    }
-    return escaped;
-}
-
 [[noreturn]] void fail_at(std::string_view source, int line, std::string_view path, std::string_view what) {
     throw ConfigProblem{format_problem(source, line, path, what)};
 }
@@ -109,7 +93,8 @@ std::string format_problem(std::string_view source, int line, std::string_view p
     if (line > 0) message.append(":").append(std::to_string(line));
     message.append(": ");
     if (!path.empty()) message.append(path).append(": ");
-    return escape_control_characters(message.append(what));
+    // Values and keys can hold line breaks (quoted YAML strings); an error must not.
+    return one_line(message.append(what));
 }
 
 // --- YamlValue ------------------------------------------------------------------
@@ -282,14 +267,63 @@ YamlMap YamlMap::section(std::string_view key, KeyList valid_keys) const {
 
 // --- the document ---------------------------------------------------------------
 
-YAML::Node load_single_document(const std::string& text, std::string_view source) {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    if (documents.size() > 1) {
-        fail_at(
-            source, line_of(documents[1], 0), "",
-            "the file holds " + std::to_string(documents.size()) + " YAML documents (separated by ---); expected one");
+namespace {
+
+// Where each document of a stream starts, without building the documents.
+class DocumentStarts final : public YAML::EventHandler {
+public:
+    void OnDocumentStart(const YAML::Mark& mark) override {
+        stalled = count > 0 && mark.pos == last.pos;
+        if (++count == 2) second = mark;
+        last = mark;
     }
-    return documents.empty() ? YAML::Node() : documents.front();
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+
+    size_t count = 0;
+    YAML::Mark second = YAML::Mark::null_mark();
+    YAML::Mark last = YAML::Mark::null_mark();
+    bool stalled = false;
+};
+
+}  // namespace
+
+// Not YAML::LoadAll: in yaml-cpp 0.7 a token that begins no node (a stray ',' or ']'
+// where a document starts: a file holding only ",") is never consumed, and LoadAll then
+// adds an empty document per turn of its loop, for ever and without bound in memory
+// (yaml-cpp issue 1040, fixed upstream in 0.8's LoadAll). Here every document must start
+// past the one before: start positions strictly increase and cannot pass the end of the
+// (bounded) text, so the walk ends whatever the input; a document that starts where the
+// previous one did is the parser not getting past a token, reported as invalid YAML.
+YAML::Node load_single_document(const std::string& text, std::string_view source) {
+    DocumentStarts starts;
+    {
+        std::istringstream in(text);
+        YAML::Parser parser(in);
+        while (parser.HandleNextDocument(starts)) {
+            if (starts.stalled) {
+                const size_t pos = static_cast<size_t>(std::max(starts.last.pos, 0));
+                const std::string what = pos < text.size() && text[pos] > ' ' && text[pos] < 0x7f
+                                             ? "unexpected '" + std::string(1, text[pos]) + "'"
+                                             : "cannot read past this point";
+                fail_at(source, starts.last.line + 1, "",
+                        "invalid YAML: " + what + " (column " + std::to_string(starts.last.column + 1) + ")");
+            }
+        }
+    }
+    if (starts.count > 1) {
+        fail_at(source, line_of_mark(starts.second, 0), "",
+                "the file holds " + std::to_string(starts.count) +
+                    " YAML documents (separated by ---); expected one");
+    }
+    // The one document, built (yaml-cpp's Load reads only the first).
+    return starts.count == 0 ? YAML::Node() : YAML::Load(text);
 }
 
 std::string describe_yaml_error(const YAML::Exception& error, std::string_view source) {

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "util/one_line.hpp"
+
 namespace linecap {
 namespace {
 
@@ -34,7 +36,7 @@ size_t count_terms(std::string_view e) {
 // The start of a long expression, for a message that stays one readable line.
 std::string excerpt(std::string_view e) {
     constexpr size_t kShown = 48;
-    return e.size() <= kShown ? std::string(e) : std::string(e.substr(0, kShown)) + "...";
+    return one_line(e.size() <= kShown ? e : e.substr(0, kShown)) + (e.size() <= kShown ? "" : "...");
 }
 
 }  // namespace
@@ -61,7 +63,8 @@ Result<PcapProgram> PcapProgram::compile(const std::string& expression, uint32_t
     if (pcap_compile(dead, &out.program_, expression.c_str(), 1, PCAP_NETMASK_UNKNOWN) != 0) {
         std::string why = pcap_geterr(dead);
         pcap_close(dead);
-        return config_error("filter '" + expression + "': " + why);
+        // The expression (and libpcap's message, which may quote it) can hold line breaks.
+        return config_error(one_line("filter '" + expression + "': " + why));
     }
     pcap_close(dead);
     return out;

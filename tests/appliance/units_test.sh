@@ -57,7 +57,7 @@ D=$TEST_UNITS/linecapd.service
 for line in 'Type=notify' 'NotifyAccess=main' 'WatchdogSec=10s' 'Restart=on-failure' \
     'RestartPreventExitStatus=78' 'LimitMEMLOCK=infinity' 'ExecReload=/bin/kill -HUP $MAINPID' \
     'ProtectSystem=strict' 'ProtectHome=yes' 'PrivateTmp=yes' 'NoNewPrivileges=yes' \
-    'CapabilityBoundingSet=CAP_IPC_LOCK CAP_SYS_RAWIO' \
+    'CapabilityBoundingSet=CAP_IPC_LOCK CAP_SYS_NICE CAP_SYS_RAWIO' \
     'Requires=linecap-hugepages.service linecap-bind.service' \
     'After=linecap-hugepages.service linecap-bind.service' \
     'Wants=linecap-shield.service' 'After=linecap-shield.service' 'Slice=linecap.slice' \

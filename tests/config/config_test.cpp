@@ -309,9 +309,21 @@ TEST(Document, SyntaxErrorsNameTheLine) {
               "test.yaml:6: invalid YAML: the referenced anchor is not defined");
 }
 
+// The line is the --- that starts the second document.
 TEST(Document, MoreThanOneDocument) {
     EXPECT_EQ(parse_error(kMinimal + "---\n" + kMinimal),
-              "test.yaml:7: the file holds 2 YAML documents (separated by ---); expected one");
+              "test.yaml:6: the file holds 2 YAML documents (separated by ---); expected one");
+}
+
+// Issue 14 (yaml-cpp 0.7, its issue 1040): a token that starts no node where a document
+// starts is never consumed, and YAML::LoadAll loops for ever adding empty documents. Any
+// such token, alone, after a document or after ---, is one error line, at once.
+TEST(Document, AStrayTokenIsAnErrorNotAnEndlessLoop) {
+    EXPECT_EQ(parse_error(","), "test.yaml:1: invalid YAML: unexpected ',' (column 1)");
+    EXPECT_EQ(parse_error(kMinimal + "---\n  ,\n"), "test.yaml:7: invalid YAML: unexpected ',' (column 3)");
+    for (const char* stray : {",", "]", "}", ",,,", ", a", "- a\n,", "a\n]\n", "--- ,\n"}) {
+        EXPECT_THAT(parse_error(stray), StartsWith("test.yaml:")) << stray;
+    }
 }
 
 TEST(Document, UnknownTopLevelKeySuggestsTheIntendedOne) {

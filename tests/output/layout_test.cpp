@@ -61,6 +61,15 @@ TEST(FileTemplate, RefusesWhatCannotBeReadBack) {
     // {port} glued to {queue}: "tap0" queue 12 would read back as "tap01" queue 2.
     EXPECT_NE(refusal("%s-{port}{queue}").find("reads back as port"), std::string::npos) << refusal("%s-{port}{queue}");
     EXPECT_NE(refusal("{queue}{seq}-{port}").find("reads back"), std::string::npos);
+    // Found by fuzz_template: a number glued before {port}, and a port name starting with a
+    // digit ("7-x", seq 31 → "317-x" read back as seq 317, port "-x").
+    EXPECT_NE(refusal("cap-%s-{seq}{port}%Y").find("reads back as port"), std::string::npos);
+    EXPECT_NE(refusal("{queue}{port}%s").find("reads back"), std::string::npos);
+    // Found by fuzz_template's long run: a literal digit between {port} and a number, which
+    // the sample queues lacked (port p0, queue 943: "p04943" read back as p049, queue 3).
+    EXPECT_NE(refusal("%y%j%%-MH-{port}4{queue}").find("reads back"), std::string::npos);
+    EXPECT_NE(refusal("{queue}7{port}-%s").find("reads back"), std::string::npos);
+    EXPECT_NE(refusal("{port}-{queue}9{seq}").find("reads back"), std::string::npos);
     EXPECT_NE(refusal("{port}-{queue}-{port}").find("appears twice"), std::string::npos);
     EXPECT_NE(refusal(std::string("a\0b", 3)).find("NUL"), std::string::npos);
     EXPECT_NE(refusal("a/{port}").find("not a path"), std::string::npos);
@@ -98,6 +107,22 @@ TEST(FileTemplate, ParsesNamesBack) {
     auto far = compiled("%s-{port}-q{queue}").parse("99999999999-p0-q1");
     ASSERT_TRUE(far);
     EXPECT_FALSE(far->has_time);
+}
+
+// Found by fuzz_template: {seq} renders any 64-bit count (up to 20 digits) but names
+// were read with at most 18 digits, so a file with a sequence number of 10^18 or more
+// was not a capture name to the tool.
+TEST(FileTemplate, ReadsBackEveryRenderedSequenceNumber) {
+    const FileTemplate t = compiled("%F_%T_{seq}_{port}_q{queue}");
+    for (const uint64_t seq : {uint64_t{0}, uint64_t{999999999999999999ull}, uint64_t{4192904438487670629ull},
+                               UINT64_MAX}) {
+        const std::string stem = t.render(1796004600000000000ull, "p0", 53, seq);
+        const auto p = t.parse(stem);
+        ASSERT_TRUE(p) << stem;
+        EXPECT_EQ(p->port, "p0");
+        EXPECT_EQ(p->queue, 53);
+        EXPECT_EQ(p->time_ns, 1796004600000000000ull);
+    }
 }
 
 TEST(Layout, CaptureNamesRoundTripWithTheirSuffixes) {

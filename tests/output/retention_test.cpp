@@ -102,6 +102,26 @@ TEST_F(RetentionTest, TheInventoryIsOrderedByFirstPacketAcrossStreams) {
     EXPECT_FALSE(m->enabled());
 }
 
+// Issue 14: retention reads manifests with the parser that `"\uZZZZ"` made abort, so one
+// damaged manifest could take the daemon down at every start. It is named in a warning,
+// and the file's age comes from its first packet.
+TEST_F(RetentionTest, ADamagedManifestIsAWarningNotACrash) {
+    capture("a.pcap", kT0);
+    capture("b.pcap", kT0 + kSecond);
+    capture("c.pcap", kT0 + 2 * kSecond);
+    const std::string bad_escape = R"({"manifest_version": 1, "file": "\uZZZZ"})";
+    test::write_file(dir.file("a.pcap.manifest"), std::vector<uint8_t>(bad_escape.begin(), bad_escape.end()));
+    const std::string seq_null = R"({"manifest_version": 1, "file": "b.pcap", "seq": null})";
+    test::write_file(dir.file("b.pcap.manifest"), std::vector<uint8_t>(seq_null.begin(), seq_null.end()));
+    auto m = manager();
+    m->enforce(kT0 + 100 * kSecond);
+    EXPECT_EQ(kept(*m), (std::vector<std::string>{"a.pcap", "b.pcap", "c.pcap"}));
+    EXPECT_EQ(m->files()[0].first_ns, kT0);
+    EXPECT_EQ(m->files()[1].first_ns, kT0 + kSecond);
+    EXPECT_EQ(log.count("a.pcap.manifest: invalid JSON at byte"), 1u) << log.text();
+    EXPECT_EQ(log.count("b.pcap.manifest: "), 1u) << log.text();
+}
+
 TEST_F(RetentionTest, MaxBytesDeletesTheOldestFirstWithTheirSidecars) {
     uint64_t size = 0;
     for (int i = 0; i < 5; ++i) size = capture("f" + std::to_string(i) + ".pcap", kT0 + i * kSecond);

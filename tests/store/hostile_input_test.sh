@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Issue 14, as a user meets it: hostile or decayed input gets one clear line and a
 # distinct exit, never a crash, a hang or a replaced file.
-#   - `linecapd --config /dev/zero --check` (and /dev/urandom, a FIFO): refused, exit 78
-#   - a 3,000-term filter in --check and in `linecap extract`: refused at once
+#   - `linecapd --config /dev/zero --check` (and /dev/urandom, a FIFO, a file holding only
+#     ","): refused at once, exit 78
+#   - a 3,000-term filter in --check, in a running daemon's SIGHUP reload and in `linecap
+#     extract`: refused at once (the daemon keeps its filter); `--to 2600-01-01` refused
 #   - a manifest with "\uZZZZ": `linecapd verify` reports BAD-MANIFEST (no SIGABRT);
 #     `linecap stats` names it on one line; "seq": null is a damaged manifest, not a gap
 #   - `linecap extract -o`: a FIFO, a device node, a symlink or a directory at the path
@@ -35,6 +37,10 @@ for bad in /dev/zero /dev/urandom; do
 done
 mkfifo "$T/fifo.yaml"
 expect_exit 78 "$LINECAPD" --config "$T/fifo.yaml" --check
+# A file holding only "," made yaml-cpp 0.7's LoadAll loop for ever, growing.
+printf , >"$T/comma.yaml"
+expect_exit 78 "$LINECAPD" --config "$T/comma.yaml" --check
+grep -q "comma.yaml:1: invalid YAML: unexpected ','" "$T/out.txt" || fail "',': $(head -c 300 "$T/out.txt")"
 many=$(python3 -c 'print(" or ".join(f"host 10.0.{i // 256}.{i % 256}" for i in range(3000)))')
 cat >"$T/filter.yaml" <<YAML
 eal: { lcores: "0-1", hugepages: false }
@@ -46,7 +52,34 @@ output: { directory: "$T" }
 YAML
 expect_exit 78 "$LINECAPD" --config "$T/filter.yaml" --check
 grep -q "3000 terms joined by and/or; at most 64" "$T/out.txt" || fail "filter bound: $(head -c 300 "$T/out.txt")"
-log "config: /dev/zero, /dev/urandom, a FIFO and a 3000-term filter refused with 78"
+log "config: /dev/zero, /dev/urandom, a FIFO, \",\" and a 3000-term filter refused with 78"
+
+# The same filter given to a running daemon by SIGHUP: refused at once, the running filter
+# kept, the daemon still capturing. net_null0 sends zero-filled frames, which the running
+# filter drops: nothing is written.
+run_yaml() {  # run_yaml FILTER: the running daemon's configuration, written in place
+    cat >"$T/run.yaml" <<YAML
+eal: { lcores: "0-1", hugepages: false }
+ports:
+  - { name: p0, device: net_null0, filter: "$1" }
+capture: { mbufs: 2047 }
+output: { directory: "$T/run", index: false, block_size_kb: 64, blocks_per_queue: 4 }
+metrics: { enabled: false }
+YAML
+}
+mkdir "$T/run"
+run_yaml "tcp port 80"
+start_linecapd "$T/run.yaml"
+wait_for_linecapd "grep -q 'capture running' '$LINECAPD_LOG'" 60
+run_yaml "$many"
+hup_at=$EPOCHREALTIME
+kill -HUP "$LINECAPD_PID"
+wait_for_linecapd "grep -q 'reload rejected, keeping the running filters: .*3000 terms joined by and/or; at most 64' '$LINECAPD_LOG'" 10
+took=$(python3 -c "print(round($EPOCHREALTIME - $hup_at, 2))")
+python3 -c "import sys; sys.exit(0 if $took < 5 else 1)" || fail "the reload took ${took}s to refuse the filter"
+linecapd_running || fail "linecapd stopped after the rejected reload"
+stop_linecapd || fail "linecapd exited $LINECAPD_RC after a rejected reload"
+log "SIGHUP with a 3000-term filter: rejected in ${took}s, the daemon kept running"
 
 # --- a store, manifests ---------------------------------------------------------------
 python3 "$LINECAP_SRC/tests/store/make_store.py" --out "$STORE" --per-file 300 --gen-arg=--mix \
@@ -84,6 +117,15 @@ grep -q "^linecap: error: $STORE/${files[3]}.manifest: invalid JSON at byte" "$T
     || fail "stats does not name the damaged manifest: $(cat "$T/stats.err")"
 log "manifests: \\uZZZZ and \"seq\": null reported as damaged, one line each, by verify and stats"
 rm -f "$STORE"/*.manifest
+
+# --- extract arguments ----------------------------------------------------------------
+expect_exit 64 "$LINECAP" extract --dir "$STORE" --filter "$many" -o "$T/many.pcap"
+grep -q "3000 terms joined by and/or; at most 64" "$T/out.txt" || fail "extract filter bound: $(head -c 300 "$T/out.txt")"
+# --to after 2554-07-21 wrapped around 2^64 ns (601 of 4,608 packets came back).
+expect_exit 64 "$LINECAP" extract --dir "$STORE" --to 2600-01-01 -o "$T/late.pcap"
+grep -q "'2600-01-01': after 2554-07-21T23:34:33.709551615Z" "$T/out.txt" || fail "--to 2600: $(cat "$T/out.txt")"
+[[ ! -e $T/many.pcap && ! -e $T/late.pcap ]] || fail "a refused extract wrote its output"
+log "extract: a 3000-term filter and --to 2600-01-01 refused at once with 64"
 
 # --- extract -o ------------------------------------------------------------------------
 mkdir "$T/x"

@@ -360,8 +360,12 @@ TEST(Cli, FilesChangedAfterIndexingOrMarkedDamagedAreScannedAndReported) {
     EXPECT_EQ(parse_image(read_file(out / "x.pcap")).size(), 1u);  // the packets are written all the same
     EXPECT_EQ(cli(with(query, {"--accept-damaged"}), &err), kExitOk) << err;
     EXPECT_NE(err.find("linecap: integrity: " + path), std::string::npos) << err;  // still said
-    // linecap index rebuilds it; then the index answers, and nothing is reported.
+    // linecap index rebuilds it (issue 14: it called the file "up to date"); then the index
+    // answers, and nothing is reported.
     EXPECT_EQ(cli({"index", "--dir", dir.path()}, &err), 0) << err;
+    EXPECT_NE(err.find("linecap: 1 indexed, " + std::to_string(files.size() - 1) + " up to date, 0 failed"),
+              std::string::npos)
+        << err;
     EXPECT_EQ(cli(query, &err), kExitOk) << err;
     EXPECT_EQ(err, "");
 

@@ -24,6 +24,7 @@ EVIDENCE=${LINECAP_VM_EVIDENCE:-}
 [[ -z $EVIDENCE ]] || mkdir -p "$EVIDENCE"
 OUT_LOG=$T/container-test.log
 show_on_failure "$OUT_LOG"
+[[ -z $EVIDENCE ]] || on_exit "cp '$OUT_LOG' '$EVIDENCE/container.txt'"
 # say MSG: a line for the log (and the evidence file).
 say() {
     log "$*"
@@ -49,13 +50,16 @@ _lc_reaper_add "buildah rmi -f '$TAG'"
 start=$SECONDS
 buildah bud --isolation chroot --pull=false --layers=false --build-arg "BASE=$BASE" --build-arg PACKAGE=local \
     -f "$LINECAP_SRC/Dockerfile" -t "$TAG" "$CTX" >"$T/bud.log" 2>&1 \
-    || { tail -40 "$T/bud.log" >&2; fail "buildah bud failed"; }
+    || { [[ -z $EVIDENCE ]] || cp "$T/bud.log" "$EVIDENCE/container-bud-failed.log"; tail -40 "$T/bud.log" >&2; fail "buildah bud failed"; }
 say "buildah bud: $TAG in $((SECONDS - start))s"
+grep -E '^(Get|Fetched|Setting up linecap|\[[0-9]/[0-9]\] STEP)' "$T/bud.log" >>"$OUT_LOG"
 CTR=$(buildah from --pull=false "$TAG") || fail "buildah from $TAG failed"
 on_exit "buildah rm '$CTR' >/dev/null 2>&1"
 _lc_reaper_add "buildah rm '$CTR'"
-# run ARGS... -- CMD...: buildah run in the working container.
-run() { buildah run --isolation chroot "$@"; }
+# run ARGS... -- CMD...: buildah run in the working container, with the capability the
+# Dockerfile's `docker run` line adds for the workers' real-time priority (SYS_NICE; the
+# others it lists are for vfio and hugepages, which a net_pcap capture does not use).
+run() { buildah run --isolation chroot --cap-add CAP_SYS_NICE "$@"; }
 
 say "\$ linecapd --version"
 run "$CTR" -- linecapd --version >"$T/version" 2>&1 || fail "linecapd --version failed: $(cat "$T/version")"
@@ -115,4 +119,3 @@ pcap_compare multiset "$T/in/sent.pcap" "$T/out" >>"$OUT_LOG" 2>&1 || fail "the 
 run -v "$T/out:/out" "$CTR" -- linecapd verify /out >>"$OUT_LOG" 2>&1 \
     || fail "linecapd verify failed on the files"
 say "PASS"
-[[ -z $EVIDENCE ]] || cp "$OUT_LOG" "$EVIDENCE/container-test.txt"
