@@ -1,6 +1,7 @@
 // Micro benchmarks of the per-packet pieces of the capture hot path (Google Benchmark):
 // record header encoding, appending a record to a write block, a whole burst as the worker
-// handles it (prefetch + append, no rx), filter execution (JIT and interpreter),
+// handles it (prefetch + append, no rx), duplicate suppression and per-flow caps on vs off,
+// filter execution (JIT and interpreter),
 // TSC → UTC nanoseconds, and plain memcpy into a block (the memory-bandwidth floor).
 //
 //   linecap_micro [--benchmark_filter=REGEX] [--benchmark_format=json] ...
@@ -16,12 +17,15 @@
 #include <rte_mempool.h>
 #include <rte_prefetch.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
 
+#include "capture/dedup.hpp"
+#include "capture/flow_cap.hpp"
 #include "capture/record_copy.hpp"
 #include "capture/tsc_clock.hpp"
 #include "filter/bpf_filter.hpp"
@@ -260,6 +264,91 @@ void BM_Filter(benchmark::State& state) {
     state.SetLabel(jit ? "JIT" : "interpreter");
 }
 BENCHMARK(BM_Filter)->Arg(1)->Arg(0);
+
+// --- capture policies: duplicate suppression and per-flow caps, on vs off ------------------
+//
+// The worker's per-burst work after rx (no filter): off = measure_burst + append_burst;
+// on = the same after apply_dedup and/or apply_flow_cap, as capture_burst runs them. Both
+// run on the same burst in every iteration, interleaved, and are timed separately with the
+// TSC (median per burst), so the ratio compares the two under the same load at the same
+// moment (the machine these run on is shared: absolute numbers move, the same-run
+// difference much less).
+// Frames are unique (a counter in the payload: dedup finds no copy) and the allowance is
+// never reached (nothing is cut): what is measured is the price of looking, which every
+// packet pays. args: frame size, mode (1 dedup, 2 flow cap, 3 both), flows (distinct
+// source addresses cycled through: 2 stays in cache, 65536 fills the flow table).
+void BM_CapturePolicies(benchmark::State& state) {
+    const size_t size = size_t(state.range(0));
+    const int mode = int(state.range(1));
+    const uint32_t flows = uint32_t(state.range(2));
+    FakeBurst burst(kBurst, size);
+    CycledBlock cycled(32u << 20);
+    WriteBlock& block = cycled.block;
+
+    std::vector<DedupTable::Entry> dedup_memory(16384);
+    std::vector<FlowTable::Entry> flow_memory(65536);
+    DedupQueue dedup{DedupTable(dedup_memory), 1'000'000};
+    FlowCapQueue cap;
+    cap.table = FlowTable(flow_memory);
+    cap.rule = FlowCapRule{UINT32_MAX - 1, true, 128, FlowTable::ticks(60'000'000'000ull)};
+
+    uint64_t ts = 1'700'000'000'000'000'000ull;
+    uint64_t items = 0, seq = 0;
+    std::vector<uint32_t> off_cycles, on_cycles;  // per burst
+    uint64_t keep[kBurst], scratch[kBurst];
+    const auto append = [&](const uint64_t* k) {
+        rte_mbuf** pkts = burst.ptrs.data();
+        const BurstSize s = measure_burst<FileFormat::pcap>(pkts, kBurst, k, 262144);
+        if (unlikely(block.room() < s.record_bytes)) cycled.next();
+        if (block.packets == 0) block.first_ts_ns = ts;
+        append_burst<FileFormat::pcap>(block, pkts, kBurst, k, 262144, ts, s);
+    };
+    for (auto _ : state) {
+        for (unsigned i = 0; i < kBurst; ++i) {
+            uint8_t* f = rte_pktmbuf_mtod(burst.ptrs[i], uint8_t*);
+            const uint32_t src = 0xc6120000u + uint32_t(seq % flows);
+            f[26] = uint8_t(src >> 24), f[27] = uint8_t(src >> 16), f[28] = uint8_t(src >> 8), f[29] = uint8_t(src);
+            std::memcpy(f + 42, &seq, sizeof seq);
+            ++seq;
+        }
+        uint64_t t = rte_rdtsc();
+        append(nullptr);
+        const uint64_t t_off = rte_rdtsc();
+        for (unsigned i = 0; i < kBurst; ++i) keep[i] = 262144;
+        if (mode & 1) benchmark::DoNotOptimize(apply_dedup(dedup, burst.ptrs.data(), kBurst, keep, ts, scratch));
+        if (mode & 2) benchmark::DoNotOptimize(apply_flow_cap(cap, burst.ptrs.data(), kBurst, keep, ts, scratch));
+        append(keep);
+        const uint64_t t_on = rte_rdtsc();
+        off_cycles.push_back(uint32_t(std::min<uint64_t>(t_off - t, UINT32_MAX)));
+        on_cycles.push_back(uint32_t(std::min<uint64_t>(t_on - t_off, UINT32_MAX)));
+        ts += 1000;
+        items += kBurst;
+    }
+    benchmark::DoNotOptimize(block.used);
+    // Medians per burst: a burst during which the thread was preempted (the machine is
+    // shared) counts the other thread's time; the median ignores those few.
+    const auto median = [](std::vector<uint32_t>& v) {
+        if (v.empty()) return 0.0;
+        std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+        return double(v[v.size() / 2]) / kBurst;
+    };
+    const double off = median(off_cycles), on = median(on_cycles);
+    state.counters["off_tsc_per_pkt"] = off;
+    state.counters["on_tsc_per_pkt"] = on;
+    state.counters["added_tsc_per_pkt"] = on - off;
+    state.counters["on_vs_off"] = off > 0 ? on / off : 0;
+    state.SetItemsProcessed(int64_t(items));
+    state.SetLabel(mode == 1 ? "dedup" : mode == 2 ? "flow cap" : "dedup + flow cap");
+}
+BENCHMARK(BM_CapturePolicies)
+    ->ArgNames({"size", "mode", "flows"})
+    ->Args({64, 1, 2})
+    ->Args({64, 2, 2})
+    ->Args({64, 2, 65536})
+    ->Args({64, 3, 65536})
+    ->Args({1514, 1, 2})
+    ->Args({1514, 2, 65536})
+    ->Args({1514, 3, 65536});
 
 // --- timestamps ----------------------------------------------------------------------------
 

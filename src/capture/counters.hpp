@@ -19,6 +19,13 @@ struct QueueCountersOf {
     Counter rx_bytes{};
     Counter filtered_packets{};      // rejected by the capture filter (not a drop)
     Counter writer_full_packets{};   // no free write block: output slower than traffic
+    // Policies that keep less on purpose (not drops): capture.flow_cap, capture.dedup.
+    Counter flow_cap_cut_packets{};      // written, shortened to snaplen_after
+    Counter flow_cap_dropped_packets{};  // not written (snaplen_after 0)
+    Counter flow_cap_saved_bytes{};      // packet bytes the cap kept out of the files
+    Counter flow_cap_evicted_flows{};    // live flows pushed out of a full table bucket
+    Counter dedup_packets{};             // copies not written
+    Counter dedup_saved_bytes{};
 
     template <class F, class... Group>
     static void fields(F&& f, Group&... g) {
@@ -26,6 +33,12 @@ struct QueueCountersOf {
         f(g.rx_bytes...);
         f(g.filtered_packets...);
         f(g.writer_full_packets...);
+        f(g.flow_cap_cut_packets...);
+        f(g.flow_cap_dropped_packets...);
+        f(g.flow_cap_saved_bytes...);
+        f(g.flow_cap_evicted_flows...);
+        f(g.dedup_packets...);
+        f(g.dedup_saved_bytes...);
     }
 };
 struct alignas(64) QueueCounters : QueueCountersOf<OwnedCounter> {};
@@ -43,6 +56,39 @@ inline constexpr FieldMetric<QueueCounts> kFilteredPacketsMetric{
     {"linecap_filtered_packets_total", "Packets rejected by the capture filter (by design, not a drop).",
      MetricType::counter},
     &QueueCounts::filtered_packets};
+// Packets the policies kept out on purpose are, like filtered ones, not drops: a packet
+// that reached a port is written, filtered, flow-capped (dropped by the cap), deduplicated
+// or dropped(reason). Cut packets are written (shortened) and counted among the written.
+inline constexpr FieldMetric<QueueCounts> kFlowCapCutPacketsMetric{
+    {"linecap_flow_cap_cut_packets_total",
+     "Packets written shortened to capture.flow_cap.snaplen_after because their flow had used its allowance.",
+     MetricType::counter},
+    &QueueCounts::flow_cap_cut_packets};
+inline constexpr FieldMetric<QueueCounts> kFlowCapDroppedPacketsMetric{
+    {"linecap_flow_cap_dropped_packets_total",
+     "Packets not written because their flow had used its capture.flow_cap allowance (by design, not a drop).",
+     MetricType::counter},
+    &QueueCounts::flow_cap_dropped_packets};
+inline constexpr FieldMetric<QueueCounts> kFlowCapSavedBytesMetric{
+    {"linecap_flow_cap_saved_bytes_total",
+     "Packet bytes capture.flow_cap kept out of the capture files (cut or not written).", MetricType::counter},
+    &QueueCounts::flow_cap_saved_bytes};
+inline constexpr FieldMetric<QueueCounts> kFlowCapEvictedFlowsMetric{
+    {"linecap_flow_cap_evicted_flows_total",
+     "Live flows pushed out of a full flow table bucket (they start over; raise capture.flow_cap.flows).",
+     MetricType::counter},
+    &QueueCounts::flow_cap_evicted_flows};
+inline constexpr FieldMetric<QueueCounts> kDedupPacketsMetric{
+    {"linecap_dedup_packets_total",
+     "Duplicate packets not written (capture.dedup: equal to one written within the window; by design, not a "
+     "drop).",
+     MetricType::counter},
+    &QueueCounts::dedup_packets};
+inline constexpr FieldMetric<QueueCounts> kDedupSavedBytesMetric{
+    {"linecap_dedup_saved_bytes_total", "Packet bytes capture.dedup kept out of the capture files.",
+     MetricType::counter},
+    &QueueCounts::dedup_saved_bytes};
+
 inline constexpr DropReason<QueueCounts> kWriterFullDrop{"writer_full", &QueueCounts::writer_full_packets};
 
 struct alignas(64) LcoreCounters {

@@ -101,6 +101,9 @@ Status CaptureEngine::init() {
     }
 
     if (Status s = build_writer(); !s) return s;
+    std::vector<int> port_sockets;
+    for (const PortInfo& info : infos) port_sockets.push_back(info.socket);
+    if (Status s = build_stream_tables(port_sockets); !s) return s;
 
     // Streams are numbered port-major: stream index of (p, q) = first[p] + q.
     std::vector<size_t> first_stream(config_.ports.size());
@@ -131,6 +134,8 @@ Status CaptureEngine::init() {
             q.stream = &writer_->stream(s);
             q.counters = &queue_counters_[s];
             q.policy = policy_slots_[ref.port_index].get();
+            q.flow_cap = flow_caps_[s].get();
+            q.dedup = dedups_[s].get();
             ctx->queues.push_back(q);
             stream_views_[s].lcore = a.lcore;
             if (lcore_socket != infos[ref.port_index].socket) {
@@ -159,6 +164,69 @@ Status CaptureEngine::build_policies() {
         policy_slots_.push_back(std::make_unique<PolicySlot>(policy.get()));
         policies_.push_back(std::move(policy));
     }
+    const FlowCapConfig& cap = config_.capture.flow_cap;
+    if (cap.enabled && !cap.filter.empty()) {
+        auto filter = BpfFilter::compile(cap.filter, kFlowCapFilterSnaplen);
+        if (!filter) return filter.error().context("capture.flow_cap");
+        spdlog::info("flow cap: filter '{}' ({})", cap.filter, filter.value()->jitted() ? "JIT" : "interpreted");
+        flow_cap_filter_ = std::move(filter.value());
+    }
+    return {};
+}
+
+void CaptureEngine::RteFree::operator()(void* p) const { rte_free(p); }
+
+// Every table is allocated here, before the workers start, on the NUMA socket of its port:
+// the worker never allocates. The capture plan counted them in the hugepages it asks for.
+Status CaptureEngine::build_stream_tables(const std::vector<int>& port_sockets) {
+    const FlowCapConfig& cap = config_.capture.flow_cap;
+    const DedupConfig& dedup = config_.capture.dedup;
+    const auto allocate = [this](const char* what, uint64_t bytes, int socket) -> Result<void*> {
+        void* memory = rte_zmalloc_socket(what, bytes, RTE_CACHE_LINE_SIZE, socket);
+        if (memory == nullptr) {
+            return runtime_error(std::string(what) + ": cannot allocate " + std::to_string(bytes) +
+                                 " bytes of hugepage memory on socket " + std::to_string(socket) +
+                                 " (linecapd --print-plan shows what the capture needs)");
+        }
+        table_memory_.emplace_back(memory);
+        return memory;
+    };
+    FlowCapRule rule;
+    rule.count_bytes = cap.bytes != 0;
+    rule.limit = static_cast<uint32_t>(rule.count_bytes ? cap.bytes : cap.packets);
+    rule.snaplen_after = cap.snaplen_after;
+    rule.idle_ticks = FlowTable::ticks(cap.idle_timeout_s * 1'000'000'000ull);
+    for (size_t p = 0; p < config_.ports.size(); ++p) {
+        const PortConfig& pc = config_.ports[p];
+        for (unsigned queue = 0; queue < pc.rx_queues; ++queue) {
+            std::unique_ptr<FlowCapQueue> flow_cap;
+            if (cap.applies_to(pc.name)) {
+                auto memory = allocate("linecap_flow_table", flow_table_bytes(cap), port_sockets[p]);
+                if (!memory) return memory.error();
+                flow_cap = std::make_unique<FlowCapQueue>();
+                flow_cap->table = FlowTable({static_cast<FlowTable::Entry*>(memory.value()), cap.flows});
+                flow_cap->rule = rule;
+                flow_cap->filter = flow_cap_filter_.get();
+            }
+            std::unique_ptr<DedupQueue> dedup_queue;
+            if (dedup.applies_to(pc.name)) {
+                auto memory = allocate("linecap_dedup_table", dedup_table_bytes(dedup), port_sockets[p]);
+                if (!memory) return memory.error();
+                dedup_queue = std::make_unique<DedupQueue>();
+                dedup_queue->table = DedupTable({static_cast<DedupTable::Entry*>(memory.value()), dedup.entries});
+                dedup_queue->window_ns = uint64_t{dedup.window_us} * 1000;
+            }
+            flow_caps_.push_back(std::move(flow_cap));
+            dedups_.push_back(std::move(dedup_queue));
+        }
+        if (cap.applies_to(pc.name))
+            spdlog::info("port {}: flow cap after {} {} per flow, then {}{}", pc.name, rule.limit,
+                         rule.count_bytes ? "bytes" : "packets",
+                         rule.snaplen_after ? std::to_string(rule.snaplen_after) + " bytes per packet" : "drop",
+                         cap.filter.empty() ? "" : " (filter '" + cap.filter + "')");
+        if (dedup.applies_to(pc.name))
+            spdlog::info("port {}: duplicate suppression within {} us", pc.name, dedup.window_us);
+    }
     return {};
 }
 
@@ -186,9 +254,15 @@ Status CaptureEngine::build_writer() {
             spec.device = pc.device;
             const QueueCounters* counters = &queue_counters_[specs.size()];
             spec.capture_counts = [counters] {
-                return CaptureCounts{counters->filtered_packets.get(),
-                                     counters->writer_full_packets.get()};
+                return CaptureCounts{counters->filtered_packets.get(),        counters->writer_full_packets.get(),
+                                     counters->flow_cap_cut_packets.get(),    counters->flow_cap_dropped_packets.get(),
+                                     counters->dedup_packets.get()};
             };
+            const FlowCapConfig& cap = config_.capture.flow_cap;
+            if (cap.applies_to(pc.name))
+                spec.flow_cap = ManifestFlowCap{cap.bytes, cap.packets, cap.snaplen_after, cap.filter, 0, 0};
+            if (config_.capture.dedup.applies_to(pc.name))
+                spec.dedup = ManifestDedup{config_.capture.dedup.window_us, 0};
             specs.push_back(spec);
         }
     }
@@ -361,6 +435,10 @@ void CaptureEngine::stop() {
 CaptureEngine::~CaptureEngine() {
     stop();
     ports_.clear();
+    flow_caps_.clear();
+    dedups_.clear();
+    table_memory_.clear();
+    flow_cap_filter_.reset();
     writer_.reset();
     policies_.clear();
     pools_.clear();

@@ -73,6 +73,7 @@ private:
     Status init();
     Status build_policies();
     Status build_writer();
+    Status build_stream_tables(const std::vector<int>& port_sockets);
     Status launch_workers();
     void wait_workers();
 
@@ -89,6 +90,16 @@ private:
     // the workers have provably moved past it (see reload_policies).
     std::vector<std::unique_ptr<PolicySlot>> policy_slots_;
     std::vector<std::unique_ptr<CapturePolicy>> policies_;
+
+    // capture.flow_cap and capture.dedup: per stream (null where off), their tables in
+    // hugepages allocated once here, and the cap's filter shared by every stream.
+    struct RteFree {
+        void operator()(void* p) const;
+    };
+    std::unique_ptr<BpfFilter> flow_cap_filter_;
+    std::vector<std::unique_ptr<void, RteFree>> table_memory_;
+    std::vector<std::unique_ptr<FlowCapQueue>> flow_caps_;
+    std::vector<std::unique_ptr<DedupQueue>> dedups_;
 
     std::unique_ptr<QueueCounters[]> queue_counters_;
     std::unique_ptr<LcoreCounters[]> lcore_counters_;

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <set>
 
+#include "capture/dedup.hpp"
+#include "capture/flow_cap.hpp"
 #include "dpdk/mempool.hpp"
 #include "util/human_bytes.hpp"
 
@@ -76,6 +78,15 @@ uint64_t CapturePlan::block_bytes() const {
     return sum;
 }
 
+uint64_t CapturePlan::table_bytes() const {
+    uint64_t sum = 0;
+    for (const auto& [socket, s] : sockets) sum += s.table_bytes();
+    return sum;
+}
+
+uint64_t flow_table_bytes(const FlowCapConfig& config) { return uint64_t(config.flows) * sizeof(FlowTable::Entry); }
+uint64_t dedup_table_bytes(const DedupConfig& config) { return uint64_t(config.entries) * sizeof(DedupTable::Entry); }
+
 Result<CapturePlan> plan_capture(const Config& config, const std::vector<PortInfo>& ports) {
     CapturePlan plan;
     plan.hugepages = config.eal.hugepages;
@@ -100,6 +111,14 @@ Result<CapturePlan> plan_capture(const Config& config, const std::vector<PortInf
         s.queues += setup.rx_queues;
         s.descriptors += setup.rx_queues * setup.rx_descriptors;
         s.block_bytes += setup.rx_queues * block_bytes_per_queue;
+        if (config.capture.flow_cap.applies_to(pc.name)) {
+            s.flow_cap_queues += setup.rx_queues;
+            s.flow_table_bytes += setup.rx_queues * flow_table_bytes(config.capture.flow_cap);
+        }
+        if (config.capture.dedup.applies_to(pc.name)) {
+            s.dedup_queues += setup.rx_queues;
+            s.dedup_table_bytes += setup.rx_queues * dedup_table_bytes(config.capture.dedup);
+        }
         // Frames larger than one default mbuf are chained by PMDs that scatter; for those
         // that cannot, the socket's pool gets mbufs large enough for the whole frame.
         unsigned room = RTE_MBUF_DEFAULT_BUF_SIZE;
@@ -160,14 +179,26 @@ std::string describe_plan(const Config& config, const CapturePlan& plan) {
                std::to_string(s.mbuf_footprint) + " B (data room " + std::to_string(s.mbuf_data_room) + ") = " +
                std::to_string(mib_up(s.pool_bytes())) + " MiB; write blocks " + std::to_string(s.queues) + " × " +
                std::to_string(config.output.blocks_per_queue) + " × " + std::to_string(config.output.block_size_kb) +
-               " KiB = " + std::to_string(mib_up(s.block_bytes)) + " MiB; hugepages_2m=" +
+               " KiB = " + std::to_string(mib_up(s.block_bytes)) + " MiB" +
+               (s.flow_cap_queues ? "; flow tables " + std::to_string(s.flow_cap_queues) + " × " +
+                                        std::to_string(config.capture.flow_cap.flows) + " × " +
+                                        std::to_string(sizeof(FlowTable::Entry)) + " B = " +
+                                        std::to_string(mib_up(s.flow_table_bytes)) + " MiB"
+                                  : "") +
+               (s.dedup_queues ? "; dedup tables " + std::to_string(s.dedup_queues) + " × " +
+                                     std::to_string(config.capture.dedup.entries) + " × " +
+                                     std::to_string(sizeof(DedupTable::Entry)) + " B = " +
+                                     std::to_string(mib_up(s.dedup_table_bytes)) + " MiB"
+                               : "") +
+               "; hugepages_2m=" +
                std::to_string(plan.socket_hugepages(socket)) + "\n";
     }
     if (!plan.hugepages) {
         out += "eal.hugepages: false (EAL runs --no-huge): nothing to reserve\n";
     } else {
         out += "hugepage memory: " + human_bytes(plan.hugepage_bytes) + " (pools " + human_bytes(plan.pool_bytes()) +
-               " + write blocks " + human_bytes(plan.block_bytes()) + " + EAL " +
+               " + write blocks " + human_bytes(plan.block_bytes()) +
+               (plan.table_bytes() ? " + flow/dedup tables " + human_bytes(plan.table_bytes()) : "") + " + EAL " +
                human_bytes(CapturePlan::kEalOverheadBytes) +
                (config.eal.memory_mb ? ", at least eal.memory_mb " + std::to_string(config.eal.memory_mb) + " MiB" : "") +
                ")\n";

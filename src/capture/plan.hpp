@@ -2,7 +2,8 @@
 // configuration and what the devices can do — per port the rx queues, descriptors, MTU
 // and scattered rx; the lcore map (which worker polls which queue); per NUMA socket one
 // mbuf pool (count, data room, bytes) and the write blocks of its queues; and the
-// hugepages all of that needs.
+// per-queue tables of the flow caps and duplicate suppression; and the hugepages all of
+// that needs.
 //
 // A pure function: the engine plans twice (before EAL probes the devices, with the
 // assumed capabilities of assumed_port_info(), and after, with rte_eth_dev_info), the
@@ -34,9 +35,16 @@ struct SocketPlan {
     unsigned mbuf_data_room = 0;     // headroom included (rte_pktmbuf_pool_create's data_room)
     uint32_t mbuf_footprint = 0;     // bytes one mbuf takes in the pool: header, rte_mbuf, data room
     uint64_t block_bytes = 0;        // queues × blocks_per_queue × block_size
+    // The per-queue tables of capture.flow_cap and capture.dedup, for the queues of the
+    // ports they apply to.
+    unsigned flow_cap_queues = 0;
+    unsigned dedup_queues = 0;
+    uint64_t flow_table_bytes = 0;   // flow_cap_queues × flow_cap.flows × flow entry
+    uint64_t dedup_table_bytes = 0;  // dedup_queues × dedup.entries × dedup entry
 
     uint64_t pool_bytes() const { return uint64_t(mbufs) * mbuf_footprint; }
-    uint64_t bytes() const { return pool_bytes() + block_bytes; }
+    uint64_t table_bytes() const { return flow_table_bytes + dedup_table_bytes; }
+    uint64_t bytes() const { return pool_bytes() + block_bytes + table_bytes(); }
 };
 
 struct CapturePlan {
@@ -61,7 +69,12 @@ struct CapturePlan {
     uint64_t total_hugepages() const;
     uint64_t pool_bytes() const;
     uint64_t block_bytes() const;
+    uint64_t table_bytes() const;
 };
+
+// Bytes of one rx queue's table (capture/flow_cap.hpp, capture/dedup.hpp).
+uint64_t flow_table_bytes(const FlowCapConfig& config);
+uint64_t dedup_table_bytes(const DedupConfig& config);
 
 // `ports[i]` describes Config::ports[i]: from find_port() after EAL probed the devices, or
 // assumed_port_info() before. Errors: the lcore map (capture.workers / eal.lcores) or more

@@ -11,6 +11,9 @@
 
 namespace linecap {
 
+// The largest rx burst a worker takes (capture.burst_size): the size of its per-burst arrays.
+inline constexpr uint16_t kMaxBurst = 512;
+
 struct CapturePolicy {
     std::unique_ptr<BpfFilter> filter;  // null: keep every packet
     uint32_t snaplen = 262144;

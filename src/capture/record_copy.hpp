@@ -88,7 +88,14 @@ struct BurstSize {
     uint64_t kept_wire_bytes = 0;
 };
 
-// keep == nullptr: every packet is kept.
+// The snap length of packet i: keep[i] is 0 (not written) or the most bytes its record may
+// hold — the filter's verdict (libpcap returns the snap length it was compiled with), or
+// what a capture policy cut it to (capture/flow_cap.hpp). keep == nullptr: every packet
+// is kept whole (up to snaplen).
+static inline uint32_t kept_snaplen(const uint64_t* keep, uint16_t i, uint32_t snaplen) {
+    return keep == nullptr ? snaplen : static_cast<uint32_t>(std::min<uint64_t>(keep[i], snaplen));
+}
+
 template <FileFormat F>
 static inline BurstSize measure_burst(rte_mbuf* const* pkts, uint16_t n, const uint64_t* keep, uint32_t snaplen) {
     BurstSize s;
@@ -96,7 +103,7 @@ static inline BurstSize measure_burst(rte_mbuf* const* pkts, uint16_t n, const u
         const uint32_t len = pkts[i]->pkt_len;
         s.wire_bytes += len;
         if (keep != nullptr && keep[i] == 0) continue;
-        s.record_bytes += record_bytes<F>(record_caplen(pkts[i], snaplen));
+        s.record_bytes += record_bytes<F>(record_caplen(pkts[i], kept_snaplen(keep, i, snaplen)));
         s.kept += 1;
         s.kept_wire_bytes += len;
     }
@@ -113,7 +120,7 @@ static inline void append_burst(WriteBlock& block, rte_mbuf* const* pkts, uint16
     for (uint16_t i = 0; i < n; ++i) {
         if (i + kAppendPrefetch < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kAppendPrefetch], void*));
         if (keep != nullptr && keep[i] == 0) continue;
-        dst = write_record<F>(dst, pkts[i], record_caplen(pkts[i], snaplen), ts_ns, t);
+        dst = write_record<F>(dst, pkts[i], record_caplen(pkts[i], kept_snaplen(keep, i, snaplen)), ts_ns, t);
     }
     block.used += size.record_bytes;
     block.packets += size.kept;

@@ -11,7 +11,6 @@ namespace linecap {
 
 namespace {
 
-constexpr uint16_t kMaxBurst = 512;
 // Housekeeping (flush timers, rotation boundaries, heartbeat-dependent work) runs at most
 // this often; it is the only per-iteration cost besides the polls themselves.
 constexpr uint64_t kHousekeepingPerSecond = 1000;
@@ -63,10 +62,36 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
     const CapturePolicy* policy = q.policy->load(std::memory_order_acquire);
 
     uint64_t keep_mask[kMaxBurst];
-    const uint64_t* keep = nullptr;  // null: every packet is kept
+    uint64_t* keep = nullptr;  // null: every packet is kept (see kept_snaplen)
     if (policy->filter) {
         policy->filter->run(pkts, n, keep_mask);
         keep = keep_mask;
+    }
+    // The policies after the filter, each lowering keep[i]: copies first, so that they do
+    // not count against their flow's allowance.
+    uint32_t not_written_by_policies = 0;
+    if (unlikely(q.dedup != nullptr || q.flow_cap != nullptr)) {
+        if (keep == nullptr) {
+            for (uint16_t i = 0; i < n; ++i) keep_mask[i] = policy->snaplen;
+            keep = keep_mask;
+        }
+        uint64_t scratch[kMaxBurst];
+        if (q.dedup != nullptr) {
+            const DedupOutcome d = apply_dedup(*q.dedup, pkts, n, keep, ts_ns, scratch);
+            if (d.suppressed != 0) {
+                q.counters->dedup_packets.add(d.suppressed);
+                q.counters->dedup_saved_bytes.add(d.saved_bytes);
+                not_written_by_policies += d.suppressed;
+            }
+        }
+        if (q.flow_cap != nullptr) {
+            const FlowCapOutcome c = apply_flow_cap(*q.flow_cap, pkts, n, keep, ts_ns, scratch);
+            if (c.cut != 0) q.counters->flow_cap_cut_packets.add(c.cut);
+            if (c.dropped != 0) q.counters->flow_cap_dropped_packets.add(c.dropped);
+            if (c.saved_bytes != 0) q.counters->flow_cap_saved_bytes.add(c.saved_bytes);
+            if (c.evicted != 0) q.counters->flow_cap_evicted_flows.add(c.evicted);
+            not_written_by_policies += c.dropped;
+        }
     }
 
     const BurstSize size = measure_burst<F>(pkts, n, keep, policy->snaplen);
@@ -87,7 +112,7 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
             const rte_mbuf* m = pkts[i];
             if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
             if (keep != nullptr && keep[i] == 0) continue;
-            const uint32_t caplen = record_caplen(m, policy->snaplen);
+            const uint32_t caplen = record_caplen(m, kept_snaplen(keep, i, policy->snaplen));
             WriteBlock* block = block_with_room(q, record_bytes<F>(caplen));
             if (unlikely(block == nullptr)) {
                 ++dropped;
@@ -105,7 +130,8 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
 
     q.counters->rx_packets.add(n);
     q.counters->rx_bytes.add(size.wire_bytes);
-    if (size.kept != n) q.counters->filtered_packets.add(n - size.kept);
+    if (size.kept + not_written_by_policies != n)
+        q.counters->filtered_packets.add(n - size.kept - not_written_by_policies);
     if (dropped) q.counters->writer_full_packets.add(dropped);
 }
 

@@ -1,6 +1,7 @@
 // The worker lcore: a run-to-completion poll loop over its (port, queue) list.
 //
-// Per burst: rx, one TSC read, filter (JIT), copy records into the queue's write block,
+// Per burst: rx, one TSC read, filter (JIT), duplicate suppression and per-flow caps when
+// configured (capture/dedup.hpp, capture/flow_cap.hpp), copy records into the queue's write block,
 // free the mbufs at once. Full or old blocks go to the writer over an SPSC ring; with no
 // free block the rest of the burst is dropped and counted (writer_full). The loop never
 // allocates, logs, locks, blocks or makes a syscall while packets arrive; only a loop in
@@ -15,6 +16,8 @@
 #include <vector>
 
 #include "capture/counters.hpp"
+#include "capture/dedup.hpp"
+#include "capture/flow_cap.hpp"
 #include "capture/policy.hpp"
 #include "capture/tsc_clock.hpp"
 #include "config/config.hpp"
@@ -28,6 +31,8 @@ struct WorkerQueue {
     Stream* stream = nullptr;
     QueueCounters* counters = nullptr;
     const PolicySlot* policy = nullptr;
+    DedupQueue* dedup = nullptr;        // null: capture.dedup is off for the port
+    FlowCapQueue* flow_cap = nullptr;   // null: capture.flow_cap is off for the port
     // Loop state, touched only by the worker.
     WriteBlock* block = nullptr;
     bool rotation_pending = false;  // a rotation mark still has to reach the writer

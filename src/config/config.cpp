@@ -38,9 +38,12 @@ constexpr std::string_view kTopKeys[] = {"eal", "ports", "capture", "output", "m
 constexpr std::string_view kEalKeys[] = {"lcores", "hugepages", "memory_mb", "args"};
 constexpr std::string_view kPortKeys[] = {"name", "device",      "rx_queues", "rx_descriptors", "rss",
                                           "mtu",  "promiscuous", "filter",    "snaplen"};
-constexpr std::string_view kCaptureKeys[] = {"burst_size", "mbufs", "mbuf_cache", "worker_priority", "idle_sleep_us",
-                                             "workers"};
+constexpr std::string_view kCaptureKeys[] = {"burst_size",    "mbufs",   "mbuf_cache", "worker_priority",
+                                             "idle_sleep_us", "workers", "flow_cap",   "dedup"};
 constexpr std::string_view kWorkerKeys[] = {"lcore", "queues"};
+constexpr std::string_view kFlowCapKeys[] = {"enabled",       "ports", "filter", "bytes",
+                                             "packets",       "snaplen_after", "flows", "idle_timeout"};
+constexpr std::string_view kDedupKeys[] = {"enabled", "ports", "window_us", "entries"};
 constexpr std::string_view kOutputKeys[] = {
     "directory",         "format",         "file_template", "rotate", "block_size_kb", "blocks_per_queue",
     "flush_interval_ms", "writer_threads", "o_direct",      "fsync",  "manifest",      "index",
@@ -63,6 +66,8 @@ constexpr SchemaLevel kSchema[] = {
     {"ports[]", kPortKeys},
     {"capture", kCaptureKeys},
     {"capture.workers[]", kWorkerKeys},
+    {"capture.flow_cap", kFlowCapKeys},
+    {"capture.dedup", kDedupKeys},
     {"output", kOutputKeys},
     {"output.rotate", kRotateKeys},
     {"output.scrub", kScrubKeys},
@@ -371,6 +376,65 @@ std::vector<WorkerMapping> read_workers(const YamlValue& value, const EalConfig&
     return workers;
 }
 
+// A list of configured port names ("ports: [wan0]"); empty = every port.
+std::vector<std::string> read_port_names(const YamlValue& value, const std::vector<PortConfig>& ports) {
+    std::vector<std::string> names;
+    UniqueNames listed("list each port once");
+    for (const YamlValue& item : value.as_list()) {
+        std::string name = item.as_string();
+        if (find_port(ports, name) == nullptr)
+            item.fail("no port is named '" + name + "'; the ports are " + port_names(ports));
+        listed.claim(name, item);
+        names.push_back(std::move(name));
+    }
+    return names;
+}
+
+bool is_table_size(uint64_t n) { return n >= 1024 && n <= (1u << 24) && std::has_single_bit(n); }
+
+FlowCapConfig read_flow_cap(const YamlMap& cap, const std::vector<PortConfig>& ports) {
+    FlowCapConfig config;
+    if (const auto v = cap.get("enabled")) config.enabled = v->as_bool();
+    if (const auto v = cap.get("ports")) config.ports = read_port_names(*v, ports);
+    // Compiled like a port's filter, by the preflight (--check) and the engine.
+    if (const auto v = cap.get("filter")) config.filter = v->as_string();
+    const auto bytes = cap.get("bytes");
+    const auto packets = cap.get("packets");
+    if (bytes) config.bytes = bytes->parsed_by(parse_size);
+    if (packets) config.packets = packets->as_uint(0, UINT32_MAX - 1);
+    if (packets && config.packets != 0) {
+        if (bytes && config.bytes != 0)
+            packets->fail("bytes and packets are both set; cap flows by one of them (set the other to 0)");
+        config.bytes = 0;
+    }
+    // The table counts in 32 bits (capture/flow_cap.hpp).
+    if (config.bytes > UINT32_MAX - 1) bytes->fail_expected("a size of at most 4095M (4 GiB - 2)");
+    if (config.bytes == 0 && config.packets == 0) {
+        (packets ? *packets : *bytes)
+            .fail("bytes and packets are both 0; set one of them to the amount a flow keeps in full");
+    }
+    if (const auto v = cap.get("snaplen_after")) {
+        config.snaplen_after = v->as_uint_where("0 (drop the packets after the cap) or 16..262144",
+                                                [](uint64_t n) { return n == 0 || (n >= 16 && n <= 262144); });
+    }
+    if (const auto v = cap.get("flows")) config.flows = v->as_uint_where("a power of two 1024..16777216", is_table_size);
+    if (const auto v = cap.get("idle_timeout")) {
+        config.idle_timeout_s = v->parsed_by(parse_duration);
+        if (config.idle_timeout_s < 1 || config.idle_timeout_s > 86400) v->fail_expected("a duration 1s..1d like 60s");
+    }
+    return config;
+}
+
+DedupConfig read_dedup(const YamlMap& dedup, const std::vector<PortConfig>& ports) {
+    DedupConfig config;
+    if (const auto v = dedup.get("enabled")) config.enabled = v->as_bool();
+    if (const auto v = dedup.get("ports")) config.ports = read_port_names(*v, ports);
+    if (const auto v = dedup.get("window_us")) config.window_us = v->as_uint(1, 1000000);
+    if (const auto v = dedup.get("entries"))
+        config.entries = v->as_uint_where("a power of two 1024..16777216", is_table_size);
+    return config;
+}
+
 CaptureConfig read_capture(const YamlMap& capture, const EalConfig& eal, const std::vector<PortConfig>& ports) {
     CaptureConfig config;
     if (const auto v = capture.get("burst_size")) config.burst_size = v->as_uint(1, 512);
@@ -383,6 +447,8 @@ CaptureConfig read_capture(const YamlMap& capture, const EalConfig& eal, const s
     if (const auto v = capture.get("worker_priority")) config.worker_priority = v->parsed_by(parse_thread_priority);
     if (const auto v = capture.get("idle_sleep_us")) config.idle_sleep_us = v->as_uint(0, kMaxIdleSleepUs);
     if (const auto v = capture.get("workers")) config.workers = read_workers(*v, eal, ports);
+    config.flow_cap = read_flow_cap(capture.section("flow_cap", kFlowCapKeys), ports);
+    config.dedup = read_dedup(capture.section("dedup", kDedupKeys), ports);
     return config;
 }
 

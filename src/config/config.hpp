@@ -2,6 +2,7 @@
 // already been checked, so the rest of the daemon never re-validates.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -59,6 +60,39 @@ struct WorkerMapping {
     bool operator==(const WorkerMapping&) const = default;
 };
 
+// Per-flow byte caps (capture/flow_cap.hpp): after a flow (both directions, keyed by its
+// protocol and address/port pairs) has carried `bytes` bytes or `packets` packets, keep
+// only the first snaplen_after bytes of each later packet, or drop it (snaplen_after 0).
+struct FlowCapConfig {
+    bool enabled = false;
+    std::vector<std::string> ports;  // port names; empty = every port
+    std::string filter;              // libpcap expression: only matching packets are capped
+    uint64_t bytes = 1ull << 20;     // wire bytes a flow keeps in full; 0 = count packets
+    uint64_t packets = 0;            // packets a flow keeps in full (with bytes: 0)
+    unsigned snaplen_after = 128;    // bytes kept of each later packet; 0 = drop it
+    unsigned flows = 65536;          // flow table entries per rx queue (a power of two)
+    uint64_t idle_timeout_s = 60;    // a flow silent this long starts over
+
+    bool applies_to(const std::string& port) const {
+        return enabled && (ports.empty() || std::find(ports.begin(), ports.end(), port) != ports.end());
+    }
+    bool operator==(const FlowCapConfig&) const = default;
+};
+
+// Duplicate suppression (capture/dedup.hpp): a packet equal to one seen on the same queue
+// within the window, ignoring TTL / hop limit and the IPv4 header checksum, is not written.
+struct DedupConfig {
+    bool enabled = false;
+    std::vector<std::string> ports;  // port names; empty = every port
+    unsigned window_us = 1000;
+    unsigned entries = 16384;        // recent packets remembered per rx queue (a power of two)
+
+    bool applies_to(const std::string& port) const {
+        return enabled && (ports.empty() || std::find(ports.begin(), ports.end(), port) != ports.end());
+    }
+    bool operator==(const DedupConfig&) const = default;
+};
+
 struct CaptureConfig {
     unsigned burst_size = 64;        // rte_eth_rx_burst size (1..512)
     unsigned mbufs = 0;              // 0 = sized from ports × queues × descriptors
@@ -69,6 +103,8 @@ struct CaptureConfig {
     // (pure busy polling). Lets other threads use the worker's CPU while traffic is idle.
     unsigned idle_sleep_us = 20;
     std::vector<WorkerMapping> workers;  // empty = automatic
+    FlowCapConfig flow_cap;
+    DedupConfig dedup;
 
     bool operator==(const CaptureConfig&) const = default;
 };

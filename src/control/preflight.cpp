@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "capture/flow_cap.hpp"
 #include "capture/plan.hpp"
 #include "control/cpu_shield.hpp"
 #include "filter/bpf_filter.hpp"
@@ -387,6 +388,11 @@ void check_filters(const Config& config, Findings& f) {
         if (Status s = BpfFilter::validate(port.filter, port.snaplen); !s) {
             error(f, "ports[" + std::to_string(i) + "].filter: " + s.error().message);
         }
+    }
+    const FlowCapConfig& cap = config.capture.flow_cap;
+    if (cap.enabled && !cap.filter.empty()) {
+        if (Status s = BpfFilter::validate(cap.filter, kFlowCapFilterSnaplen); !s)
+            error(f, "capture.flow_cap.filter: " + s.error().message);
     }
 }
 

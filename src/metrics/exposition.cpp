@@ -257,6 +257,13 @@ std::vector<MetricFamily> build_metric_families(const MetricsSnapshot& snapshot,
     out.push_back(per_stream_counter(snapshot, kWrittenPacketsMetric));
     out.push_back(per_stream_counter(snapshot, kWrittenBytesMetric));
     out.push_back(per_stream_counter(snapshot, kFilteredPacketsMetric));
+    // Always exported (zeros where off), so that the accounting sums work unchanged.
+    out.push_back(per_stream_counter(snapshot, kFlowCapCutPacketsMetric));
+    out.push_back(per_stream_counter(snapshot, kFlowCapDroppedPacketsMetric));
+    out.push_back(per_stream_counter(snapshot, kFlowCapSavedBytesMetric));
+    out.push_back(per_stream_counter(snapshot, kFlowCapEvictedFlowsMetric));
+    out.push_back(per_stream_counter(snapshot, kDedupPacketsMetric));
+    out.push_back(per_stream_counter(snapshot, kDedupSavedBytesMetric));
     out.push_back(dropped_packets_family(snapshot));
     add_port_families(out, snapshot);
     add_output_families(out, snapshot);

@@ -2,8 +2,9 @@
 // declared once, next to the counters it reads (util/metric.hpp lists where); this file
 // arranges them into families and series with their labels.
 //
-// Accounting: a packet that reached a port is exactly one of written, filtered or
-// dropped(reason), where
+// Accounting: a packet that reached a port is exactly one of written, filtered,
+// flow-capped (linecap_flow_cap_dropped_packets_total), deduplicated
+// (linecap_dedup_packets_total) or dropped(reason), where
 //   reached (linecap_port_received_packets_total) = ipackets + imissed + ierrors + rx_nombuf
 // from rte_eth_stats: ipackets counts only packets the NIC delivered to an rx queue; the
 // other three are packets it could not deliver. Exact once the queues are drained (after

@@ -119,7 +119,8 @@ struct MetricsSnapshot {
 
 // ---- drop accounting, computed here only (exposition, shutdown summary, status line) ----
 //
-// A packet that reached a port is exactly one of written, filtered or dropped(reason),
+// A packet that reached a port is exactly one of written, kept out by a policy (filtered,
+// flow-capped, deduplicated: capture/counters.hpp) or dropped(reason),
 // where reached = ipackets + imissed + ierrors + rx_nombuf (see exposition.hpp). The
 // NIC's counters are the collector's reset-proof totals, never raw rte_eth_stats.
 

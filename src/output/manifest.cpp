@@ -20,7 +20,7 @@ using Json = nlohmann::ordered_json;
 
 constexpr size_t kMaxManifestBytes = 1 << 20;
 constexpr mode_t kManifestMode = 0640;  // like the capture files it describes
-// A manifest nests two levels (the root, then "stream" and "drops_by_reason"). Deeper
+// A manifest nests two levels (the root, then "stream", "drops_by_reason", "flow_cap", "dedup"). Deeper
 // input is refused while it is parsed, so hostile nesting costs neither memory nor time.
 constexpr int kMaxDepth = 4;
 struct TooDeep {};
@@ -137,6 +137,12 @@ std::string to_json(const Manifest& m) {
     }
     if (m.received) j["received"] = *m.received;
     if (m.filtered) j["filtered"] = *m.filtered;
+    if (m.flow_cap) {
+        j["flow_cap"] = Json{{"bytes", m.flow_cap->bytes},   {"packets", m.flow_cap->packets},
+                             {"snaplen_after", m.flow_cap->snaplen_after}, {"filter", m.flow_cap->filter},
+                             {"cut", m.flow_cap->cut},       {"dropped", m.flow_cap->dropped}};
+    }
+    if (m.dedup) j["dedup"] = Json{{"window_us", m.dedup->window_us}, {"suppressed", m.dedup->suppressed}};
     if (m.span_start_ns) j["span_start_ns"] = *m.span_start_ns;
     if (m.span_end_ns) j["span_end_ns"] = *m.span_end_ns;
     if (m.stream) j["stream"] = Json{{"port", m.stream->port}, {"port_id", m.stream->port_id}, {"queue", m.stream->queue}};
@@ -193,6 +199,23 @@ Result<Manifest> parse_manifest(std::string_view text) {
     }
     m.received = f.number("received", false);
     m.filtered = f.number("filtered", false);
+    if (const Json* c = f.object("flow_cap")) {
+        Fields cf(*c, "flow_cap: ");
+        ManifestFlowCap cap;
+        cap.bytes = cf.number("bytes", true).value_or(0);
+        cap.packets = cf.number("packets", true).value_or(0);
+        cap.snaplen_after = cf.number("snaplen_after", true).value_or(0);
+        cap.filter = cf.text("filter", true).value_or("");
+        cap.cut = cf.number("cut", true).value_or(0);
+        cap.dropped = cf.number("dropped", true).value_or(0);
+        f.note(cf.problem());
+        m.flow_cap = cap;
+    }
+    if (const Json* d = f.object("dedup")) {
+        Fields df(*d, "dedup: ");
+        m.dedup = ManifestDedup{df.number("window_us", true).value_or(0), df.number("suppressed", true).value_or(0)};
+        f.note(df.problem());
+    }
     m.span_start_ns = f.number("span_start_ns", false);
     m.span_end_ns = f.number("span_end_ns", false);
     if (const Json* s = f.object("stream")) {

@@ -14,6 +14,10 @@
 //     "drops": 0,                                          packets of this stream lost
 //     "drops_by_reason": {"writer_full": 0, "write_error": 0, "disk_full": 0},
 //     "received": 1200, "filtered": 0,                     packets of the stream in the span
+//     "flow_cap": {"bytes": 1048576, "packets": 0,         only when capture.flow_cap applied:
+//                  "snaplen_after": 128, "filter": "",     the rule, and in the span the packets
+//                  "cut": 10, "dropped": 0},               cut (written) and not written
+//     "dedup": {"window_us": 1000, "suppressed": 3},       only when capture.dedup applied
 //     "span_start_ns": …, "span_end_ns": …,                the span (wall clock): from the
 //                                                          end of the stream's previous file
 //                                                          (or the start of the run) to the
@@ -34,7 +38,8 @@
 //   }
 //
 // Drops, received and filtered cover the file's span, exactly as the pcapng ISB does
-// (pcapng_blocks.hpp): received = packets + drops + filtered. Consecutive files of a
+// (pcapng_blocks.hpp): received = packets + drops + filtered + flow_cap.dropped +
+// dedup.suppressed (the last two when present). Consecutive files of a
 // stream in one run have consecutive seq and touching spans, which is how `linecapd
 // verify` finds missing files.
 //
@@ -62,6 +67,24 @@ struct ManifestDrops {
     uint64_t disk_full = 0;
     uint64_t total() const { return writer_full + write_error + disk_full; }
     bool operator==(const ManifestDrops&) const = default;
+};
+
+// capture.flow_cap, when it applied to the stream: the rule, and what it did in the span.
+struct ManifestFlowCap {
+    uint64_t bytes = 0;          // allowance per flow (0: counted in packets)
+    uint64_t packets = 0;
+    uint64_t snaplen_after = 0;  // 0: packets past the allowance are not written
+    std::string filter;          // "" = every packet
+    uint64_t cut = 0;            // packets written shortened (among "packets")
+    uint64_t dropped = 0;        // packets not written
+    bool operator==(const ManifestFlowCap&) const = default;
+};
+
+// capture.dedup, when it applied to the stream.
+struct ManifestDedup {
+    uint64_t window_us = 0;
+    uint64_t suppressed = 0;     // copies not written
+    bool operator==(const ManifestDedup&) const = default;
 };
 
 struct ManifestStream {
@@ -93,6 +116,8 @@ struct Manifest {
     std::optional<ManifestDrops> drops;
     std::optional<uint64_t> received;
     std::optional<uint64_t> filtered;
+    std::optional<ManifestFlowCap> flow_cap;
+    std::optional<ManifestDedup> dedup;
     std::optional<uint64_t> span_start_ns;
     std::optional<uint64_t> span_end_ns;
     std::optional<ManifestStream> stream;

@@ -58,6 +58,8 @@ StreamWriter::StreamWriter(const WriterContext& context, uint32_t index, const S
       id_(spec.id),
       device_(spec.device),
       capture_counts_(spec.capture_counts),
+      flow_cap_(spec.flow_cap),
+      dedup_(spec.dedup),
       label_("port " + spec.id.port + " queue " + std::to_string(spec.id.queue)),
       counters_(counters),
       snaplen_(snaplen),
@@ -191,7 +193,17 @@ void StreamWriter::finalise_file() {
     drops.write_error = span_.write_error;
     drops.disk_full = span_.disk_full;
     const uint64_t filtered = since(capture.filtered_packets, span_.capture_at_start.filtered_packets);
-    const uint64_t received = packets + drops.total() + filtered;
+    // The capture policies' counts in the span: packets they kept out are, like filtered
+    // ones, received and not accepted (pcapng), and not drops.
+    std::optional<ManifestFlowCap> flow_cap = flow_cap_;
+    if (flow_cap) {
+        flow_cap->cut = since(capture.flow_cap_cut_packets, span_.capture_at_start.flow_cap_cut_packets);
+        flow_cap->dropped = since(capture.flow_cap_dropped_packets, span_.capture_at_start.flow_cap_dropped_packets);
+    }
+    std::optional<ManifestDedup> dedup = dedup_;
+    if (dedup) dedup->suppressed = since(capture.dedup_packets, span_.capture_at_start.dedup_packets);
+    const uint64_t not_accepted = filtered + (flow_cap ? flow_cap->dropped : 0) + (dedup ? dedup->suppressed : 0);
+    const uint64_t received = packets + drops.total() + not_accepted;
 
     if (context_.config.format == FileFormat::pcapng) {
         pcapng::IsbCounts isb;
@@ -200,11 +212,25 @@ void StreamWriter::finalise_file() {
         isb.end_ns = file_last_ns_;
         isb.ifrecv = received;
         isb.ifdrop = drops.total();
-        isb.filteraccept = received - filtered;
+        isb.filteraccept = received - not_accepted;
         isb.comment = "linecap drops in this file's span: writer_full=" + std::to_string(drops.writer_full) +
                       " write_error=" + std::to_string(drops.write_error) +
                       " disk_full=" + std::to_string(drops.disk_full) +
                       "; NIC drops (imissed, ierrors, rx_nombuf) are per port and not included";
+        if (flow_cap) {
+            isb.comment += "; flow cap on (" +
+                           (flow_cap->bytes ? std::to_string(flow_cap->bytes) + " bytes"
+                                            : std::to_string(flow_cap->packets) + " packets") +
+                           " per flow, then " +
+                           (flow_cap->snaplen_after ? std::to_string(flow_cap->snaplen_after) + " bytes per packet"
+                                                    : std::string("not written")) +
+                           (flow_cap->filter.empty() ? "" : ", filter '" + flow_cap->filter + "'") +
+                           "): cut=" + std::to_string(flow_cap->cut) + " not written=" + std::to_string(flow_cap->dropped);
+        }
+        if (dedup) {
+            isb.comment += "; duplicate suppression on (window " + std::to_string(dedup->window_us) +
+                           " us): not written=" + std::to_string(dedup->suppressed);
+        }
         const std::vector<uint8_t> block = pcapng::statistics_block(isb);
         if (const IoStatus status = file_.append(block, 0); !status.ok()) {
             spdlog::warn("{}: {} without its statistics block: {} (the file is complete otherwise)", label_,
@@ -253,6 +279,8 @@ void StreamWriter::finalise_file() {
         m.drops = drops;
         m.received = received;
         m.filtered = filtered;
+        m.flow_cap = flow_cap;
+        m.dedup = dedup;
         m.span_start_ns = span_start;
         m.span_end_ns = now_ns;
         m.stream = ManifestStream{id_.port, id_.port_id, id_.queue};

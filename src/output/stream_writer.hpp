@@ -117,6 +117,8 @@ private:
     const StreamId id_;
     const std::string device_;
     const std::function<CaptureCounts()> capture_counts_;
+    const std::optional<ManifestFlowCap> flow_cap_;   // the stream's policies (counts 0)
+    const std::optional<ManifestDedup> dedup_;
     const std::string label_;                  // "port p0 queue 3", for logs
     StreamCounters& counters_;
     std::atomic<uint32_t> snaplen_;            // latest, set by set_snaplen

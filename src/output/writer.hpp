@@ -12,10 +12,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
+#include "output/manifest.hpp"
 #include "output/stream.hpp"
 #include "util/metric.hpp"
 #include "util/result.hpp"
@@ -176,6 +178,9 @@ BlockMemory heap_block_memory();
 struct CaptureCounts {
     uint64_t filtered_packets = 0;
     uint64_t writer_full_packets = 0;
+    uint64_t flow_cap_cut_packets = 0;      // capture.flow_cap: written shortened
+    uint64_t flow_cap_dropped_packets = 0;  // capture.flow_cap: not written
+    uint64_t dedup_packets = 0;             // capture.dedup: copies not written
 };
 
 struct StreamSpec {
@@ -184,6 +189,10 @@ struct StreamSpec {
     uint32_t snaplen = 262144;
     std::string device;        // the port's device (pcapng if_description)
     std::function<CaptureCounts()> capture_counts;  // empty: the worker counts nothing
+    // The capture policies that applied to the stream (counts 0), for the files' pcapng
+    // statistics and manifests; absent: off.
+    std::optional<ManifestFlowCap> flow_cap;
+    std::optional<ManifestDedup> dedup;
 };
 
 class Writer {

@@ -58,46 +58,65 @@ void ipv6(const uint8_t* f, uint32_t caplen, uint32_t l3, PacketKeys& k) {
     if (nh == 44 && l3 + 41 <= caplen) add_proto(k, f[l3 + 40]);
 
     // A proper walk over the common extension headers.
-    uint8_t cur = nh;
+    const Ipv6UpperLayer upper = ipv6_upper_layer(f, caplen, l3);
+    if (!upper.complete) return;
+    add_proto(k, upper.proto);
+    if (upper.first_fragment && has_ports(upper.proto)) add_ports_at(k, f, caplen, upper.offset);
+}
+
+}  // namespace
+
+bool link_layer(const uint8_t* f, uint32_t caplen, uint16_t& ethertype, uint32_t& l3) {
+    if (caplen < 14) return false;
+    uint16_t type = be16(f + 12);
+    uint32_t off = 14;
+    for (unsigned tags = 0; is_vlan_tpid(type) && tags < kMaxVlanTags; ++tags) {
+        if (off + 4 > caplen) return false;
+        type = be16(f + off + 2);
+        off += 4;
+    }
+    ethertype = type;
+    l3 = off;
+    return true;
+}
+
+Ipv6UpperLayer ipv6_upper_layer(const uint8_t* f, uint32_t caplen, uint32_t l3) {
+    Ipv6UpperLayer u;
+    if (uint64_t{l3} + 7 > caplen) return u;
+    uint8_t cur = f[l3 + 6];
     uint64_t off = uint64_t{l3} + 40;
-    bool first_fragment = true;
     for (int i = 0; i < 8; ++i) {
         if (cur == 0 || cur == 43 || cur == 60 || cur == 135) {  // hop-by-hop, routing, dstopts, mobility
-            if (off + 2 > caplen) return;
+            if (off + 2 > caplen) return u;
             const uint8_t next = f[off];
             off += (uint64_t{f[off + 1]} + 1) * 8;
             cur = next;
         } else if (cur == 51) {  // AH: length in 4-octet units minus 2
-            if (off + 2 > caplen) return;
+            if (off + 2 > caplen) return u;
             const uint8_t next = f[off];
             off += (uint64_t{f[off + 1]} + 2) * 4;
             cur = next;
         } else if (cur == 44) {  // fragment
-            if (off + 4 > caplen) return;
+            if (off + 4 > caplen) return u;
             const uint8_t next = f[off];
-            if ((be16(f + off + 2) & 0xfff8) != 0) first_fragment = false;
+            if ((be16(f + off + 2) & 0xfff8) != 0) u.first_fragment = false;
             off += 8;
             cur = next;
         } else {
             break;
         }
     }
-    add_proto(k, cur);
-    if (first_fragment && has_ports(cur)) add_ports_at(k, f, caplen, off);
+    u.proto = cur;
+    u.offset = off;
+    u.complete = true;
+    return u;
 }
-
-}  // namespace
 
 void extract_keys(const uint8_t* f, uint32_t caplen, PacketKeys& k) {
     k.clear();
-    if (caplen < 14) return;
-    uint16_t type = be16(f + 12);
-    uint32_t l3 = 14;
-    for (unsigned tags = 0; is_vlan_tpid(type) && tags < kMaxVlanTags; ++tags) {
-        if (l3 + 4 > caplen) return;
-        type = be16(f + l3 + 2);
-        l3 += 4;
-    }
+    uint16_t type = 0;
+    uint32_t l3 = 0;
+    if (!link_layer(f, caplen, type, l3)) return;
     switch (type) {
         case kEtherIPv4: ipv4(f, caplen, l3, k); break;
         case kEtherIPv6: ipv6(f, caplen, l3, k); break;
@@ -108,6 +127,63 @@ void extract_keys(const uint8_t* f, uint32_t caplen, PacketKeys& k) {
             break;
         default: break;
     }
+}
+
+namespace {
+
+// The ends in canonical order: the lower (address, port) first. `Len` is a constant so
+// that the comparison and copies compile to a few loads (this runs per packet in the worker).
+template <size_t Len>
+inline void set_ends(FlowKey& k, const uint8_t* src, const uint8_t* dst, uint16_t sport, uint16_t dport) {
+    k.addr_lo = {};
+    k.addr_hi = {};
+    const int order = std::memcmp(src, dst, Len);
+    if (order < 0 || (order == 0 && sport <= dport)) {
+        std::memcpy(k.addr_lo.data(), src, Len);
+        std::memcpy(k.addr_hi.data(), dst, Len);
+        k.port_lo = sport;
+        k.port_hi = dport;
+    } else {
+        std::memcpy(k.addr_lo.data(), dst, Len);
+        std::memcpy(k.addr_hi.data(), src, Len);
+        k.port_lo = dport;
+        k.port_hi = sport;
+    }
+}
+
+}  // namespace
+
+bool flow_key(const uint8_t* f, uint32_t caplen, FlowKey& k) {
+    uint16_t type = 0;
+    uint32_t l3 = 0;
+    if (!link_layer(f, caplen, type, l3)) return false;
+    uint16_t sport = 0, dport = 0;
+    k.zero = 0;
+    if (type == kEtherIPv4) {
+        if (uint64_t{l3} + 20 > caplen) return false;
+        k.version = 4;
+        k.proto = f[l3 + 9];
+        const uint64_t l4 = uint64_t{l3} + 4u * (f[l3] & 0x0f);
+        if (has_ports(k.proto) && (be16(f + l3 + 6) & 0x1fff) == 0 && l4 + 4 <= caplen) {
+            sport = be16(f + l4);
+            dport = be16(f + l4 + 2);
+        }
+        set_ends<4>(k, f + l3 + 12, f + l3 + 16, sport, dport);
+        return true;
+    }
+    if (type == kEtherIPv6) {
+        if (uint64_t{l3} + 40 > caplen) return false;
+        k.version = 6;
+        const Ipv6UpperLayer upper = ipv6_upper_layer(f, caplen, l3);
+        k.proto = upper.complete ? upper.proto : f[l3 + 6];
+        if (upper.complete && upper.first_fragment && has_ports(upper.proto) && upper.offset + 4 <= caplen) {
+            sport = be16(f + upper.offset);
+            dport = be16(f + upper.offset + 2);
+        }
+        set_ends<16>(k, f + l3 + 8, f + l3 + 24, sport, dport);
+        return true;
+    }
+    return false;
 }
 
 std::string link_type_problem(const format::Interface& interface, uint64_t offset) {

@@ -48,6 +48,42 @@ struct PacketKeys {
 
 void extract_keys(const uint8_t* frame, uint32_t caplen, PacketKeys& keys);
 
+// The layout walk the keys (and the Community ID, store/community_id.hpp) are read with.
+// Ethernet and its VLAN tags: the EtherType after the last tag and the offset where the
+// network layer starts; false when the frame ends first.
+bool link_layer(const uint8_t* frame, uint32_t caplen, uint16_t& ethertype, uint32_t& l3);
+
+// The upper-layer protocol of an IPv6 packet at `l3`, after hop-by-hop, routing,
+// fragment, destination options, mobility and AH headers (up to 8): its number, frame
+// offset, and whether this is the first fragment (the only one with the upper header).
+// complete = false: the frame ends inside the IPv6 or an extension header.
+struct Ipv6UpperLayer {
+    uint8_t proto = 0;
+    uint64_t offset = 0;
+    bool first_fragment = true;
+    bool complete = false;
+};
+Ipv6UpperLayer ipv6_upper_layer(const uint8_t* frame, uint32_t caplen, uint32_t l3);
+
+// A flow's identity, the same for both directions (what the capture's per-flow caps key
+// their table with, capture/flow_cap.hpp): IP version, the upper-layer protocol, and the
+// two (address, port) ends in a canonical order, the lower first. Read with the walk
+// above: VLAN tags, IPv6 extension headers. Ports are those of TCP, UDP and SCTP, and 0
+// for other protocols and for fragments after the first (so those count under their
+// address pair and protocol). IPv4 addresses fill the first 4 bytes of addr_*. Every byte
+// is set, so the struct can be hashed as it is.
+struct FlowKey {
+    uint8_t version = 0;  // 4 or 6
+    uint8_t proto = 0;
+    uint16_t port_lo = 0, port_hi = 0;
+    uint16_t zero = 0;
+    std::array<uint8_t, 16> addr_lo{}, addr_hi{};
+};
+static_assert(sizeof(FlowKey) == 40, "FlowKey is hashed as raw bytes: no padding");
+
+// false (key unspecified): not IPv4 or IPv6, or the frame ends before the addresses.
+bool flow_key(const uint8_t* frame, uint32_t caplen, FlowKey& key);
+
 // The store indexes and filters Ethernet frames only (keys above, filters compiled for
 // DLT_EN10MB). Empty when a packet of `interface` at `offset` is one; else why not, in
 // one line. The link type is the low 16 bits of the field: pcap's FCS bits (0x30000001)

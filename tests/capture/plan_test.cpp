@@ -229,5 +229,30 @@ TEST(CapturePlan, DescribeHasTheLinesTheHugepageScriptReads) {
     EXPECT_NE(text.find("worker lcore 1: polls a:0 b:0\n"), std::string::npos) << text;
 }
 
+// capture.flow_cap and capture.dedup: their per-queue tables are hugepage memory of the
+// socket of the ports they apply to, and --print-plan shows them.
+TEST(CapturePlan, FlowCapAndDedupTablesAreCountedAndShown) {
+    const Config config = config_from(std::string(kTwoPorts) + R"(
+capture:
+  flow_cap: {enabled: true, ports: [a], flows: 65536}
+  dedup: {enabled: true, entries: 16384}
+)");
+    const Config without = config_from(kTwoPorts);
+    auto plan = plan_capture(config, {ixgbe_82599(0), ixgbe_82599(0)});
+    auto base = plan_capture(without, {ixgbe_82599(0), ixgbe_82599(0)});
+    ASSERT_TRUE(plan && base);
+    const SocketPlan& s = plan->sockets.at(0);
+    EXPECT_EQ(s.flow_cap_queues, 4u);
+    EXPECT_EQ(s.dedup_queues, 8u);
+    EXPECT_EQ(s.flow_table_bytes, 4ull * 65536 * 16);
+    EXPECT_EQ(s.dedup_table_bytes, 8ull * 16384 * 16);
+    EXPECT_EQ(plan->hugepage_bytes, base->hugepage_bytes + s.table_bytes());
+    const std::string text = describe_plan(config, plan.value());
+    EXPECT_NE(text.find("; flow tables 4 × 65536 × 16 B = 4 MiB; dedup tables 8 × 16384 × 16 B = 2 MiB; hugepages_2m="),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find(" + flow/dedup tables 6.0 MiB"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace linecap

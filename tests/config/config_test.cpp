@@ -617,6 +617,66 @@ TEST(Capture, WorkerSchedulingKeys) {
     EXPECT_EQ(config.capture.idle_sleep_us, 0u);
 }
 
+TEST(FlowCap, ValuesReachTheirFields) {
+    const Config bytes = parse_ok(kMinimal +
+                                  "capture:\n  flow_cap:\n    enabled: true\n    ports: [tap0]\n"
+                                  "    filter: \"tcp port 443\"\n    bytes: 64K\n    snaplen_after: 0\n"
+                                  "    flows: 1024\n    idle_timeout: 2m\n");
+    const FlowCapConfig& cap = bytes.capture.flow_cap;
+    EXPECT_TRUE(cap.applies_to("tap0"));
+    EXPECT_FALSE(cap.applies_to("other"));
+    EXPECT_EQ(cap.filter, "tcp port 443");
+    EXPECT_EQ(cap.bytes, 65536u);
+    EXPECT_EQ(cap.packets, 0u);
+    EXPECT_EQ(cap.snaplen_after, 0u);
+    EXPECT_EQ(cap.flows, 1024u);
+    EXPECT_EQ(cap.idle_timeout_s, 120u);
+    // Packets alone: bytes (1M by default) is then not the measure.
+    const Config packets = parse_ok(kMinimal + "capture:\n  flow_cap:\n    packets: 20\n");
+    EXPECT_EQ(packets.capture.flow_cap.packets, 20u);
+    EXPECT_EQ(packets.capture.flow_cap.bytes, 0u);
+    EXPECT_FALSE(packets.capture.flow_cap.applies_to("tap0"));  // not enabled
+}
+
+TEST(FlowCap, MistakesNameTheKey) {
+    const std::string cap = kMinimal + "capture:\n  flow_cap:\n";
+    EXPECT_EQ(parse_error(cap + "    snaplen: 64\n"),
+              "test.yaml:8: capture.flow_cap: unknown key 'snaplen'; valid keys here: enabled, ports, filter, bytes, "
+              "packets, snaplen_after, flows, idle_timeout");
+    EXPECT_EQ(parse_error(cap + "    snaplen_after: 8\n"),
+              "test.yaml:8: capture.flow_cap.snaplen_after: expected 0 (drop the packets after the cap) or "
+              "16..262144, got '8'");
+    EXPECT_EQ(parse_error(cap + "    bytes: 1M\n    packets: 10\n"),
+              "test.yaml:9: capture.flow_cap.packets: bytes and packets are both set; cap flows by one of them (set "
+              "the other to 0)");
+    EXPECT_EQ(parse_error(cap + "    bytes: 0\n"),
+              "test.yaml:8: capture.flow_cap.bytes: bytes and packets are both 0; set one of them to the amount a "
+              "flow keeps in full");
+    EXPECT_EQ(parse_error(cap + "    bytes: 5G\n"),
+              "test.yaml:8: capture.flow_cap.bytes: expected a size of at most 4095M (4 GiB - 2), got '5G'");
+    EXPECT_EQ(parse_error(cap + "    flows: 1000\n"),
+              "test.yaml:8: capture.flow_cap.flows: expected a power of two 1024..16777216, got '1000'");
+    EXPECT_EQ(parse_error(cap + "    ports: [tap9]\n"),
+              "test.yaml:8: capture.flow_cap.ports[0]: no port is named 'tap9'; the ports are tap0");
+    EXPECT_EQ(parse_error(cap + "    idle_timeout: 0s\n"),
+              "test.yaml:8: capture.flow_cap.idle_timeout: expected a duration 1s..1d like 60s, got '0s'");
+}
+
+TEST(Dedup, ValuesAndMistakes) {
+    const Config on = parse_ok(kMinimal + "capture:\n  dedup:\n    enabled: true\n    window_us: 50\n"
+                                          "    entries: 2048\n");
+    EXPECT_TRUE(on.capture.dedup.applies_to("tap0"));
+    EXPECT_EQ(on.capture.dedup.window_us, 50u);
+    EXPECT_EQ(on.capture.dedup.entries, 2048u);
+    const std::string dedup = kMinimal + "capture:\n  dedup:\n";
+    EXPECT_EQ(parse_error(dedup + "    window: 1ms\n"),
+              "test.yaml:8: capture.dedup: unknown key 'window'; valid keys here: enabled, ports, window_us, entries");
+    EXPECT_EQ(parse_error(dedup + "    window_us: 0\n"),
+              "test.yaml:8: capture.dedup.window_us: expected an integer 1..1000000, got '0'");
+    EXPECT_EQ(parse_error(dedup + "    entries: 3000\n"),
+              "test.yaml:8: capture.dedup.entries: expected a power of two 1024..16777216, got '3000'");
+}
+
 // Two ports with two queues each, lcores 0 (main) and 1..3 (workers). `workers:` is on
 // line 13, so the first worker starts on line 14.
 std::string with_workers(const std::string& workers) {

@@ -2,7 +2,8 @@
 """Drop-accounting checks against a live linecapd (tests/metrics/integration).
 
 The contract (src/metrics/exposition.hpp): every packet that reached a port is exactly one
-of written, filtered or dropped(reason), where
+of written, filtered or dropped(reason), where "filtered" here counts every packet a policy
+kept out on purpose: the capture filter, capture.flow_cap and capture.dedup, and
     reached = linecap_port_received_packets_total = ipackets + imissed + ierrors + rx_nombuf.
 
 Subcommands (exit 0 = ok, 1 = check failed or timed out, 2 = usage/unreadable input):
@@ -97,7 +98,9 @@ class Scrape:
             "rx_bytes": self.total("linecap_rx_bytes_total", **sel),
             "written": self.total("linecap_written_packets_total", **sel),
             "written_bytes": self.total("linecap_written_bytes_total", **sel),
-            "filtered": self.total("linecap_filtered_packets_total", **sel),
+            "filtered": self.total("linecap_filtered_packets_total", **sel)
+            + self.total("linecap_flow_cap_dropped_packets_total", **sel)
+            + self.total("linecap_dedup_packets_total", **sel),
             "file_bytes": self.total("linecap_output_file_bytes_total", **sel),
             "files_finalised": self.total("linecap_files_finalised_total", **sel),
         }

@@ -1,0 +1,159 @@
+// Per-flow caps (capture.flow_cap): once a flow has carried its allowance (bytes or
+// packets, both directions), each further packet keeps only its first snaplen_after bytes
+// (headers, for timing and sizes) or is not written at all.
+//
+// Symmetric RSS puts both directions of a flow on one rx queue, so every queue has its
+// own table, filled only by the worker that polls it: no locks, no atomics. The memory is
+// allocated once at start (hugepages, on the queue's NUMA socket; the capture plan sizes
+// it and --print-plan shows it) and never grows: the worker allocates nothing.
+//
+// The table: `flows` entries in buckets of kWays (one 64-byte cache line each), indexed by
+// a 64-bit hash (XXH3) of the direction-independent store::FlowKey. An entry holds the
+// hash itself, the flow's count so far (saturating at 2^32 - 1) and when it was last seen.
+// Flows are told apart by the full 64-bit hash: two flows whose keys hash alike (about one
+// pair in 2^64 / flows) share one count. A flow not seen for idle_timeout starts over
+// (aged out lazily, by the burst timestamp the worker already has, when it or a new flow
+// meets its entry). A new flow takes its bucket's free or longest-idle entry; when all
+// kWays are live, the least recently seen one is evicted (counted: flow_cap_evicted_flows)
+// and starts over if it comes back — a full table keeps more than the cap, never less.
+#pragma once
+
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+
+#include "capture/counters.hpp"
+#include "filter/bpf_filter.hpp"
+#include "capture/xxh3.hpp"
+#include "store/packet_keys.hpp"
+
+namespace linecap {
+
+// The snap length the cap's filter is compiled at: its verdict only selects packets, it
+// never cuts one (that is the port's snaplen, then the cap's).
+inline constexpr uint32_t kFlowCapFilterSnaplen = 262144;
+
+struct FlowCapRule {
+    uint32_t limit = 0;            // what a flow keeps in full, in bytes or packets
+    bool count_bytes = true;       // false: limit counts packets
+    uint32_t snaplen_after = 128;  // 0: packets past the limit are not written
+    uint32_t idle_ticks = 0;       // idle timeout in FlowTable ticks
+};
+
+class FlowTable {
+public:
+    static constexpr unsigned kWays = 4;
+    // Timestamps are kept in ticks of 2^20 ns (about 1.05 ms) in 32 bits; ages are compared
+    // as signed differences, so the wrap (every 52 days) is harmless and a clock step back
+    // never ages a flow out.
+    static constexpr unsigned kTickShift = 20;
+
+    struct alignas(16) Entry {
+        uint64_t hash = 0;   // 0: free (hashes are made non-zero)
+        uint32_t count = 0;  // bytes or packets so far, saturating
+        uint32_t last_seen = 0;
+    };
+    static_assert(sizeof(Entry) * kWays == 64, "one bucket per cache line");
+
+    FlowTable() = default;
+    // `entries`: zeroed memory, a power of two of at least kWays entries, 64-byte aligned.
+    explicit FlowTable(std::span<Entry> entries) : entries_(entries.data()), bucket_mask_(entries.size() / kWays - 1) {}
+
+    static uint32_t ticks(uint64_t ns) { return static_cast<uint32_t>(ns >> kTickShift); }
+    static uint64_t hash_key(const store::FlowKey& key) { return XXH3_64bits(&key, sizeof key) | 1; }
+
+    Entry* bucket(uint64_t hash) const { return entries_ + (hash & bucket_mask_) * kWays; }
+    void prefetch(uint64_t hash) const { rte_prefetch0(bucket(hash)); }
+
+    // Adds `amount` to the flow's count and returns the count it had before this packet.
+    // `evicted` is set when a live flow had to make room.
+    uint32_t account(uint64_t hash, uint32_t amount, uint32_t now, uint32_t idle_ticks, bool& evicted) {
+        Entry* b = bucket(hash);
+        Entry* victim = b;
+        int32_t victim_age = -1;
+        for (unsigned w = 0; w < kWays; ++w) {
+            Entry& e = b[w];
+            const int32_t age = static_cast<int32_t>(now - e.last_seen);
+            if (e.hash == hash) {
+                const uint32_t before = age > static_cast<int32_t>(idle_ticks) ? 0 : e.count;
+                e.count = before + std::min(amount, UINT32_MAX - before);
+                e.last_seen = now;
+                return before;
+            }
+            // A free entry is the best place; otherwise the longest idle.
+            const int32_t rank = e.hash == 0 ? INT32_MAX : age;
+            if (rank > victim_age) {
+                victim = &e;
+                victim_age = rank;
+            }
+        }
+        evicted = victim->hash != 0 && victim_age <= static_cast<int32_t>(idle_ticks);
+        *victim = Entry{hash, amount, now};
+        return 0;
+    }
+
+private:
+    Entry* entries_ = nullptr;
+    uint64_t bucket_mask_ = 0;
+};
+
+// One rx queue's cap: its table and the port's rule and filter.
+struct FlowCapQueue {
+    FlowTable table;
+    FlowCapRule rule;
+    const BpfFilter* filter = nullptr;  // null: every packet is subject to the cap
+};
+
+struct FlowCapOutcome {
+    uint32_t cut = 0;
+    uint32_t dropped = 0;
+    uint64_t saved_bytes = 0;  // packet bytes not written (record headers not included)
+    uint32_t evicted = 0;
+};
+
+// The cap over one burst. keep[i] is what the earlier stages left of packet i: 0 = not
+// written, else the most bytes its record may hold (with the port's snaplen already in
+// it); the cap lowers it to snaplen_after, or to 0 (drop). Two passes: keys and hashes
+// first with each bucket prefetched, then the table, so the burst's cache misses overlap.
+// `hashes`: room for n values (the filter's verdicts, then each packet's flow hash or 0).
+inline FlowCapOutcome apply_flow_cap(FlowCapQueue& cap, rte_mbuf* const* pkts, uint16_t n, uint64_t* keep,
+                                     uint64_t ts_ns, uint64_t* hashes) {
+    FlowCapOutcome out;
+    if (cap.filter != nullptr) cap.filter->run(pkts, n, hashes);
+    for (uint16_t i = 0; i < n; ++i) {
+        const bool subject = keep[i] != 0 && (cap.filter == nullptr || hashes[i] != 0);
+        hashes[i] = 0;
+        if (!subject) continue;
+        const rte_mbuf* m = pkts[i];
+        store::FlowKey key;
+        if (!store::flow_key(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, key)) continue;
+        hashes[i] = FlowTable::hash_key(key);
+        cap.table.prefetch(hashes[i]);
+    }
+    const FlowCapRule& rule = cap.rule;
+    const uint32_t now = FlowTable::ticks(ts_ns);
+    for (uint16_t i = 0; i < n; ++i) {
+        if (hashes[i] == 0) continue;
+        const uint32_t len = pkts[i]->pkt_len;
+        bool evicted = false;
+        const uint32_t before = cap.table.account(hashes[i], rule.count_bytes ? len : 1, now, rule.idle_ticks, evicted);
+        out.evicted += evicted;
+        if (before < rule.limit) continue;
+        const uint64_t would_write = std::min<uint64_t>(len, keep[i]);
+        if (rule.snaplen_after == 0) {
+            keep[i] = 0;
+            out.dropped += 1;
+            out.saved_bytes += would_write;
+        } else if (would_write > rule.snaplen_after) {
+            keep[i] = rule.snaplen_after;
+            out.cut += 1;
+            out.saved_bytes += would_write - rule.snaplen_after;
+        }
+    }
+    return out;
+}
+
+}  // namespace linecap

@@ -1,0 +1,270 @@
+// The capture policies after the filter, without a port: the direction-independent flow
+// key, the flow table (allowance, idle ageing, eviction), duplicate suppression's hash
+// (TTL / hop limit / IPv4 checksum ignored, nothing else) and table, and both passes over
+// a burst of fake mbufs as the worker runs them.
+#include <gtest/gtest.h>
+#include <rte_mbuf.h>
+
+#include <cstring>
+#include <vector>
+
+#include "capture/dedup.hpp"
+#include "capture/flow_cap.hpp"
+#include "store/packet_keys.hpp"
+
+namespace linecap {
+namespace {
+
+// Ethernet + IPv4 + UDP (or TCP), `size` bytes, payload bytes set to `fill`.
+std::vector<uint8_t> ipv4_frame(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, size_t size,
+                                uint8_t proto = 17, uint8_t fill = 0xab) {
+    std::vector<uint8_t> f(size, fill);
+    const uint8_t eth[] = {0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00};
+    std::memcpy(f.data(), eth, sizeof eth);
+    uint8_t* ip = f.data() + 14;
+    ip[0] = 0x45;
+    ip[1] = 0;
+    ip[2] = uint8_t((size - 14) >> 8);
+    ip[3] = uint8_t(size - 14);
+    ip[4] = ip[5] = ip[6] = ip[7] = 0;
+    ip[8] = 64;
+    ip[9] = proto;
+    ip[10] = 0x12;
+    ip[11] = 0x34;
+    for (int i = 0; i < 4; ++i) {
+        ip[12 + i] = uint8_t(src >> (24 - 8 * i));
+        ip[16 + i] = uint8_t(dst >> (24 - 8 * i));
+    }
+    uint8_t* l4 = ip + 20;
+    l4[0] = uint8_t(sport >> 8);
+    l4[1] = uint8_t(sport);
+    l4[2] = uint8_t(dport >> 8);
+    l4[3] = uint8_t(dport);
+    return f;
+}
+
+std::vector<uint8_t> ipv6_frame(uint8_t src_last, uint8_t dst_last, uint16_t sport, uint16_t dport, size_t size) {
+    std::vector<uint8_t> f(size, 0xcd);
+    const uint8_t eth[] = {0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x86, 0xdd};
+    std::memcpy(f.data(), eth, sizeof eth);
+    uint8_t* ip = f.data() + 14;
+    std::memset(ip, 0, 40);
+    ip[0] = 0x60;
+    ip[4] = uint8_t((size - 54) >> 8);
+    ip[5] = uint8_t(size - 54);
+    ip[6] = 6;  // TCP
+    ip[7] = 64;
+    ip[8] = 0x20;
+    ip[9] = 0x01;
+    ip[23] = src_last;
+    ip[24] = 0x20;
+    ip[25] = 0x01;
+    ip[39] = dst_last;
+    ip[40] = uint8_t(sport >> 8);
+    ip[41] = uint8_t(sport);
+    ip[42] = uint8_t(dport >> 8);
+    ip[43] = uint8_t(dport);
+    return f;
+}
+
+// Single-segment mbufs over the frames (what the policies read: buf_addr, data_off,
+// data_len, pkt_len, next).
+struct Burst {
+    std::vector<std::vector<uint8_t>> buffers;
+    std::vector<rte_mbuf> mbufs;
+    std::vector<rte_mbuf*> ptrs;
+    explicit Burst(const std::vector<std::vector<uint8_t>>& frames) : buffers(frames.size()), mbufs(frames.size()) {
+        for (size_t i = 0; i < frames.size(); ++i) {
+            buffers[i].assign(RTE_PKTMBUF_HEADROOM, 0);
+            buffers[i].insert(buffers[i].end(), frames[i].begin(), frames[i].end());
+            std::memset(&mbufs[i], 0, sizeof(rte_mbuf));
+            mbufs[i].buf_addr = buffers[i].data();
+            mbufs[i].data_off = RTE_PKTMBUF_HEADROOM;
+            mbufs[i].data_len = uint16_t(frames[i].size());
+            mbufs[i].pkt_len = uint32_t(frames[i].size());
+            mbufs[i].nb_segs = 1;
+        }
+        for (auto& m : mbufs) ptrs.push_back(&m);
+    }
+    uint16_t size() const { return uint16_t(ptrs.size()); }
+};
+
+store::FlowKey key_of(const std::vector<uint8_t>& f) {
+    store::FlowKey k;
+    EXPECT_TRUE(store::flow_key(f.data(), uint32_t(f.size()), k));
+    return k;
+}
+
+TEST(FlowKey, IsTheSameForBothDirections) {
+    const auto a = key_of(ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 100));
+    const auto b = key_of(ipv4_frame(0xc6130002, 0xc6120001, 443, 40000, 60));
+    EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0);
+    EXPECT_EQ(a.version, 4);
+    EXPECT_EQ(a.proto, 17);
+    EXPECT_EQ(FlowTable::hash_key(a), FlowTable::hash_key(b));
+    // Another port, another flow.
+    const auto c = key_of(ipv4_frame(0xc6120001, 0xc6130002, 40001, 443, 100));
+    EXPECT_NE(FlowTable::hash_key(a), FlowTable::hash_key(c));
+
+    const auto v6a = key_of(ipv6_frame(1, 2, 5000, 80, 120));
+    const auto v6b = key_of(ipv6_frame(2, 1, 80, 5000, 80));
+    EXPECT_EQ(std::memcmp(&v6a, &v6b, sizeof v6a), 0);
+    EXPECT_EQ(v6a.version, 6);
+    EXPECT_EQ(v6a.proto, 6);
+    // The lower address's end first, whichever port it has.
+    EXPECT_EQ(v6a.port_lo, 5000);
+    EXPECT_EQ(v6a.port_hi, 80);
+}
+
+TEST(FlowKey, RefusesWhatIsNotIp) {
+    std::vector<uint8_t> arp(60, 0);
+    arp[12] = 0x08;
+    arp[13] = 0x06;
+    store::FlowKey k;
+    EXPECT_FALSE(store::flow_key(arp.data(), uint32_t(arp.size()), k));
+    const auto truncated = ipv4_frame(1, 2, 3, 4, 100);
+    EXPECT_FALSE(store::flow_key(truncated.data(), 30, k));
+}
+
+struct Table {
+    std::vector<FlowTable::Entry> memory;
+    FlowTable table;
+    explicit Table(size_t entries) : memory(entries), table(memory) {}
+};
+
+TEST(FlowTable, CountsAndAgesOut) {
+    Table t(1024);
+    bool evicted = false;
+    const uint64_t h = 0x1234567890abcdefull | 1;
+    EXPECT_EQ(t.table.account(h, 100, 10, 1000, evicted), 0u);
+    EXPECT_EQ(t.table.account(h, 50, 11, 1000, evicted), 100u);
+    EXPECT_EQ(t.table.account(h, 1, 12, 1000, evicted), 150u);
+    // Idle for longer than the timeout: the flow starts over.
+    EXPECT_EQ(t.table.account(h, 7, 12 + 1001, 1000, evicted), 0u);
+    EXPECT_EQ(t.table.account(h, 1, 12 + 1002, 1000, evicted), 7u);
+    EXPECT_FALSE(evicted);
+    // Saturates instead of wrapping.
+    EXPECT_EQ(t.table.account(h, UINT32_MAX, 2000, 1000, evicted), 8u);
+    EXPECT_EQ(t.table.account(h, 5, 2001, 1000, evicted), UINT32_MAX);
+}
+
+TEST(FlowTable, EvictsTheLeastRecentlySeenOfAFullBucket) {
+    Table t(1024);  // 256 buckets: hashes equal in the low 8 bits share one
+    bool evicted = false;
+    for (uint64_t w = 0; w < FlowTable::kWays; ++w) {
+        t.table.account(((w + 1) << 32) | 1, 10, uint32_t(100 + w), 1000, evicted);
+        EXPECT_FALSE(evicted);
+    }
+    const uint64_t newcomer = (uint64_t{99} << 32) | 1;
+    EXPECT_EQ(t.table.account(newcomer, 10, 200, 1000, evicted), 0u);
+    EXPECT_TRUE(evicted);
+    // The oldest (first) flow was pushed out and starts over; the others kept their counts.
+    evicted = false;
+    EXPECT_EQ(t.table.account((uint64_t{2} << 32) | 1, 1, 201, 1000, evicted), 10u);
+    EXPECT_EQ(t.table.account((uint64_t{1} << 32) | 1, 1, 202, 1000, evicted), 0u);
+    EXPECT_TRUE(evicted);
+    // An idle entry is reused without counting an eviction.
+    evicted = false;
+    t.table.account((uint64_t{77} << 32) | 1, 1, 5000, 1000, evicted);
+    EXPECT_FALSE(evicted);
+}
+
+TEST(FlowCap, CutsEveryPacketAfterTheAllowanceInBothDirections) {
+    std::vector<std::vector<uint8_t>> frames;
+    for (int i = 0; i < 6; ++i) {
+        frames.push_back(i % 2 ? ipv4_frame(0xc6130002, 0xc6120001, 443, 40000, 1000)
+                               : ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 1000));
+    }
+    frames.push_back(ipv4_frame(0xc6120009, 0xc6130002, 40000, 443, 1000));  // another flow
+    Burst burst(frames);
+    Table t(1024);
+    FlowCapQueue cap;
+    cap.table = t.table;
+    cap.rule = FlowCapRule{2500, true, 128, 1000};
+    uint64_t keep[8], scratch[8];
+    for (auto& k : keep) k = 262144;
+    keep[5] = 0;  // filtered out before the cap: not counted, not touched
+    const FlowCapOutcome out = apply_flow_cap(cap, burst.ptrs.data(), burst.size(), keep, 1'000'000'000, scratch);
+    // 1000 + 1000 + 1000 reach 2500 during the third packet: it is kept whole, the rest cut.
+    EXPECT_EQ(keep[0], 262144u);
+    EXPECT_EQ(keep[1], 262144u);
+    EXPECT_EQ(keep[2], 262144u);
+    EXPECT_EQ(keep[3], 128u);
+    EXPECT_EQ(keep[4], 128u);
+    EXPECT_EQ(keep[5], 0u);
+    EXPECT_EQ(keep[6], 262144u);
+    EXPECT_EQ(out.cut, 2u);
+    EXPECT_EQ(out.dropped, 0u);
+    EXPECT_EQ(out.saved_bytes, 2u * (1000 - 128));
+
+    // Drop mode, counted in packets.
+    Table t2(1024);
+    cap.table = t2.table;
+    cap.rule = FlowCapRule{1, false, 0, 1000};
+    for (auto& k : keep) k = 262144;
+    const FlowCapOutcome dropped = apply_flow_cap(cap, burst.ptrs.data(), burst.size(), keep, 1'000'000'000, scratch);
+    EXPECT_EQ(dropped.dropped, 5u);
+    EXPECT_EQ(dropped.cut, 0u);
+    EXPECT_EQ(keep[0], 262144u);
+    EXPECT_EQ(keep[1], 0u);
+    EXPECT_EQ(keep[6], 262144u);
+}
+
+uint64_t hash_of(const std::vector<uint8_t>& frame) {
+    Burst b({frame});
+    return dedup_hash(b.ptrs[0]);
+}
+
+TEST(Dedup, IgnoresTtlHopLimitAndIpv4ChecksumOnly) {
+    const auto original = ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 200);
+    auto routed = original;
+    routed[14 + 8] = 63;     // TTL
+    routed[14 + 10] = 0x77;  // header checksum
+    routed[14 + 11] = 0x88;
+    EXPECT_EQ(hash_of(original), hash_of(routed));
+    for (size_t at : {size_t(0), size_t(14 + 1), size_t(14 + 4), size_t(14 + 9), size_t(14 + 12), size_t(60), size_t(199)}) {
+        auto other = original;
+        other[at] ^= 1;
+        EXPECT_NE(hash_of(original), hash_of(other)) << "byte " << at;
+    }
+    const std::vector<uint8_t> shorter(original.begin(), original.end() - 1);
+    EXPECT_NE(hash_of(original), hash_of(shorter));
+
+    const auto v6 = ipv6_frame(1, 2, 5000, 80, 120);
+    auto v6_routed = v6;
+    v6_routed[14 + 7] = 1;  // hop limit
+    EXPECT_EQ(hash_of(v6), hash_of(v6_routed));
+    auto v6_other = v6;
+    v6_other[14 + 6] = 17;
+    EXPECT_NE(hash_of(v6), hash_of(v6_other));
+}
+
+TEST(Dedup, SuppressesCopiesWithinTheWindowOnly) {
+    const auto a = ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 200);
+    auto a_routed = a;
+    a_routed[14 + 8] = 12;
+    const auto b = ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 200, 17, 0xac);
+    Burst burst({a, b, a_routed, a});
+    std::vector<DedupTable::Entry> memory(1024);
+    DedupQueue dedup{DedupTable(memory), 1'000'000};
+    uint64_t keep[4] = {262144, 262144, 262144, 262144}, scratch[4];
+    const DedupOutcome first = apply_dedup(dedup, burst.ptrs.data(), 4, keep, 5'000'000'000, scratch);
+    EXPECT_EQ(first.suppressed, 2u);
+    EXPECT_EQ(first.saved_bytes, 400u);
+    EXPECT_EQ(keep[0], 262144u);
+    EXPECT_EQ(keep[1], 262144u);
+    EXPECT_EQ(keep[2], 0u);
+    EXPECT_EQ(keep[3], 0u);
+
+    // Within the window (measured from the written copy): still copies.
+    uint64_t keep2[4] = {262144, 262144, 262144, 262144};
+    EXPECT_EQ(apply_dedup(dedup, burst.ptrs.data(), 4, keep2, 5'001'000'000, scratch).suppressed, 4u);
+    // After it: written again, once.
+    uint64_t keep3[4] = {262144, 262144, 262144, 262144};
+    EXPECT_EQ(apply_dedup(dedup, burst.ptrs.data(), 4, keep3, 5'001'000'001, scratch).suppressed, 2u);
+    EXPECT_NE(keep3[0], 0u);
+    EXPECT_NE(keep3[1], 0u);
+}
+
+}  // namespace
+}  // namespace linecap
