@@ -58,46 +58,65 @@ void ipv6(const uint8_t* f, uint32_t caplen, uint32_t l3, PacketKeys& k) {
     if (nh == 44 && l3 + 41 <= caplen) add_proto(k, f[l3 + 40]);
 
     // A proper walk over the common extension headers.
-    uint8_t cur = nh;
+    const Ipv6UpperLayer upper = ipv6_upper_layer(f, caplen, l3);
+    if (!upper.complete) return;
+    add_proto(k, upper.proto);
+    if (upper.first_fragment && has_ports(upper.proto)) add_ports_at(k, f, caplen, upper.offset);
+}
+
+}  // namespace
+
+bool link_layer(const uint8_t* f, uint32_t caplen, uint16_t& ethertype, uint32_t& l3) {
+    if (caplen < 14) return false;
+    uint16_t type = be16(f + 12);
+    uint32_t off = 14;
+    for (unsigned tags = 0; is_vlan_tpid(type) && tags < kMaxVlanTags; ++tags) {
+        if (off + 4 > caplen) return false;
+        type = be16(f + off + 2);
+        off += 4;
+    }
+    ethertype = type;
+    l3 = off;
+    return true;
+}
+
+Ipv6UpperLayer ipv6_upper_layer(const uint8_t* f, uint32_t caplen, uint32_t l3) {
+    Ipv6UpperLayer u;
+    if (uint64_t{l3} + 7 > caplen) return u;
+    uint8_t cur = f[l3 + 6];
     uint64_t off = uint64_t{l3} + 40;
-    bool first_fragment = true;
     for (int i = 0; i < 8; ++i) {
         if (cur == 0 || cur == 43 || cur == 60 || cur == 135) {  // hop-by-hop, routing, dstopts, mobility
-            if (off + 2 > caplen) return;
+            if (off + 2 > caplen) return u;
             const uint8_t next = f[off];
             off += (uint64_t{f[off + 1]} + 1) * 8;
             cur = next;
         } else if (cur == 51) {  // AH: length in 4-octet units minus 2
-            if (off + 2 > caplen) return;
+            if (off + 2 > caplen) return u;
             const uint8_t next = f[off];
             off += (uint64_t{f[off + 1]} + 2) * 4;
             cur = next;
         } else if (cur == 44) {  // fragment
-            if (off + 4 > caplen) return;
+            if (off + 4 > caplen) return u;
             const uint8_t next = f[off];
-            if ((be16(f + off + 2) & 0xfff8) != 0) first_fragment = false;
+            if ((be16(f + off + 2) & 0xfff8) != 0) u.first_fragment = false;
             off += 8;
             cur = next;
         } else {
             break;
         }
     }
-    add_proto(k, cur);
-    if (first_fragment && has_ports(cur)) add_ports_at(k, f, caplen, off);
+    u.proto = cur;
+    u.offset = off;
+    u.complete = true;
+    return u;
 }
-
-}  // namespace
 
 void extract_keys(const uint8_t* f, uint32_t caplen, PacketKeys& k) {
     k.clear();
-    if (caplen < 14) return;
-    uint16_t type = be16(f + 12);
-    uint32_t l3 = 14;
-    for (unsigned tags = 0; is_vlan_tpid(type) && tags < kMaxVlanTags; ++tags) {
-        if (l3 + 4 > caplen) return;
-        type = be16(f + l3 + 2);
-        l3 += 4;
-    }
+    uint16_t type = 0;
+    uint32_t l3 = 0;
+    if (!link_layer(f, caplen, type, l3)) return;
     switch (type) {
         case kEtherIPv4: ipv4(f, caplen, l3, k); break;
         case kEtherIPv6: ipv6(f, caplen, l3, k); break;
