@@ -16,6 +16,12 @@
 #                                     busy loops), 1024-byte frames, 10 s trials (~35 min);
 #                                     --quick: 3 s trials (~10 min); writes
 #                                     bench/results/rfc2544-table.{md,json}
+#   bench/run.sh api                  the retrieval API (bench/api/run.sh): time to first
+#                                     byte / total for one conversation from a 10 GB store
+#                                     (API vs linecap extract vs tcpdump -r), capture rate
+#                                     with and without four streaming queries (same run,
+#                                     ratios), one audit record; BENCH_GB, ROUNDS, WINDOW_S,
+#                                     BENCH_PARTS=conversation,capture select
 #
 # Any other option goes to bench/bench.py (see `python3 bench/bench.py --help`), e.g.
 # --sizes 64,1514 --fs tmpfs --workers 1w --seconds 20 --burst 128 --blocks 64.
@@ -33,7 +39,7 @@ BUILD=${LINECAP_BUILD:-$ROOT/build-bench}
 export LINECAP_BUILD=$BUILD
 mode=suite
 case ${1:-} in
-    suite | soak | micro | rfc2544) mode=$1; shift ;;
+    suite | soak | micro | rfc2544 | api) mode=$1; shift ;;
 esac
 # The system Python: that is where apt puts matplotlib (a pyenv python3 on PATH has none).
 PY=python3
@@ -73,10 +79,15 @@ fi
 log "building linecapd and the bench programs in $BUILD"
 targets=(src/linecapd bench/linecap_fsbench)
 grep -q 'bench/linecap_micro' "$BUILD/build.ninja" && targets+=(bench/linecap_micro)
+[[ $mode == api ]] && targets+=(src/linecap bench/store/store_gen)
 ninja -C "$BUILD" "${targets[@]}" >&2
 
 if [[ $mode == micro ]]; then
     exec taskset -c "$(($(nproc) - 1))" "$BUILD/bench/linecap_micro" "$@"
+fi
+if [[ $mode == api ]]; then
+    # Its own store, its own linecapd (--in-memory: needs free hugepages), its own cleanup.
+    exec "$ROOT/bench/api/run.sh" "$BUILD" "$@"
 fi
 
 # --- hugepages -------------------------------------------------------------------------------
