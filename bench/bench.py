@@ -8,6 +8,8 @@ prepares the machine (build, hugepages, a tmpfs) and undoes it afterwards.
                                                              results.json and the PNG plot
   bench.py soak --duration SECONDS                           RSS over a long run
   bench.py report --results results.json                     re-render a run's tables
+  bench.py ab --baseline OLD/linecapd [--repeat N]            two binaries alternated on the
+                                                             capture path (64 B and IMIX)
 
 One module per job (see bench/README.md): harness (programs, processes), machine
 (conditions), metrics (scraping linecapd), sources (traffic), capture (linecapd runs), refs
@@ -31,6 +33,7 @@ from harness import (GEN_PCAP, LINECAPD, NICE, ROOT, RUNNING, TESTPMD, Janitor, 
                      free_port, log, set_autogroup_nice, stop_all, wait_until)
 from machine import fs_of, load_now, machine_conditions  # noqa: E402,F401
 from metrics import msum, scrape, scrape_ok  # noqa: E402,F401
+from ab import ab  # noqa: E402
 from report import report  # noqa: E402
 from soak import soak  # noqa: E402
 from sources import SIZES  # noqa: E402
@@ -41,7 +44,7 @@ _scrape_ok = scrape_ok  # the name rfc2544.py knows
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("mode", choices=["suite", "soak", "report"])
+    ap.add_argument("mode", choices=["suite", "soak", "report", "ab"])
     ap.add_argument("--workdir", required=True, help="scratch directory (source pcaps, logs, configs)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     ap.add_argument("--tmpfs-dir", default="", help="a directory on tmpfs")
@@ -85,7 +88,9 @@ def main():
     ap.add_argument("--no-limits", action="store_true", help="skip the raw fs / memcpy measurements")
     ap.add_argument("--duration", type=float, default=600, help="soak: seconds")
     ap.add_argument("--results", help="report: re-render from a results.json")
+    ap.add_argument("--baseline", help="ab: the linecapd binary to compare this tree's against")
     args = ap.parse_args()
+    args.sizes_given = any(a == "--sizes" or a.startswith("--sizes=") for a in sys.argv[1:])
     if args.quick:
         args.only_defaults = True
         args.seconds = min(args.seconds, 5)
@@ -100,6 +105,12 @@ def main():
             report(suite(args), args.out)
         elif args.mode == "soak":
             soak(args)
+        elif args.mode == "ab":
+            if not args.baseline:
+                ap.error("ab needs --baseline PATH-TO-LINECAPD")
+            if not any(a.startswith("--repeat") for a in sys.argv[1:]):
+                args.repeat = 5
+            ab(args)
         else:
             with open(args.results) as fh:
                 results = json.load(fh)

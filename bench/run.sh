@@ -22,6 +22,10 @@
 #                                     with and without four streaming queries (same run,
 #                                     ratios), one audit record; BENCH_GB, ROUNDS, WINDOW_S,
 #                                     BENCH_PARTS=conversation,capture select
+#   bench/run.sh ab REV               this tree's linecapd against the one built from git
+#                                     revision REV, alternated in one run (64 B and IMIX, one
+#                                     worker, tmpfs, 5 repetitions each); REV's build is cached
+#                                     in /var/cache/linecap-bench/REV-HASH
 #
 # Any other option goes to bench/bench.py (see `python3 bench/bench.py --help`), e.g.
 # --sizes 64,1514 --fs tmpfs --workers 1w --seconds 20 --burst 128 --blocks 64.
@@ -39,8 +43,14 @@ BUILD=${LINECAP_BUILD:-$ROOT/build-bench}
 export LINECAP_BUILD=$BUILD
 mode=suite
 case ${1:-} in
-    suite | soak | micro | rfc2544 | api) mode=$1; shift ;;
+    suite | soak | micro | rfc2544 | ab | api) mode=$1; shift ;;
 esac
+if [[ $mode == ab ]]; then
+    [[ $# -ge 1 ]] || { echo "usage: bench/run.sh ab REV [bench.py options]" >&2; exit 2; }
+    AB_REV=$(git -C "$ROOT" rev-parse --verify --quiet "$1^{commit}") \
+        || { echo "bench/run.sh ab: $1 is not a commit of this repository" >&2; exit 2; }
+    shift
+fi
 # The system Python: that is where apt puts matplotlib (a pyenv python3 on PATH has none).
 PY=python3
 [[ -x /usr/bin/python3 ]] && PY=/usr/bin/python3
@@ -81,6 +91,21 @@ targets=(src/linecapd bench/linecap_fsbench)
 grep -q 'bench/linecap_micro' "$BUILD/build.ninja" && targets+=(bench/linecap_micro)
 [[ $mode == api ]] && targets+=(src/linecap bench/store/store_gen)
 ninja -C "$BUILD" "${targets[@]}" >&2
+
+if [[ $mode == ab ]]; then
+    # The baseline's binary outlives the run (cached by commit); its source tree does not.
+    BASE_BUILD=/var/cache/linecap-bench/$AB_REV
+    if [[ ! -x $BASE_BUILD/src/linecapd ]]; then
+        base_src=$(mktemp -d /tmp/linecap-bench-base.XXXXXX)
+        CLEANUP+=("git -C '$ROOT' worktree remove --force '$base_src'; rm -rf '$base_src'")
+        git -C "$ROOT" worktree add --detach "$base_src" "$AB_REV" >&2
+        rm -rf "$BASE_BUILD"
+        log "building the baseline $AB_REV in $BASE_BUILD"
+        meson setup "$BASE_BUILD" "$base_src" >&2
+        ninja -C "$BASE_BUILD" src/linecapd >&2
+    fi
+    set -- --baseline "$BASE_BUILD/src/linecapd" "$@"
+fi
 
 if [[ $mode == micro ]]; then
     exec taskset -c "$(($(nproc) - 1))" "$BUILD/bench/linecap_micro" "$@"

@@ -22,6 +22,7 @@
 #include "metrics/collector.hpp"
 #include "metrics/ethdev_port_stats.hpp"
 #include "metrics/exporter.hpp"
+#include "output/scrub.hpp"
 #include "output/verify.hpp"
 #include "store/index_service.hpp"
 #include "linecap_build.h"
@@ -104,10 +105,15 @@ int parse_options(int argc, char** argv, Options& options) {
     return -1;
 }
 
-// The capture engine and the background indexer (output.index) that indexes every file
-// the engine's writer finishes, on its own thread at idle priority. Stopped and destroyed
-// in the one safe order on every path: the engine stops (its writer hands the last files
-// to the indexer), the indexer drains and goes (its hook calls the engine), then the engine.
+// The capture engine and the two background services over the files it finishes, each on
+// a thread of its own at idle priority: the indexer (output.index) indexes every file the
+// engine's writer finishes; the scrub (output.scrub) re-reads finished files against their
+// manifests. Both tell the engine about the sidecars they write (retention counts them).
+// Main owns them, not the engine: the engine is the capture data path, and what runs
+// beside it over finished files is wiring (doc/architecture.md). Stopped and destroyed in the one safe order
+// on every path: the scrub stops (its place in the pass is kept in the directory), the
+// engine stops (its writer hands the last files to the indexer), the indexer drains; then
+// both services go (their hooks call the engine), then the engine.
 class Capture {
 public:
     static linecap::Result<std::unique_ptr<Capture>> start(const linecap::Config& config) {
@@ -128,19 +134,25 @@ public:
         if (!engine) return engine.error();
         capture->engine_ = std::move(engine.value());
         if (capture->indexer_) capture->indexer_->start();
+        if (out.scrub.enabled) capture->start_scrub(out);
         return capture;
     }
     ~Capture() {
         stop();
+        scrubber_.reset();
         indexer_.reset();
         engine_.reset();
     }
 
     linecap::CaptureEngine& engine() { return *engine_; }
+    const linecap::CaptureEngine& engine() const { return *engine_; }
     // Null when output.index is off.
     const linecap::store::IndexingCounters* indexing() const { return indexer_ ? &indexing_ : nullptr; }
+    // Null when output.scrub.enabled is off.
+    const linecap::ScrubCounters* scrub() const { return scrubber_ ? &scrub_counters_ : nullptr; }
 
     void stop() {
+        if (scrubber_) scrubber_->stop();
         if (engine_) engine_->stop();
         // After the writer: the files it finished while stopping are indexed (for a while).
         if (indexer_) indexer_->stop();
@@ -148,15 +160,30 @@ public:
 
 private:
     Capture() = default;
+
+    // Independent of the writer: it reads finished files and their manifests only, and
+    // reports the damage markers it writes or removes.
+    void start_scrub(const linecap::OutputConfig& out) {
+        if (!out.manifest)
+            spdlog::info("output.scrub: output.manifest is off; only files that have a manifest can be checked");
+        scrubber_ = std::make_unique<linecap::ScrubService>(
+            linecap::ScrubOptions{.directory = out.directory, .period_ns = out.scrub.period_s * 1'000'000'000ull},
+            [this](const std::string& name) { engine_->sidecar_changed(name); }, scrub_counters_);
+        scrubber_->start();
+    }
+
     linecap::store::IndexingCounters indexing_;
     std::unique_ptr<linecap::store::IndexService> indexer_;
+    linecap::ScrubCounters scrub_counters_;
+    std::unique_ptr<linecap::ScrubService> scrubber_;
     std::unique_ptr<linecap::CaptureEngine> engine_;
 };
 
-// The collector over the engine's views, the indexer's counters, ethdev port stats and
-// statvfs of the output directory. The engine must outlive every collect() call.
-std::unique_ptr<linecap::MetricsCollector> make_collector(const linecap::CaptureEngine& engine,
-                                                          const linecap::store::IndexingCounters* indexing) {
+// The collector over the engine's views, the indexer's and the scrub's counters, ethdev
+// port stats and statvfs of the output directory. The capture must outlive every
+// collect() call.
+std::unique_ptr<linecap::MetricsCollector> make_collector(const Capture& capture) {
+    const linecap::CaptureEngine& engine = capture.engine();
     const linecap::Writer& writer = engine.writer();
     linecap::CaptureViews views{
         .streams = engine.streams(),
@@ -167,8 +194,8 @@ std::unique_ptr<linecap::MetricsCollector> make_collector(const linecap::Capture
         .all_workers_polling = [&engine] { return engine.all_workers_polling(); },
         .output_directory = engine.config().output.directory,
         .retention = &writer.retention(),
-        .indexing = indexing,
-        .scrub = engine.scrub(),
+        .indexing = capture.indexing(),
+        .scrub = capture.scrub(),
     };
     return std::make_unique<linecap::MetricsCollector>(std::move(views), std::make_unique<linecap::EthdevPortStats>());
 }
@@ -241,7 +268,7 @@ int run(const Options& options) {
     linecap::CaptureEngine& engine = capture.value()->engine();
 
     // The endpoint only ever reads the collector's last snapshot, never engine memory.
-    auto metrics = linecap::MetricsExporter::start(config->metrics, make_collector(engine, capture.value()->indexing()));
+    auto metrics = linecap::MetricsExporter::start(config->metrics, make_collector(*capture.value()));
     if (!metrics) {
         spdlog::error("{}", metrics.error().message);
         return kExitFailure;

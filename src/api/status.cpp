@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "metrics/filesystem_usage.hpp"
 #include "store/catalog.hpp"
 #include "store/time_spec.hpp"
 
@@ -145,17 +144,23 @@ std::string StatusSource::json(unsigned queries_running, unsigned max_queries) {
         if (s.name == "linecap_retention_horizon_seconds") daemon["retention_horizon_seconds"] = s.value;
         if (s.name == "linecap_retention_bytes") daemon["retention_bytes"] = s.value;
         if (s.name == "linecap_index_queued_files") daemon["index_queued_files"] = s.value;
+        if (s.name == "linecap_scrub_damaged_files") daemon["scrub_damaged_files"] = s.value;
     }
     j["linecapd"] = daemon;
 
-    // The store, as this process sees it.
+    // The store: its file system as linecapd measures it (the figures retention works
+    // with; absent while linecapd is down), its files as this process sees them.
     nlohmann::ordered_json store;
     store["directory"] = config_.output.directory;
-    if (const auto fs = read_filesystem_usage(config_.output.directory)) {
-        store["filesystem_size_bytes"] = fs->size_bytes;
-        store["filesystem_free_bytes"] = fs->free_bytes;
-        store["filesystem_used_percent"] =
-            fs->size_bytes ? 100.0 * static_cast<double>(fs->size_bytes - fs->free_bytes) / static_cast<double>(fs->size_bytes) : 0.0;
+    double fs_size = -1, fs_free = -1;
+    for (const auto& s : samples) {
+        if (s.name == "linecap_output_filesystem_size_bytes") fs_size = s.value;
+        if (s.name == "linecap_output_filesystem_free_bytes") fs_free = s.value;
+    }
+    if (fs_size > 0 && fs_free >= 0) {
+        store["filesystem_size_bytes"] = static_cast<uint64_t>(fs_size);
+        store["filesystem_free_bytes"] = static_cast<uint64_t>(fs_free);
+        store["filesystem_used_percent"] = 100.0 * (fs_size - fs_free) / fs_size;
     }
     auto tmpl = FileTemplate::compile(config_.output.file_template);
     auto catalog = tmpl ? store::scan_catalog(config_.output.directory, tmpl.value()) : Result<store::Catalog>(tmpl.error());

@@ -1,7 +1,7 @@
 // /api/v1/status: what linecapd says about itself (its Prometheus endpoint, scraped on
-// each request: ports, link, rates, drops by reason, retention) plus what the store
-// says (files, oldest and newest packet time from the names, the file system). linecapd
-// being down is reported, not an error: the store can still be queried.
+// each request: ports, link, rates, drops by reason, retention, the file system of the
+// store) plus what the store says (files, oldest and newest packet time from the names).
+// linecapd being down is reported, not an error: the store can still be queried.
 #pragma once
 
 #include <chrono>

@@ -203,7 +203,6 @@ Status CaptureEngine::build_writer() {
     if (file_finished_) writer_->on_file_finished(file_finished_);
     Status started = writer_->start();
     if (!started) return started;
-    start_scrub();
     spdlog::info("output {}: {} streams × {} blocks of {} KiB, rotate at {} MiB / {} s, format {}",
                  config_.output.directory, specs.size(), config_.output.blocks_per_queue,
                  config_.output.block_size_kb, config_.output.rotate_size_bytes >> 20,
@@ -227,19 +226,6 @@ int apply_priority_on_lcore(void* arg) {
 }
 
 }  // namespace
-
-// Independent of the writer: it reads finished files and their manifests only.
-void CaptureEngine::start_scrub() {
-    const OutputConfig& out = config_.output;
-    if (!out.scrub.enabled) return;
-    if (!out.manifest)
-        spdlog::info("output.scrub: output.manifest is off; only files that have a manifest can be checked");
-    Writer* writer = writer_.get();
-    scrubber_ = std::make_unique<ScrubService>(
-        ScrubOptions{.directory = out.directory, .period_ns = out.scrub.period_s * 1'000'000'000ull},
-        [writer](const std::string& name) { writer->sidecar_changed(name); }, scrub_counters_);
-    scrubber_->start();
-}
 
 Status CaptureEngine::launch_workers() {
     const ThreadPriority priority = config_.capture.worker_priority;
@@ -368,7 +354,6 @@ void CaptureEngine::stop() {
     if (stopped_) return;
     stopped_ = true;
     wait_workers();
-    if (scrubber_) scrubber_->stop();  // its place in the pass is kept in the directory
     for (auto& port : ports_) port->stop();
     if (writer_) writer_->stop();
 }
@@ -376,7 +361,6 @@ void CaptureEngine::stop() {
 CaptureEngine::~CaptureEngine() {
     stop();
     ports_.clear();
-    scrubber_.reset();
     writer_.reset();
     policies_.clear();
     pools_.clear();

@@ -20,7 +20,6 @@
 #include "capture/views.hpp"
 #include "capture/worker.hpp"
 #include "config/config.hpp"
-#include "output/scrub.hpp"
 #include "output/writer.hpp"
 #include "util/result.hpp"
 
@@ -66,8 +65,6 @@ public:
     // A sidecar (an index) of the finished file `name` was written: retention counts it.
     // Any thread.
     void sidecar_changed(const std::string& name) { writer_->sidecar_changed(name); }
-    // The background scrub's counters; null when output.scrub.enabled is off.
-    const ScrubCounters* scrub() const { return scrubber_ ? &scrub_counters_ : nullptr; }
     const Config& config() const { return config_; }
     uint64_t tsc_hz() const { return tsc_hz_; }
 
@@ -76,7 +73,6 @@ private:
     Status init();
     Status build_policies();
     Status build_writer();
-    void start_scrub();
     Status launch_workers();
     void wait_workers();
 
@@ -87,8 +83,6 @@ private:
     std::vector<std::unique_ptr<Mempool>> pools_;
     std::vector<std::unique_ptr<Port>> ports_;
     std::unique_ptr<Writer> writer_;
-    ScrubCounters scrub_counters_;
-    std::unique_ptr<ScrubService> scrubber_;  // after writer_: its hook calls the writer
     std::unique_ptr<TscClock> clock_;
 
     // One policy slot per port; policies_ keeps every policy ever published alive until
