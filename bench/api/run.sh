@@ -17,14 +17,15 @@
 # by an earlier run with BENCH_KEEP=1 reuses it).
 #   BENCH_GB=10 BENCH_DIR=/var/tmp/lc-api-bench WINDOW_S=10 ROUNDS=3 bench/api/run.sh [BUILD_DIR]
 #   BENCH_PARTS=capture (or conversation; default both)   BENCH_TCPDUMP=cold|both|no (cold)
+#   LINECAP, LINECAPD, STORE_GEN: the programs (default: BUILD_DIR's)
 # Also: bench/run.sh api.
 set -euo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${1:-$SRC/build}
-LINECAP=$BUILD/src/linecap
-LINECAPD=$BUILD/src/linecapd
-STORE_GEN=$BUILD/bench/store/store_gen
+LINECAP=${LINECAP:-$BUILD/src/linecap}
+LINECAPD=${LINECAPD:-$BUILD/src/linecapd}
+STORE_GEN=${STORE_GEN:-$BUILD/bench/store/store_gen}
 TTFB="python3 $SRC/bench/api/ttfb.py"
 GB=${BENCH_GB:-10}
 DIR=${BENCH_DIR:-/var/tmp/lc-api-bench}
