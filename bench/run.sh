@@ -19,6 +19,12 @@
 #   bench/run.sh manifest-ab --baseline OLD/linecapd --fs tmpfs --sizes 64,1514 --repeat 3
 #                                     manifest on/off (shipped defaults vs manifest off) of OLD
 #                                     and of this tree's linecapd, alternated in one run
+#   bench/run.sh api                  the retrieval API (bench/api/run.sh): time to first
+#                                     byte / total for one conversation from a 10 GB store
+#                                     (API vs linecap extract vs tcpdump -r), capture rate
+#                                     with and without four streaming queries (same run,
+#                                     ratios), one audit record; BENCH_GB, ROUNDS, WINDOW_S,
+#                                     BENCH_PARTS=conversation,capture select
 #   bench/run.sh ab REV               this tree's linecapd against the one built from git
 #                                     revision REV, alternated in one run (64 B and IMIX, one
 #                                     worker, tmpfs, 5 repetitions each); REV's build is cached
@@ -40,7 +46,7 @@ BUILD=${LINECAP_BUILD:-$ROOT/build-bench}
 export LINECAP_BUILD=$BUILD
 mode=suite
 case ${1:-} in
-    suite | soak | micro | rfc2544 | ab | manifest-ab) mode=$1; shift ;;
+    suite | soak | micro | rfc2544 | ab | manifest-ab | api) mode=$1; shift ;;
 esac
 if [[ $mode == ab ]]; then
     [[ $# -ge 1 ]] || { echo "usage: bench/run.sh ab REV [bench.py options]" >&2; exit 2; }
@@ -86,6 +92,7 @@ fi
 log "building linecapd and the bench programs in $BUILD"
 targets=(src/linecapd bench/linecap_fsbench)
 grep -q 'bench/linecap_micro' "$BUILD/build.ninja" && targets+=(bench/linecap_micro)
+[[ $mode == api ]] && targets+=(src/linecap bench/store/store_gen)
 ninja -C "$BUILD" "${targets[@]}" >&2
 
 if [[ $mode == ab ]]; then
@@ -105,6 +112,10 @@ fi
 
 if [[ $mode == micro ]]; then
     exec taskset -c "$(($(nproc) - 1))" "$BUILD/bench/linecap_micro" "$@"
+fi
+if [[ $mode == api ]]; then
+    # Its own store, its own linecapd (--in-memory: needs free hugepages), its own cleanup.
+    exec "$ROOT/bench/api/run.sh" "$BUILD" "$@"
 fi
 
 # --- hugepages -------------------------------------------------------------------------------

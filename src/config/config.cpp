@@ -34,7 +34,7 @@ namespace {
 
 // --- the keys of each level, in the order the example file lists them -----------
 
-constexpr std::string_view kTopKeys[] = {"eal", "ports", "capture", "output", "metrics", "log"};
+constexpr std::string_view kTopKeys[] = {"eal", "ports", "capture", "output", "metrics", "api", "log"};
 constexpr std::string_view kEalKeys[] = {"lcores", "hugepages", "memory_mb", "args"};
 constexpr std::string_view kPortKeys[] = {"name", "device",      "rx_queues", "rx_descriptors", "rss",
                                           "mtu",  "promiscuous", "filter",    "snaplen"};
@@ -53,6 +53,10 @@ constexpr std::string_view kScrubKeys[] = {"enabled", "period"};
 constexpr std::string_view kCompressKeys[] = {"enabled", "after", "level"};
 constexpr std::string_view kRetentionKeys[] = {"max_bytes", "max_percent", "min_free_bytes", "max_age", "hold_file"};
 constexpr std::string_view kMetricsKeys[] = {"enabled", "listen"};
+constexpr std::string_view kApiKeys[] = {
+    "listen",           "tls_cert",          "tls_key",   "tls_client_ca",  "tokens_file", "unauthenticated",
+    "audit_log",        "max_queries",       "max_bytes", "max_duration",   "max_request_bytes",
+    "client_timeout",   "threads",           "metrics_url"};
 constexpr std::string_view kLogKeys[] = {"level"};
 
 struct SchemaLevel {
@@ -74,6 +78,7 @@ constexpr SchemaLevel kSchema[] = {
     {"output.compress", kCompressKeys},
     {"output.retention", kRetentionKeys},
     {"metrics", kMetricsKeys},
+    {"api", kApiKeys},
     {"log", kLogKeys},
 };
 
@@ -600,6 +605,38 @@ MetricsConfig read_metrics(const YamlMap& metrics) {
     return config;
 }
 
+ApiConfig read_api(const YamlMap& api) {
+    ApiConfig config;
+    if (const auto v = api.get("listen"); v && !v->as_string().empty()) {
+        v->parsed_by(parse_listen_address);
+        config.listen = v->as_string();
+    }
+    const auto path = [&](std::string_view key, std::string_view what, std::string& out) {
+        if (const auto v = api.get(key); v && !v->as_string().empty()) out = read_absolute_path(*v, what);
+    };
+    path("tls_cert", "the server certificate (PEM)", config.tls_cert);
+    path("tls_key", "the server key (PEM)", config.tls_key);
+    path("tls_client_ca", "the client CA bundle (PEM)", config.tls_client_ca);
+    path("tokens_file", "the bearer token file", config.tokens_file);
+    path("audit_log", "the audit log", config.audit_log);
+    if (const auto v = api.get("unauthenticated"); v && !v->as_string().empty()) {
+        constexpr std::string_view kOnlyLoopback[] = {"loopback"};
+        config.unauthenticated = v->as_one_of(kOnlyLoopback);
+    }
+    if ((config.tls_cert.empty()) != (config.tls_key.empty())) {
+        const auto v = api.get(config.tls_cert.empty() ? "tls_key" : "tls_cert");
+        v->fail_expected("tls_cert and tls_key together");
+    }
+    if (const auto v = api.get("max_queries")) config.max_queries = v->as_uint(1, 1024);
+    if (const auto v = api.get("max_bytes")) config.max_bytes = v->parsed_by(parse_size);
+    if (const auto v = api.get("max_duration")) config.max_duration_s = v->parsed_by(parse_duration);
+    if (const auto v = api.get("max_request_bytes")) config.max_request_bytes = v->as_uint(1024, 1 << 20);
+    if (const auto v = api.get("client_timeout")) config.client_timeout_s = v->parsed_by(parse_duration);
+    if (const auto v = api.get("threads")) config.threads = v->as_uint(2, 1024);
+    if (const auto v = api.get("metrics_url")) config.metrics_url = v->as_string();
+    return config;
+}
+
 LogConfig read_log(const YamlMap& log) {
     LogConfig config;
     if (const auto v = log.get("level")) config.level = v->as_one_of(kLogLevels);
@@ -616,6 +653,7 @@ Config read_config(const YamlMap& root) {
     config.capture = read_capture(root.section("capture", kCaptureKeys), config.eal, config.ports);
     config.output = read_output(root.section("output", kOutputKeys));
     config.metrics = read_metrics(root.section("metrics", kMetricsKeys));
+    config.api = read_api(root.section("api", kApiKeys));
     config.log = read_log(root.section("log", kLogKeys));
     return config;
 }

@@ -173,6 +173,26 @@ struct MetricsConfig {
     bool operator==(const MetricsConfig&) const = default;
 };
 
+// The retrieval API (`linecap serve`, src/api/): off unless `listen` is set.
+struct ApiConfig {
+    std::string listen;                // "" = off; "127.0.0.1:8443", "[::1]:8443", "10.0.0.5:8443"
+    std::string tls_cert;              // server certificate chain (PEM); "" = plain HTTP (loopback only)
+    std::string tls_key;               // its private key (PEM)
+    std::string tls_client_ca;         // CA bundle client certificates must chain to; "" = none asked
+    std::string tokens_file;           // "NAME TOKEN" lines; must not be group/world accessible
+    std::string unauthenticated;       // "loopback": no authentication (loopback listen only)
+    std::string audit_log = "/var/log/linecap/audit.log";  // one JSON line per request
+    unsigned max_queries = 4;          // packet queries streaming at once; more get 503
+    uint64_t max_bytes = 4ull << 30;   // per answer; a request may ask for less
+    uint64_t max_duration_s = 600;     // per answer
+    unsigned max_request_bytes = 8192; // request line + headers
+    uint64_t client_timeout_s = 30;    // a client that sends or reads nothing this long is dropped
+    unsigned threads = 16;             // HTTP connections served at once
+    std::string metrics_url;           // linecapd's /metrics; "" = from metrics.listen
+
+    bool operator==(const ApiConfig&) const = default;
+};
+
 struct LogConfig {
     std::string level = "info";       // trace debug info warn error critical off
 
@@ -186,6 +206,7 @@ struct Config {
     CaptureConfig capture;
     OutputConfig output;
     MetricsConfig metrics;
+    ApiConfig api;
     LogConfig log;
 
     bool operator==(const Config&) const = default;

@@ -28,6 +28,7 @@ CaptureWriter::CaptureWriter(ByteSink& sink, FileKind kind, size_t buffer_size)
 
 Status CaptureWriter::put(const void* data, size_t n) {
     const auto* p = static_cast<const uint8_t*>(data);
+    size_ += n;
     while (n > 0) {
         if (used_ == buffer_.size()) {
             if (auto s = flush(); !s) return s;
@@ -64,7 +65,6 @@ Status CaptureWriter::write(uint32_t interface, uint64_t ts_ns, uint32_t caplen,
         pcap::encode_record_header(header, ts_ns, caplen, len);
         if (auto s = put(header, sizeof header); !s) return s;
         if (auto s = put(data, caplen); !s) return s;
-        bytes_ += sizeof header + caplen;
     } else {
         uint8_t header[pcapng::kEpbHeaderSize];
         pcapng::encode_epb_header(header, ts_ns, caplen, len, interface);
@@ -74,10 +74,18 @@ Status CaptureWriter::write(uint32_t interface, uint64_t ts_ns, uint32_t caplen,
         pcapng::encode_epb_trailer(trailer, caplen);
         const size_t trailer_size = pcapng::padded(caplen) - caplen + pcapng::kEpbTrailerSize;
         if (auto s = put(trailer, trailer_size); !s) return s;
-        bytes_ += pcapng::record_size(caplen);
     }
+    bytes_ += record_size(caplen);
     ++packets_;
     return {};
+}
+
+uint64_t CaptureWriter::record_size(uint32_t caplen) const {
+    return kind_ == FileKind::pcap ? pcap::record_size(caplen) : pcapng::record_size(caplen);
+}
+
+uint64_t CaptureWriter::interface_size(const pcapng::InterfaceInfo& interface) const {
+    return kind_ == FileKind::pcap ? 0 : pcapng::interface_block(interface).size();
 }
 
 Status CaptureWriter::flush() {

@@ -48,7 +48,13 @@ public:
 
     FileKind kind() const { return kind_; }
     uint64_t packets() const { return packets_; }
-    uint64_t bytes() const { return bytes_; }
+    uint64_t bytes() const { return bytes_; }  // records only
+    // Everything accepted so far (file header, interface descriptions, records), flushed
+    // or not: what the output holds after the next flush. With the two sizes below, a
+    // caller keeps an output within a byte limit at block boundaries.
+    uint64_t size() const { return size_; }
+    uint64_t record_size(uint32_t caplen) const;
+    uint64_t interface_size(const pcapng::InterfaceInfo& interface) const;
 
 private:
     Status put(const void* data, size_t n);
@@ -60,6 +66,7 @@ private:
     uint32_t interfaces_ = 0;
     uint64_t packets_ = 0;
     uint64_t bytes_ = 0;
+    uint64_t size_ = 0;
 };
 
 }  // namespace linecap::format

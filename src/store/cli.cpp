@@ -19,12 +19,14 @@
 
 #include "config/config.hpp"
 #include "linecap_build.h"
+#include "format/pcap_format.hpp"
 #include "output/io_status.hpp"
 #include "output/layout.hpp"
 #include "output/capture_scan.hpp"
 #include "output/manifest.hpp"
 #include "output/unique_fd.hpp"
 #include "store/catalog.hpp"
+#include "store/community_id.hpp"
 #include "store/compress.hpp"
 #include "store/extract.hpp"
 #include "store/index_format.hpp"
@@ -38,8 +40,14 @@ namespace {
 constexpr const char* kHelp = R"(linecap - forensic retrieval over a linecapd capture store
 
 usage:
-  linecap extract --dir DIR [--from TIME] [--to TIME] [--filter EXPR] -o OUT.pcap|-
-                  [--format pcap|pcapng] [--no-index] [--accept-damaged] [-v]
+  linecap extract --dir DIR [--from TIME] [--to TIME] [--filter EXPR] [--community-id ID]
+                  [--max-bytes N] -o OUT.pcap|- [--format pcap|pcapng] [--no-index]
+                  [--accept-damaged] [-v]
+  linecap extract --remote URL[,URL...] [--cert FILE --key FILE] [--cacert FILE]
+                  [--token-file FILE] [--remote-timeout SECONDS] [--format pcapng|pcap]
+                  [--from TIME] [--to TIME] [--filter EXPR] [--community-id ID]
+                  [--max-bytes N] -o OUT|- [-v]
+  linecap serve   --config FILE [--dir DIR] [--template TEMPLATE]
   linecap index   --dir DIR [--force] [--jobs N] [--block-kb N] [-v]
   linecap stats   --dir DIR [--per-file] [--gaps N] [--gap-threshold SECONDS] [--json]
   linecap compress --dir DIR [--level N] [-v]
@@ -67,6 +75,11 @@ extract   Writes the packets with FROM <= timestamp < TO (nanosecond precision) 
           scrub marked damaged (its SHA-256 no longer matches its manifest; the
           marker FILE.damaged says since when and what differs), or a file that
           changed after it was indexed (its mtime may have been set back).
+          --community-id ID only the packets of the flow with this Community ID v1
+                            ("1:" + base64 SHA-1, as Zeek, Suricata and Security
+                            Onion log it); with --filter, both must match
+          --max-bytes N     stop before the first packet that would make the output
+                            larger than N bytes (said on stderr; exit status 1)
           --format pcapng   write pcapng with one interface per source stream, named
                             "<port>:<queue>" (description "linecap port P queue Q"),
                             so each packet keeps its origin; default pcap
@@ -74,6 +87,19 @@ extract   Writes the packets with FROM <= timestamp < TO (nanosecond precision) 
                             that changed after indexing is not noticed)
           --accept-damaged  still name such files, but exit 0 for them
           -v                print the plan and what was read on stderr
+          --remote URL,...  ask the retrieval APIs (`linecap serve`) of these
+                            appliances instead of a local store, all at once, and
+                            merge their answers in timestamp order: pcapng with one
+                            interface per appliance and source stream (named
+                            "host:port <port>:<queue>"), or --format pcap.
+                            Credentials: --cert/--key (client certificate), --cacert
+                            (CA of the servers), --token-file (a file holding a bearer
+                            token, mode 600). An appliance that fails, or sends
+                            nothing for --remote-timeout seconds (default 30), is
+                            reported and left out; exit status 1.
+serve     The retrieval API: HTTP(S) endpoints /api/v1/packets, /api/v1/size,
+          /api/v1/files, /api/v1/status and a page at /, configured by the api:
+          section of the configuration (doc/api.md).
 index     Builds NAME.pcap.idx (NAME.pcapng.idx) for every finished capture file
           whose index is missing, stale or damaged (--force: all), and removes indexes
           whose capture file is gone. --jobs N files at a time (default 1); --block-kb
@@ -100,14 +126,16 @@ see above (takes precedence over 1; the output is complete); 64 usage error.
 
 struct Args {
     std::string command;
-    std::vector<std::pair<std::string, std::string>> options;  // name → value ("" for flags)
+    ToolOptions options;  // name → value ("" for flags)
     std::string error;
 };
 
 bool takes_value(const std::string& name) {
     static const char* with_value[] = {"--dir",  "--from",     "--to",   "--filter",        "-o",  "--format",
                                        "--output", "--template", "--config", "--jobs",      "--block-kb",
-                                       "--gaps", "--gap-threshold", "--level"};
+                                       "--gaps", "--gap-threshold", "--community-id", "--max-bytes",
+                                       "--remote", "--cert", "--key", "--cacert", "--token-file",
+                                       "--remote-timeout", "--level"};
     for (const char* w : with_value)
         if (name == w) return true;
     return false;
@@ -169,6 +197,7 @@ public:
         return v;
     }
     bool flag(const std::string& name) const { return get(name).has_value(); }
+    const ToolOptions& options() const { return args_.options; }
 
     // --dir/--template/--config; false (usage message printed) when unusable.
     bool common(Common& c) const {
@@ -197,29 +226,11 @@ public:
         return true;
     }
 
-    static void usage_error(const std::string& m) {
-        std::fprintf(stderr, "linecap: %s (see 'linecap --help')\n", m.c_str());
-    }
+    static void usage_error(const std::string& m) { print_usage_error(m); }
 
 private:
     const Args& args_;
 };
-
-void print_line(const char* level, const std::string& m) {
-    std::fprintf(stderr, "linecap: %s: %s\n", level, m.c_str());
-}
-
-bool parse_count(const std::string& text, uint64_t min, uint64_t max, uint64_t* out) {
-    if (text.empty() || text.size() > 12) return false;
-    uint64_t v = 0;
-    for (char c : text) {
-        if (c < '0' || c > '9') return false;
-        v = v * 10 + static_cast<uint64_t>(c - '0');
-    }
-    if (v < min || v > max) return false;
-    *out = v;
-    return true;
-}
 
 // The temporary of `extract -o PATH` while it is being written, for the signal handler
 // that removes it: an interrupted extract leaves nothing behind. Set and cleared with the
@@ -265,7 +276,13 @@ void set_pending(const layout::AtomicFile* file) {
     for (const int s : kCleanupSignals) ::sigaction(s, &action, nullptr);
 }
 
-int cmd_extract(const Cli& cli) {
+int cmd_extract(const Cli& cli, const ToolCommands& above) {
+    if (cli.get("--remote")) {
+        if (!above.extract_remote) return Cli::usage_error("--remote is not available in this build"), kExitUsage;
+        return above.extract_remote(cli.options());
+    }
+    for (const char* remote_only : {"--cert", "--key", "--cacert", "--token-file", "--remote-timeout"})
+        if (cli.get(remote_only)) return Cli::usage_error(std::string(remote_only) + " goes with --remote"), kExitUsage;
     Common c;
     if (!cli.common(c)) return kExitUsage;
     ExtractOptions o;
@@ -283,6 +300,11 @@ int cmd_extract(const Cli& cli) {
     }
     if (o.from_ns > o.to_ns) return Cli::usage_error("--from is after --to"), kExitUsage;
     o.filter = cli.get("--filter").value_or("");
+    o.community_id = cli.get("--community-id").value_or("");
+    if (!o.community_id.empty())
+        if (auto id = parse_community_id(o.community_id); !id) return Cli::usage_error(id.error().message), kExitUsage;
+    if (auto m = cli.get("--max-bytes"); m && !parse_count(*m, sizeof(pcap::FileHeader), UINT64_MAX / 2, &o.max_bytes))
+        return Cli::usage_error("--max-bytes: expected a byte count of at least 24 (the pcap file header)"), kExitUsage;
     o.use_index = !cli.flag("--no-index");
     if (auto f = cli.get("--format")) {
         if (*f == "pcapng") o.output_format = format::FileKind::pcapng;
@@ -296,35 +318,23 @@ int cmd_extract(const Cli& cli) {
     const auto out = cli.get("-o");
     if (!out || out->empty()) return Cli::usage_error("-o OUT.pcap (or -o - for stdout) is required"), kExitUsage;
 
-    int fd = STDOUT_FILENO;
-    layout::AtomicFile file;
-    if (*out == "-") {
-        if (::isatty(STDOUT_FILENO))
-            return Cli::usage_error("refusing to write a pcap to a terminal (redirect stdout or use -o FILE)"),
-                   kExitUsage;
-    } else {
-        const SignalsBlocked blocked;  // until the handler knows the temporary
-        auto opened = open_extract_output(*out, c.dir);
-        if (!opened) return Cli::usage_error(opened.error().message), kExitUsage;
-        file = std::move(opened.value());
-        set_pending(&file);
-        fd = file.fd();
-    }
-    auto report = extract(o, fd);
-    if (file.is_open()) {
-        const IoStatus committed = report ? file.commit() : IoStatus{};
-        set_pending(nullptr);
-        file.discard();  // after a failed query or commit: the temporary goes
-        if (!committed.ok()) return print_line("error", *out + ": " + committed.message()), kExitErrors;
-    }
+    Result<ExtractReport> report = runtime_error("not run");
+    const int rc = write_extract_output(*out, c.dir, [&](int fd) {
+        report = extract(o, fd);
+        return report.ok();
+    });
+    if (rc != kExitOk) return rc;
     if (!report) {
         const std::string& m = report.error().message;
         // Problems with the query itself (filter, directory, template) are usage errors.
-        const bool usage = m.starts_with("filter ") || m.starts_with("file template");
+        const bool usage = m.starts_with("filter ") || m.starts_with("file template") || m.starts_with("max_bytes ");
         if (usage) return Cli::usage_error(m), kExitUsage;
         return print_line("error", m), kExitErrors;
     }
     const ExtractReport& r = report.value();
+    if (r.ended_early == "max_bytes")
+        print_line("error", "output cut at --max-bytes " + std::to_string(o.max_bytes) + " after " +
+                                std::to_string(r.packets_written) + " packets; the answer is incomplete");
     if (verbose) {
         std::fprintf(stderr, "linecap: filter plan: %s\n", r.plan.c_str());
         std::fprintf(stderr,
@@ -336,7 +346,7 @@ int cmd_extract(const Cli& cli) {
                      static_cast<unsigned long long>(r.packets_examined), static_cast<double>(r.bytes_read) / (1 << 20));
     }
     if (!r.concerns.empty() && !accept_damaged) return kExitUntrusted;
-    return r.errors.empty() ? kExitOk : kExitErrors;
+    return r.errors.empty() && r.ended_early.empty() ? kExitOk : kExitErrors;
 }
 
 int cmd_index(const Cli& cli) {
@@ -516,7 +526,50 @@ int cmd_stats(const Cli& cli) {
 
 }  // namespace
 
-int linecap_tool_main(int argc, char** argv) {
+void print_line(const char* level, const std::string& m) {
+    std::fprintf(stderr, "linecap: %s: %s\n", level, m.c_str());
+}
+
+bool parse_count(const std::string& text, uint64_t min, uint64_t max, uint64_t* out) {
+    if (text.empty() || text.size() > 12) return false;
+    uint64_t v = 0;
+    for (char c : text) {
+        if (c < '0' || c > '9') return false;
+        v = v * 10 + static_cast<uint64_t>(c - '0');
+    }
+    if (v < min || v > max) return false;
+    *out = v;
+    return true;
+}
+
+void print_usage_error(const std::string& m) { std::fprintf(stderr, "linecap: %s (see 'linecap --help')\n", m.c_str()); }
+
+int write_extract_output(const std::string& out, const std::string& store_directory,
+                         const std::function<bool(int fd)>& produce) {
+    if (out == "-") {
+        if (::isatty(STDOUT_FILENO))
+            return print_usage_error("refusing to write a capture to a terminal (redirect stdout or use -o FILE)"),
+                   kExitUsage;
+        (void)produce(STDOUT_FILENO);
+        return kExitOk;
+    }
+    layout::AtomicFile file;
+    {
+        const SignalsBlocked blocked;  // until the handler knows the temporary
+        auto opened = open_extract_output(out, store_directory);
+        if (!opened) return print_usage_error(opened.error().message), kExitUsage;
+        file = std::move(opened.value());
+        set_pending(&file);
+    }
+    const bool keep = produce(file.fd());
+    const IoStatus committed = keep ? file.commit() : IoStatus{};
+    set_pending(nullptr);
+    file.discard();  // after a failed query or commit: the temporary goes
+    if (!committed.ok()) return print_line("error", out + ": " + committed.message()), kExitErrors;
+    return kExitOk;
+}
+
+int linecap_tool_main(int argc, char** argv, const ToolCommands& above) {
     if (argc < 2) {
         std::fputs(kHelp, stderr);
         return kExitUsage;
@@ -530,7 +583,8 @@ int linecap_tool_main(int argc, char** argv) {
         std::printf("linecap %s\n", LINECAP_VERSION);
         return kExitOk;
     }
-    if (command != "extract" && command != "index" && command != "stats" && command != "compress") {
+    if (command != "extract" && command != "index" && command != "stats" && command != "compress" &&
+        command != "serve") {
         Cli::usage_error("unknown command '" + command + "'");
         return kExitUsage;
     }
@@ -546,9 +600,13 @@ int linecap_tool_main(int argc, char** argv) {
         }
     }
     const Cli cli(args);
-    if (command == "extract") return cmd_extract(cli);
+    if (command == "extract") return cmd_extract(cli, above);
     if (command == "index") return cmd_index(cli);
     if (command == "compress") return cmd_compress(cli);
+    if (command == "serve") {
+        if (!above.serve) return Cli::usage_error("serve is not available in this build"), kExitUsage;
+        return above.serve(args.options);
+    }
     return cmd_stats(cli);
 }
 

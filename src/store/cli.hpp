@@ -3,7 +3,18 @@
 // 3 extract read files whose bytes may not be what was captured (marked damaged by the
 // scrub, or changed after they were indexed) and --accept-damaged was not given; it takes
 // precedence over 1. 64 usage (EX_USAGE).
+//
+// The store layer's commands (extract, index, stats) live here; the commands the program
+// adds from the layer above the store (src/api/: `serve`, `extract --remote`) are passed
+// in as ToolCommands, parsed by the same option parser, and share the helpers below
+// (error lines, counts, the -o output), so every command reads and fails alike.
 #pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace linecap::store {
 
@@ -12,6 +23,28 @@ inline constexpr int kExitErrors = 1;
 inline constexpr int kExitUntrusted = 3;
 inline constexpr int kExitUsage = 64;
 
-int linecap_tool_main(int argc, char** argv);
+// The parsed options of one command line, in order: name → value ("" for flags).
+using ToolOptions = std::vector<std::pair<std::string, std::string>>;
+
+struct ToolCommands {
+    std::function<int(const ToolOptions&)> serve;           // `linecap serve`
+    std::function<int(const ToolOptions&)> extract_remote;  // `linecap extract --remote`
+};
+
+int linecap_tool_main(int argc, char** argv, const ToolCommands& above = {});
+
+// "linecap: MESSAGE (see 'linecap --help')" on stderr.
+void print_usage_error(const std::string& message);
+// "linecap: LEVEL: MESSAGE" on stderr.
+void print_line(const char* level, const std::string& message);
+// A decimal count in [min, max].
+bool parse_count(const std::string& text, uint64_t min, uint64_t max, uint64_t* out);
+
+// Writes a capture answer to `out` (-o): "-" is stdout (refused when a terminal); a path
+// is an AtomicFile from open_extract_output (refused inside `store_directory`, if given),
+// removed if a signal ends the tool, and committed only when `produce(fd)` returns true.
+// Returns kExitOk, or the exit status after printing why the output failed.
+int write_extract_output(const std::string& out, const std::string& store_directory,
+                         const std::function<bool(int fd)>& produce);
 
 }  // namespace linecap::store

@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <queue>
 
 #include "format/pcapng_blocks.hpp"
 #include "output/capture_scan.hpp"
 #include "output/scrub.hpp"
 #include "output/unique_fd.hpp"
+#include "store/community_id.hpp"
 #include "store/filter_plan.hpp"
 #include "store/index_format.hpp"
 #include "store/packet_keys.hpp"
@@ -74,12 +76,17 @@ std::optional<format::Interface> first_interface(const format::OpenFile& file, c
 // snaplen), described when its first packet goes out.
 class OutputInterfaces {
 public:
-    explicit OutputInterfaces(format::CaptureWriter& writer) : writer_(writer) {}
+    // `limit`: the output's max_bytes (0 = none), which an interface description counts
+    // against like a record.
+    OutputInterfaces(format::CaptureWriter& writer, uint64_t limit) : writer_(writer), limit_(limit) {}
 
-    Result<uint32_t> id(const CaptureFileInfo& file, uint32_t source_id, const format::Interface& source) {
+    // The interface id for a packet of `source`, described now when new; nullopt when the
+    // description and then `record_bytes` would take the output past the limit.
+    Result<std::optional<uint32_t>> id(const CaptureFileInfo& file, uint32_t source_id, const format::Interface& source,
+                                       uint64_t record_bytes) {
         const std::string key = file.stream + '\x1f' + std::to_string(source_id) + '\x1f' +
                                 std::to_string(source.link_field) + '\x1f' + std::to_string(source.snaplen);
-        if (auto it = ids_.find(key); it != ids_.end()) return it->second;
+        if (auto it = ids_.find(key); it != ids_.end()) return std::optional<uint32_t>(it->second);
         pcapng::InterfaceInfo info;
         info.link_type = format::link_type(source.link_field);
         info.snaplen = source.snaplen;
@@ -98,37 +105,43 @@ public:
                                    ? "from " + file.name
                                    : source.name + (source.description.empty() ? "" : " " + source.description);
         }
+        if (limit_ && writer_.size() + writer_.interface_size(info) + record_bytes > limit_)
+            return std::optional<uint32_t>();
         auto id = writer_.add_interface(info);
-        if (id) ids_.emplace(key, id.value());
-        return id;
+        if (!id) return id.error();
+        ids_.emplace(key, id.value());
+        return std::optional<uint32_t>(id.value());
     }
     uint32_t count() const { return static_cast<uint32_t>(ids_.size()); }
 
 private:
     format::CaptureWriter& writer_;
+    const uint64_t limit_;
     std::map<std::string, uint32_t> ids_;
 };
 
 class Cursor {
 public:
-    Cursor(FilePlan plan, const ExtractOptions& o, const CompiledFilter& filter, Reporter& rep, ExtractReport& report)
-        : plan_(std::move(plan)), o_(o), filter_(filter), rep_(rep), report_(report) {}
+    Cursor(FilePlan plan, const ExtractOptions& o, const CompiledFilter& filter,
+           const std::optional<CommunityIdDigest>& community_id, Reporter& rep, ExtractReport& report)
+        : plan_(std::move(plan)), o_(o), filter_(filter), community_id_(community_id), rep_(rep), report_(report) {}
 
     const FilePlan& plan() const { return plan_; }
     const format::Record& current() const { return cur_; }
     const format::Interface& current_interface() const { return reader_->interfaces()[cur_.interface]; }
-    // The output interface of the current record (pcapng output), cached per source id.
-    Result<uint32_t> output_interface(OutputInterfaces& out) {
+    // The output interface of the current record (pcapng output), cached per source id;
+    // nullopt when describing it would take the output past max_bytes.
+    Result<std::optional<uint32_t>> output_interface(OutputInterfaces& out, uint64_t record_bytes) {
         if (reader_->sections() != section_) {
             section_ = reader_->sections();
             output_ids_.clear();
         }
         if (cur_.interface < output_ids_.size() && output_ids_[cur_.interface] >= 0)
-            return static_cast<uint32_t>(output_ids_[cur_.interface]);
-        auto id = out.id(*plan_.info, cur_.interface, current_interface());
-        if (!id) return id;
+            return std::optional<uint32_t>(static_cast<uint32_t>(output_ids_[cur_.interface]));
+        auto id = out.id(*plan_.info, cur_.interface, current_interface(), record_bytes);
+        if (!id || !*id) return id;
         if (output_ids_.size() <= cur_.interface) output_ids_.resize(cur_.interface + 1, -1);
-        output_ids_[cur_.interface] = id.value();
+        output_ids_[cur_.interface] = **id;
         return id;
     }
 
@@ -180,6 +193,12 @@ public:
                 return false;
             }
             ++report_.packets_examined;
+            // A scan over many packets that do not match writes nothing for a long time:
+            // the stop request is looked at here too, not only between output records.
+            if ((report_.packets_examined & 4095) == 0 && o_.should_stop && o_.should_stop()) {
+                report_.ended_early = "stopped";
+                return false;
+            }
             report_.bytes_read += r.end - r.offset;
             const Range& range = plan_.ranges[range_ - 1];
             if (r.ts_ns < range.min_ts || r.ts_ns > range.max_ts) read_the_rest(r);
@@ -193,6 +212,7 @@ public:
             // No early stop at ts >= to: a later record of the same file may be earlier.
             if (r.ts_ns < o_.from_ns || r.ts_ns >= o_.to_ns) continue;
             if (!filter_.matches(r)) continue;
+            if (community_id_ && community_id_digest(r.data, r.caplen) != community_id_) continue;
             cur_ = r;
             return true;
         }
@@ -220,6 +240,7 @@ private:
     FilePlan plan_;
     const ExtractOptions& o_;
     const CompiledFilter& filter_;
+    const std::optional<CommunityIdDigest>& community_id_;
     Reporter& rep_;
     ExtractReport& report_;
     std::unique_ptr<format::OpenFile> file_;
@@ -298,13 +319,14 @@ bool is_within(int dir_fd, const struct stat& ancestor) {
 Result<layout::AtomicFile> open_extract_output(const std::string& path, const std::string& store_directory) {
     constexpr mode_t kOutputMode = 0644;  // less the umask, like any file a tool writes
     struct stat store {};
-    if (::stat(store_directory.c_str(), &store) != 0) return runtime_error(store_directory + ": " + errno_text(errno));
+    if (!store_directory.empty() && ::stat(store_directory.c_str(), &store) != 0)
+        return runtime_error(store_directory + ": " + errno_text(errno));
     UniqueFd dir;
     std::string name;
     if (const IoStatus parent = layout::open_parent(path, dir, name); !parent.ok())
         return runtime_error(path + ": " + parent.message());
     if (const auto why = layout::not_replaceable(dir.get(), name)) return runtime_error(path + ": " + *why);
-    if (is_within(dir.get(), store))
+    if (!store_directory.empty() && is_within(dir.get(), store))
         return runtime_error(path + ": inside the store directory " + store_directory +
                              ", where it would be read back as capture data; write it elsewhere");
     layout::AtomicFile out;
@@ -325,7 +347,14 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
     if (!tmpl) return tmpl.error();
     auto filter = CompiledFilter::compile(o.filter);
     if (!filter) return filter.error();
+    std::optional<CommunityIdDigest> community_id;
+    if (!o.community_id.empty()) {
+        auto id = parse_community_id(o.community_id);
+        if (!id) return id.error();
+        community_id = id.value();
+    }
     report.plan = filter->plan().describe();
+    if (community_id) report.plan += "; then community id " + o.community_id + " per packet";
     auto catalog = scan_catalog(o.directory, tmpl.value());
     if (!catalog) return catalog.error();
     report.files_in_store = catalog->files.size();
@@ -406,8 +435,11 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
 
     // --- merge ---
     format::CaptureWriter writer(out, o.output_format);
-    OutputInterfaces interfaces(writer);
+    OutputInterfaces interfaces(writer, o.max_bytes);
     if (auto s = writer.begin(report.snaplen, out_link, "linecap extract"); !s) return s.error().context("output");
+    if (o.max_bytes && writer.size() > o.max_bytes)  // nothing is written yet (the writer buffers)
+        return runtime_error("max_bytes " + std::to_string(o.max_bytes) + " is smaller than the file header (" +
+                             std::to_string(writer.size()) + " bytes)");
     std::stable_sort(plans.begin(), plans.end(), [](const FilePlan& a, const FilePlan& b) {
         return a.start_bound != b.start_bound ? a.start_bound < b.start_bound : a.rank < b.rank;
     });
@@ -419,27 +451,42 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
     std::priority_queue<Cursor*, std::vector<Cursor*>, decltype(later)> heap(later);
     size_t next_plan = 0;
     auto activate = [&](size_t i) {
-        auto c = std::make_unique<Cursor>(std::move(plans[i]), o, filter.value(), rep, report);
+        auto c = std::make_unique<Cursor>(std::move(plans[i]), o, filter.value(), community_id, rep, report);
         if (c->open() && c->advance()) heap.push(c.get());
         cursors.push_back(std::move(c));
     };
-    while (true) {
+    while (report.ended_early.empty()) {
         // Open every file that may hold a packet at or before the heap's head.
         while (next_plan < plans.size() &&
-               (heap.empty() || plans[next_plan].start_bound <= heap.top()->current().ts_ns))
+               (heap.empty() || plans[next_plan].start_bound <= heap.top()->current().ts_ns) &&
+               report.ended_early.empty())
             activate(next_plan++);
         if (heap.empty()) break;
         Cursor* c = heap.top();
-        heap.pop();
         const format::Record& r = c->current();
         uint32_t id = 0;
+        const uint64_t record_bytes = writer.record_size(r.caplen);
         if (o.output_format == format::FileKind::pcapng) {
-            auto out_id = c->output_interface(interfaces);
+            auto out_id = c->output_interface(interfaces, record_bytes);
             if (!out_id) return out_id.error().context("output");
-            id = out_id.value();
+            if (!*out_id) {
+                report.ended_early = "max_bytes";
+                break;
+            }
+            id = **out_id;
         }
+        if (o.max_bytes && writer.size() + record_bytes > o.max_bytes) {
+            report.ended_early = "max_bytes";
+            break;
+        }
+        if (o.should_stop && o.should_stop()) {
+            report.ended_early = "stopped";
+            break;
+        }
+        heap.pop();
         if (auto s = writer.write(id, r.ts_ns, r.caplen, r.len, r.data); !s) return s.error().context("output");
         if (c->advance()) heap.push(c);
+        else if (!report.ended_early.empty()) break;
         else {
             // Release the file and its buffer as soon as it is done.
             for (auto& owned : cursors)
@@ -449,6 +496,7 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
     if (auto s = writer.flush(); !s) return s.error().context("output");
     report.packets_written = writer.packets();
     report.interfaces = interfaces.count();
+    report.bytes_written = writer.size();
     return report;
 }
 

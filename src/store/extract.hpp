@@ -58,10 +58,21 @@ struct ExtractOptions {
     uint64_t from_ns = 0;
     uint64_t to_ns = UINT64_MAX;       // exclusive
     std::string filter;                 // libpcap syntax; empty = everything
+    // Community ID v1 ("1:…", store/community_id.hpp); empty = any. Applied exactly per
+    // packet after the filter. The index cannot prune by it (a hash names no key), so a
+    // caller that knows the flow's addresses or ports passes them as the filter as well.
+    std::string community_id;
     bool use_index = true;
     // pcap: one link type and snaplen (the sources', when they agree); pcapng: one
     // interface per source stream, named "<port>:<queue>" (see extract.cpp).
     format::FileKind output_format = format::FileKind::pcap;
+    // Output limits. max_bytes: the output (header included) never exceeds it; the merge
+    // stops before the first record (pcapng: or the interface description it needs) that
+    // would, and the report says so (0 = no limit; smaller than the file header: error).
+    // should_stop: polled between records; true ends the output cleanly at a record
+    // boundary (time limits, a client that went away).
+    uint64_t max_bytes = 0;
+    std::function<bool()> should_stop;
     // One line each, as they happen (the report collects them too).
     std::function<void(const std::string&)> on_warning;
     std::function<void(const std::string&)> on_error;
@@ -79,8 +90,12 @@ struct ExtractReport {
     uint64_t bytes_read = 0;       // record bytes parsed
     uint64_t packets_examined = 0;
     uint64_t packets_written = 0;
+    uint64_t bytes_written = 0;    // the whole output, file header included
     uint32_t snaplen = 0;
     uint32_t interfaces = 0;       // pcapng output: interfaces described
+    // Why the output ended before the query's end: "" (it did not), "max_bytes",
+    // "stopped" (should_stop said so).
+    std::string ended_early;
     std::string plan;              // the filter plan, described
     std::vector<std::string> warnings;
     std::vector<std::string> errors;
@@ -98,7 +113,8 @@ Result<ExtractReport> extract(const ExtractOptions& options, format::ByteSink& o
 // complete or not at all, is only ever a regular file (a device node, FIFO, socket,
 // directory or symlink at PATH is refused, never replaced or followed) and the temporary
 // goes when the AtomicFile does. Refused too when PATH lies inside `store_directory`
-// (or below it): the output would become part of the store it was read from. Errors name
+// (or below it; "" = no store, as for answers fetched from appliances): the output would
+// become part of the store it was read from. Errors name
 // PATH.
 Result<layout::AtomicFile> open_extract_output(const std::string& path, const std::string& store_directory);
 

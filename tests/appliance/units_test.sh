@@ -12,7 +12,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 
 TEST_UNITS=${1:?usage: units_test.sh TEST_UNIT_DIR INSTALL_UNIT_DIR}
 INSTALL_UNITS=${2:?usage: units_test.sh TEST_UNIT_DIR INSTALL_UNIT_DIR}
-UNITS=(linecapd.service linecap-hugepages.service linecap-bind.service linecap-shield.service)
+UNITS=(linecapd.service linecap-hugepages.service linecap-bind.service linecap-shield.service linecap-api.service)
 need_cmd systemd-analyze
 need_linecapd
 make_tmpdir

@@ -287,7 +287,7 @@ TEST(LoadConfig, NamesTheFileInErrors) {
 
 // --- the document -------------------------------------------------------------------
 
-constexpr const char* kTopKeys = "eal, ports, capture, output, metrics, log";
+constexpr const char* kTopKeys = "eal, ports, capture, output, metrics, api, log";
 
 TEST(Document, EmptyFile) {
     EXPECT_EQ(parse_error(""),
@@ -1029,6 +1029,31 @@ TEST(Errors, LongValuesAreShortenedToKeepOneLine) {
                   std::string(60, 'x') + "...'");
     EXPECT_EQ(parse_error(kMinimal + "log:\n  level: \"a\\nb\"\n"),
               "test.yaml:7: log.level: expected one of trace, debug, info, warn, error, critical, off, got 'a\\nb'");
+}
+
+// The api section (linecap serve): defaults, values, and one line for a bad one.
+TEST(Api, DefaultsOffAndKeysRead) {
+    EXPECT_TRUE(parse_ok(kMinimal).api.listen.empty());
+    EXPECT_EQ(parse_ok(kMinimal).api.max_queries, 4u);
+    const Config c = parse_ok(kMinimal +
+                              "api:\n  listen: \"127.0.0.1:8443\"\n  tokens_file: /etc/linecap/tokens\n"
+                              "  unauthenticated: loopback\n  max_bytes: 1GiB\n  max_duration: 2m\n"
+                              "  client_timeout: 10s\n  max_queries: 8\n");
+    EXPECT_EQ(c.api.listen, "127.0.0.1:8443");
+    EXPECT_EQ(c.api.tokens_file, "/etc/linecap/tokens");
+    EXPECT_EQ(c.api.unauthenticated, "loopback");
+    EXPECT_EQ(c.api.max_bytes, 1ull << 30);
+    EXPECT_EQ(c.api.max_duration_s, 120u);
+    EXPECT_EQ(c.api.client_timeout_s, 10u);
+    EXPECT_EQ(c.api.max_queries, 8u);
+}
+
+TEST(Api, BadValuesNameTheKey) {
+    EXPECT_NE(parse_error(kMinimal + "api:\n  unauthenticated: yes\n").find("api.unauthenticated"), std::string::npos);
+    EXPECT_NE(parse_error(kMinimal + "api:\n  tokens_file: tokens\n").find("absolute path"), std::string::npos);
+    EXPECT_NE(parse_error(kMinimal + "api:\n  tls_cert: /a.pem\n").find("tls_cert and tls_key together"),
+              std::string::npos);
+    EXPECT_NE(parse_error(kMinimal + "api:\n  max_queries: 0\n").find("api.max_queries"), std::string::npos);
 }
 
 }  // namespace

@@ -35,7 +35,8 @@ struct FrameSpec {
     std::array<uint8_t, 16> src6{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     std::array<uint8_t, 16> dst6{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
     uint8_t proto = 6;               // 6 tcp, 17 udp, 1 icmp, 58 icmpv6
-    uint16_t sport = 40000, dport = 80;
+    uint16_t sport = 40000, dport = 80;   // also SCTP's
+    uint8_t icmp_type = 8, icmp_code = 0; // ICMP / ICMPv6 (and the first bytes of other protocols)
     unsigned ip_options_words = 0;   // IPv4 options (32-bit words)
     uint16_t frag_offset = 0;        // IPv4/IPv6 fragment offset (8-byte units)
     bool more_fragments = false;
@@ -69,8 +70,10 @@ inline Bytes frame(const FrameSpec& s) {
         l4.push_back(0x50); l4.push_back(0x18); put16(l4, 65535); put16(l4, 0); put16(l4, 0);
     } else if (s.proto == 17) {
         put16(l4, s.sport); put16(l4, s.dport); put16(l4, uint16_t(8 + s.payload)); put16(l4, 0);
+    } else if (s.proto == 132) {
+        put16(l4, s.sport); put16(l4, s.dport); put32(l4, 0x1234); put32(l4, 0);  // verification tag, checksum
     } else {
-        l4.push_back(8); l4.push_back(0); put16(l4, 0); put32(l4, 7);
+        l4.push_back(s.icmp_type); l4.push_back(s.icmp_code); put16(l4, 0); put32(l4, 7);
     }
     put32(l4, s.tag);
     for (uint32_t i = 4; i < s.payload; ++i) l4.push_back(uint8_t(i));

@@ -1,0 +1,89 @@
+#include "api/commands.hpp"
+
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "api/query.hpp"
+#include "api/remote.hpp"
+#include "api/server.hpp"
+
+namespace linecap::api {
+namespace {
+
+// The last value given for `name` (as the store commands read their options).
+std::optional<std::string> get(const store::ToolOptions& options, const std::string& name) {
+    std::optional<std::string> v;
+    for (const auto& [n, value] : options)
+        if (n == name) v = value;
+    return v;
+}
+
+int usage(const std::string& message) {
+    store::print_usage_error(message);
+    return store::kExitUsage;
+}
+
+}  // namespace
+
+int serve_command(const store::ToolOptions& options) {
+    for (const auto& [name, value] : options)
+        if (name != "--config" && name != "--dir" && name != "--template")
+            return usage("serve takes --config, --dir and --template, not " + name);
+    const auto config = get(options, "--config");
+    if (!config) return usage("serve needs --config FILE (its api: section)");
+    return serve_main(*config, get(options, "--dir").value_or(""), get(options, "--template").value_or(""));
+}
+
+int extract_remote_command(const store::ToolOptions& options) {
+    RemoteOptions r;
+    const std::string list = get(options, "--remote").value_or("");
+    for (size_t start = 0; start <= list.size();) {
+        size_t end = list.find(',', start);
+        if (end == std::string::npos) end = list.size();
+        if (end > start) r.urls.push_back(list.substr(start, end - start));
+        start = end + 1;
+    }
+    if (r.urls.empty()) return usage("--remote: expected URL[,URL...]");
+    for (const auto& u : r.urls)
+        if (!u.starts_with("http://") && !u.starts_with("https://"))
+            return usage("--remote: '" + u + "' is not an http:// or https:// URL");
+    for (const char* local_only : {"--dir", "--config", "--template", "--no-index", "--accept-damaged"})
+        if (get(options, local_only)) return usage(std::string("--remote and ") + local_only + " exclude each other");
+    r.cert = get(options, "--cert").value_or("");
+    r.key = get(options, "--key").value_or("");
+    r.cacert = get(options, "--cacert").value_or("");
+    r.token_file = get(options, "--token-file").value_or("");
+    if (auto t = get(options, "--remote-timeout"); t && !store::parse_count(*t, 1, 86400, &r.stall_timeout_s))
+        return usage("--remote-timeout: expected 1..86400 seconds");
+    const std::string format = get(options, "--format").value_or("pcapng");
+    if (format != "pcapng" && format != "pcap") return usage("--format: expected pcap or pcapng, not '" + format + "'");
+    r.pcapng = format == "pcapng";
+    // The query is checked here as the servers will check it, so a typo fails at once.
+    for (const char* name : {"--from", "--to", "--filter", "--community-id", "--max-bytes"}) {
+        if (auto v = get(options, name)) {
+            std::string key = std::string(name).substr(2);
+            for (char& ch : key)
+                if (ch == '-') ch = '_';
+            r.params.emplace_back(key, *v);
+        }
+    }
+    if (auto q = parse_query(QueryKind::packets, r.params); !q) return usage(q.error().message);
+    r.on_error = [](const std::string& m) { store::print_line("error", m); };
+    const auto out = get(options, "-o");
+    if (!out || out->empty()) return usage("-o OUT (or -o - for stdout) is required");
+    Result<RemoteReport> report = runtime_error("not run");
+    const int rc = store::write_extract_output(*out, "", [&](int fd) {
+        report = extract_remote(r, fd);
+        return report.ok();
+    });
+    if (rc != store::kExitOk) return rc;
+    if (!report) return store::print_line("error", report.error().message), store::kExitErrors;
+    if (get(options, "-v"))
+        std::fprintf(stderr, "linecap: %llu packets from %zu appliance(s); %zu failed\n",
+                     static_cast<unsigned long long>(report->packets_written), report->appliances_ok,
+                     report->appliances_failed);
+    return report->errors.empty() ? store::kExitOk : store::kExitErrors;
+}
+
+}  // namespace linecap::api

@@ -1,0 +1,46 @@
+// `linecap serve`: the retrieval API over HTTP(S) (doc/api.md).
+//
+//   GET /                  the page (status, query form, size, download)
+//   GET /api/v1/packets    streams the pcap `linecap extract` writes for the same query
+//   GET /api/v1/size       {packets, bytes, ...} of that answer, without the packets
+//   GET /api/v1/files      the capture files of a time range
+//   GET /api/v1/status     ports, rates, drops by reason, disk, retention horizon
+//
+// A separate process from linecapd, on purpose: it runs unprivileged with read-only
+// access to the store, at idle CPU and I/O priority, and whatever a client does to it
+// (or it does wrong) cannot take the capture down; it reads linecapd's state from
+// linecapd's own metrics endpoint. Packet answers are the store library's extract()
+// (store/extract.hpp) writing into a pipe on a thread of their own; the HTTP thread
+// sends what comes out as chunks and ends with a trailer saying how the answer ended.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "config/config.hpp"
+#include "util/result.hpp"
+
+namespace linecap::api {
+
+class ApiServer {
+public:
+    // Checks the configuration (TLS files, tokens file permissions, loopback rules, audit
+    // log) and binds the listener. Errors are config errors naming the key or file.
+    static Result<std::unique_ptr<ApiServer>> create(const Config& config);
+    ~ApiServer();
+    // Serves until stop() (from another thread or a signal handler thread).
+    Status run();
+    void stop();
+    // "http://127.0.0.1:8080" / "https://…": where it listens (the port resolved).
+    std::string url() const;
+
+private:
+    ApiServer();
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// The `linecap serve` command: --config FILE [--dir DIR] [--template T].
+int serve_main(const std::string& config_path, const std::string& dir_override, const std::string& template_override);
+
+}  // namespace linecap::api

@@ -1,0 +1,41 @@
+// /api/v1/status: what linecapd says about itself (its Prometheus endpoint, scraped on
+// each request: ports, link, rates, drops by reason, retention, the file system of the
+// store) plus what the store says (files, oldest and newest packet time from the names).
+// linecapd being down is reported, not an error: the store can still be queried.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace linecap::api {
+
+// One sample of the Prometheus text format.
+struct MetricSample {
+    std::string name;
+    std::map<std::string, std::string> labels;
+    double value = 0;
+};
+
+// Parses the text exposition format; lines it cannot read are skipped.
+std::vector<MetricSample> parse_prometheus_text(const std::string& text);
+
+class StatusSource {
+public:
+    explicit StatusSource(const Config& config);
+    std::string json(unsigned queries_running, unsigned max_queries);
+
+private:
+    Config config_;
+    std::string metrics_url_;
+    std::mutex mu_;  // the previous scrape, for rates
+    std::map<std::string, double> previous_;
+    std::chrono::steady_clock::time_point previous_at_{};
+};
+
+}  // namespace linecap::api
