@@ -42,23 +42,13 @@
 #include "store/compress.hpp"
 #include "store/extract.hpp"
 #include "store/index_format.hpp"
+#include "xorshift.hpp"
 
 using namespace linecap;
 
 namespace {
 
 constexpr uint64_t kT0 = 1796004600000000000ull;  // 2026-11-30T02:10:00Z
-
-struct Rng {
-    uint64_t s;
-    uint64_t next() {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        return s;
-    }
-    uint32_t below(uint32_t n) { return static_cast<uint32_t>((next() >> 11) % n); }
-};
 
 void put16(std::vector<uint8_t>& b, uint16_t v) {
     b.push_back(uint8_t(v >> 8));

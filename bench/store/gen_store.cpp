@@ -29,20 +29,9 @@
 #include "config/config.hpp"
 #include "output/layout.hpp"
 #include "format/pcap_format.hpp"
+#include "../xorshift.hpp"
 
 namespace {
-
-struct Rng {
-    uint64_t s;
-    uint64_t next() {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        return s;
-    }
-    uint32_t below(uint32_t n) { return static_cast<uint32_t>((next() >> 11) % n); }
-    double unit() { return static_cast<double>(next() >> 11) / 9007199254740992.0; }
-};
 
 enum class Kind { tcp4, udp4, tcp6, udp6, icmp4, arp };
 
