@@ -106,7 +106,10 @@ extract_host() {  # $1: expected status, $2: what stderr must say about the vict
 }
 extract_host 3 "index older than the file"
 extract_host 0 "index older than the file" --accept-damaged
-"$LINECAP" --help | grep -q -- "--accept-damaged" || fail "--help does not document --accept-damaged"
+# Read the whole help first: grep -q stops at the first match, and under pipefail the
+# SIGPIPE of a writer still writing would read as a failure.
+help_text=$("$LINECAP" --help)
+grep -q -- "--accept-damaged" <<<"$help_text" || fail "--help does not document --accept-damaged"
 log "before the scrub: the changed file's stale index is noticed (exit 3), the answer is tcpdump's"
 
 # --- the scrub finds it ----------------------------------------------------------------
