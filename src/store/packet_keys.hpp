@@ -90,21 +90,4 @@ bool flow_key(const uint8_t* frame, uint32_t caplen, FlowKey& key);
 // describe Ethernet with its FCS in the captured bytes, read as libpcap reads them.
 std::string link_type_problem(const format::Interface& interface, uint64_t offset);
 
-// The layout walk the keys (and the Community ID, store/community_id.hpp) are read with.
-// Ethernet and its VLAN tags: the EtherType after the last tag and the offset where the
-// network layer starts; false when the frame ends first.
-bool link_layer(const uint8_t* frame, uint32_t caplen, uint16_t& ethertype, uint32_t& l3);
-
-// The upper-layer protocol of an IPv6 packet at `l3`, after hop-by-hop, routing,
-// fragment, destination options, mobility and AH headers (up to 8): its number, frame
-// offset, and whether this is the first fragment (the only one with the upper header).
-// complete = false: the frame ends inside the IPv6 or an extension header.
-struct Ipv6UpperLayer {
-    uint8_t proto = 0;
-    uint64_t offset = 0;
-    bool first_fragment = true;
-    bool complete = false;
-};
-Ipv6UpperLayer ipv6_upper_layer(const uint8_t* frame, uint32_t caplen, uint32_t l3);
-
 }  // namespace linecap::store
