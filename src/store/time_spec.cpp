@@ -1,7 +1,6 @@
 #include "store/time_spec.hpp"
 
-#include <cstdio>
-#include <ctime>
+#include "output/manifest.hpp"  // format_utc_ns: one formatter of capture times
 
 namespace linecap::store {
 namespace {
@@ -150,14 +149,6 @@ Result<uint64_t> parse_time(std::string_view s) {
     return to_ns(s, static_cast<uint64_t>(days_from_civil(year, month, day)) * 86400, 0);
 }
 
-std::string format_time(uint64_t ns) {
-    const time_t secs = static_cast<time_t>(ns / kNs);
-    struct tm utc {};
-    gmtime_r(&secs, &utc);
-    char text[64];
-    std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%09lluZ", utc.tm_year + 1900, utc.tm_mon + 1,
-                  utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<unsigned long long>(ns % kNs));
-    return text;
-}
+std::string format_time(uint64_t ns) { return format_utc_ns(ns); }
 
 }  // namespace linecap::store
