@@ -12,6 +12,7 @@ def fsbench_write(directory, mib, block_kb, fsync, direct=False, file_mib=256, b
     """Sequential 1 MiB-style writes of `mib` MiB into files of `file_mib` MiB; with
     `budget_mib` the files are kept and the oldest deleted beyond the budget (as linecapd's
     retention does), else each is deleted when written."""
+    os.sync()  # as run_linecapd: nobody else's writeback in this window
     args = NICE + [FSBENCH, "write", directory, str(mib), "--block", str(block_kb), "--file", str(file_mib)]
     if fsync:
         args.append("--fsync")
