@@ -38,6 +38,7 @@ linecapd variant for A/B comparisons appends `+key=value` settings, e.g.
   linecapd+index=false            output.index (default true, as shipped)
   linecapd+lcores=0@1/1@1         eal.lcores ("/" for ","): here the main lcore, and with it the
                                   writer, hasher and indexer threads, on the worker's CPU 1
+  linecapd+bg_cpu=1               the hasher's and indexer's CPU affinity set from outside (0, 1, all)
   linecapd+keep_s=0               seconds the janitor keeps a finished file (default 2, for the indexer)
 
 First a trial at tcpreplay's top speed tells the generator's ceiling; a tool that loses
@@ -72,7 +73,7 @@ LINECAP = os.path.join(os.path.dirname(bench.LINECAPD), "linecap")
 XDP_ARGS = "start_queue=0,queue_count=1,busy_budget=0"
 LIVE_DEVICE = "net_af_xdp0,iface={iface}," + XDP_ARGS
 LIVE_SETTINGS = {"prio": None, "desc": 4096, "budget": 0, "writer_cpu": None, "idle_us": None,
-                 "xprio": None, "xwprio": None, "manifest": "true", "index": "true", "keep_s": "2", "lcores": "0-1"}
+                 "xprio": None, "xwprio": None, "manifest": "true", "index": "true", "keep_s": "2", "lcores": "0-1", "bg_cpu": None}
 AF_PACKET_DEVICE = "net_af_packet0,iface={iface},qpairs=1,blocksz=4096,framesz=2048,framecnt=65536"
 
 ALL_CPUS = f"0-{os.cpu_count() - 1}"
@@ -255,10 +256,11 @@ metrics:
         self.janitor.start()
         bench.wait_until(lambda: "capture running" in self.proc.text(), 60, "linecapd start", self.proc)
         bench.wait_until(lambda: bench._scrape_ok(self.url), 30, "linecapd metrics", self.proc)
-        if s["writer_cpu"] is not None:
-            cpus = set(range(os.cpu_count())) if s["writer_cpu"] == "all" else {int(s["writer_cpu"])}
-            for tid in thread_ids(self.proc.p.pid, "lc-writer"):
-                os.sched_setaffinity(tid, cpus)
+        for key, prefixes in (("writer_cpu", ("lc-writer",)), ("bg_cpu", ("lc-hash", "lc-indexer"))):
+            if s[key] is not None:
+                cpus = set(range(os.cpu_count())) if s[key] == "all" else {int(s[key])}
+                for tid in thread_ids(self.proc.p.pid, *prefixes):
+                    os.sched_setaffinity(tid, cpus)
         # From outside, for A/B before a setting is in the daemon: worker / writer threads.
         # (DPDK names its lcore threads lcore-worker-N; Debian's 22.11 build rte-worker-N.)
         for key, prefixes in (("xprio", ("lcore-worker", "rte-worker")), ("xwprio", ("lc-writer",))):
