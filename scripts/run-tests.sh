@@ -179,16 +179,32 @@ if [[ ${LINECAP_SKIP_DEPS:-0} != 1 ]]; then
     run_child bash scripts/install-deps.sh || { STAGE_FAILED="install-deps (see above)"; exit 1; }
 fi
 
+# The test tools are Python programs, started several hundred times in a run. A python3
+# that comes first on PATH may be a version manager's shim (pyenv's took 2.1 s per start at
+# load 9, Debian's interpreter 0.24 s: a minute of one test's 2.5) and need not have the
+# Debian modules the tests use (python3-yaml). Tests and meson's find_program('python3')
+# get Debian's, through a link in the build directory put first on PATH.
+debian_python_first() {
+    [[ -x /usr/bin/python3 && $(command -v python3) != /usr/bin/python3 ]] || return 0
+    mkdir -p -- "$BUILD/.python" && ln -sfn /usr/bin/python3 "$BUILD/.python/python3" || return 0
+    PATH=$(realpath -- "$BUILD/.python"):$PATH
+    export PATH
+    note "python3 for the tests: /usr/bin/python3 (not $(PATH=${PATH#*:} command -v python3))"
+}
+
 step "configure ($BUILD)"
 setup_args=(-Dbench=true)
 if [[ -f $BUILD/meson-private/coredata.dat ]]; then
+    debian_python_first
     if ! run_child meson setup --reconfigure "$BUILD" "${setup_args[@]}"; then
         note "reconfigure failed; configuring $BUILD from scratch"
         rm -rf -- "$BUILD"
+        debian_python_first
         run_child meson setup "$BUILD" "${setup_args[@]}" || { STAGE_FAILED="meson setup (see above)"; exit 1; }
     fi
 else
     [[ ! -e $BUILD ]] || rm -rf -- "$BUILD"
+    debian_python_first
     run_child meson setup "$BUILD" "${setup_args[@]}" || { STAGE_FAILED="meson setup (see above)"; exit 1; }
 fi
 
