@@ -57,11 +57,12 @@ extra_debs() {
         mv "$DIR/.dpkg-status" "$DIR/dpkg-status"
     fi
     local extra=$DIR/extra-debs uris
-    local apt=(apt-get -q -y -o "Dir::State::status=$DIR/dpkg-status" -o "Dir::Cache::archives=$extra"
-        -o Debug::NoLocking=1 -o APT::Install-Recommends=true)
-    mkdir -p "$extra/partial"
-    # The files apt would fetch (--print-uris: 'URI' FILE SIZE HASH; DEB itself is a file: URI).
-    uris=$("${apt[@]}" --print-uris install "$DEB" 2>"$extra.log") \
+    local apt=(apt-get -q -y -o "Dir::State::status=$DIR/dpkg-status" -o Debug::NoLocking=1
+        -o APT::Install-Recommends=true)
+    mkdir -p "$extra/partial" "$DIR/.no-archives/partial"
+    # The files apt would fetch (--print-uris: 'URI' FILE SIZE HASH; DEB itself is a file: URI),
+    # asked with an empty archive directory: apt leaves out what its archives already hold.
+    uris=$("${apt[@]}" -o "Dir::Cache::archives=$DIR/.no-archives" --print-uris install "$DEB" 2>"$extra.log") \
         || { cat "$extra.log" >&2; log "apt cannot resolve the dependencies of $DEB against the image (apt-get update?)"; return 1; }
     local -A want=()
     local f
@@ -73,12 +74,12 @@ extra_debs() {
         if [[ -e $f && -z ${want[${f##*/}]:-} ]]; then rm -f "$f"; fi
     done
     if ((${#want[@]} > 0)); then
-        "${apt[@]}" --download-only install "$DEB" >>"$extra.log" 2>&1 \
+        "${apt[@]}" -o "Dir::Cache::archives=$extra" --download-only install "$DEB" >>"$extra.log" 2>&1 \
             || { cat "$extra.log" >&2; log "downloading the dependencies the image lacks failed"; return 1; }
         rm -f "$extra/${DEB##*/}"
         log "the image lacks ${#want[@]} package(s) $(basename "$DEB") depends on, downloaded into $extra: ${!want[*]}"
     fi
-    rm -rf "$extra/partial"
+    rm -rf "$extra/partial" "$DIR/.no-archives"
 }
 
 mkdir -p "$IMAGES"
