@@ -40,6 +40,9 @@ if ! podman image exists "$BASE"; then
     podman import -q "$IMAGE/rootfs.tar" "$BASE" >/dev/null || fail "podman import of $IMAGE/rootfs.tar failed"
     say "podman import: $BASE in $((SECONDS - start))s"
 fi
+# The base images of other image keys go: image.sh keeps one image, this keeps its import.
+podman images --format '{{.Repository}}:{{.Tag}}' | grep '^localhost/linecap-base:' | grep -vxF "$BASE" \
+    | xargs -r podman rmi >/dev/null 2>&1 || true
 
 TAG=localhost/linecap-test:$$
 CTX=$T/context

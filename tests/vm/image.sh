@@ -9,6 +9,8 @@
 #   id_ed25519     the key the tests log in with (root, over the guest's management NIC)
 #   packages-pulled  what `apt install ./linecap_*.deb` added to the bare system
 #   build-seconds  how long the build took
+#   dpkg-status    the image's dpkg database (/var/lib/dpkg/status), read from disk.img
+#   extra-debs/    the dependencies of DEB that the image lacks (below); often empty
 #
 # The root is a bare Debian 12 (required + important priority) plus a kernel, udev, iproute2,
 # pciutils and an ssh server - and linecap's dependencies: the image build installs the
@@ -16,10 +18,17 @@
 # in. Each test run then installs the package under test offline, so a dependency the
 # package does not declare makes the install (or linecapd) fail there.
 #
-# The cache key is a hash of the inputs: this script and the package's declared
-# dependencies (Depends/Pre-Depends/Recommends). Anything else changing in the package
-# needs no new image. Environment: LINECAP_VM_CACHE (default /var/cache/linecap-vm),
-# LINECAP_MIRROR (default http://deb.debian.org/debian). Needs root, mmdebstrap, mkfs.ext4.
+# The cache key hashes what goes into the image and nothing else: the recipe (this script
+# from the line "# ---- the recipe" to its end, comments included), the base packages, the
+# suite and the mirror. Not the package: a package that declares a dependency the image
+# lacks (a library linecap started to link) keeps the image, and gets the missing .debs
+# from the mirror instead, resolved by apt against the image's own dpkg database, in
+# extra-debs/ (exactly what this DEB needs beyond the image, replaced on every call);
+# vm_test.sh installs them with the package, still offline. Rebuilding the image takes
+# minutes on a quiet machine and over an hour on a loaded one (tests/README.md).
+# Environment: LINECAP_VM_CACHE (default /var/cache/linecap-vm), LINECAP_MIRROR (default
+# http://deb.debian.org/debian). Needs root, mmdebstrap, mkfs.ext4, debugfs (e2fsprogs), and
+# for extra-debs current apt lists on the host (apt-get update).
 set -euo pipefail
 
 DEB=$(realpath "${1:?usage: image.sh DEB}")
@@ -32,25 +41,60 @@ BASE_PACKAGES=systemd-sysv,linux-image-amd64,udev,kmod,iproute2,pciutils,openssh
 
 log() { printf '%(%H:%M:%S)T image: %s\n' -1 "$*" >&2; }
 
-# The names only (versions and order dropped): a rebuilt package with the same dependencies
-# keeps the image.
-deps=$(dpkg-deb -f "$DEB" Pre-Depends Depends Recommends | sed 's/^[A-Za-z-]*://' | tr ',|' '\n\n' \
-    | sed 's/([^)]*)//; s/[[:space:]]//g' | sed '/^$/d' | sort -u)
-key=$( { cat "${BASH_SOURCE[0]}"; echo "$BASE_PACKAGES $SUITE $MIRROR"; echo "$deps"; } | sha256sum | cut -c1-16)
+key=$( { sed -n '/^# ---- the recipe/,$p' "${BASH_SOURCE[0]}"; echo "$BASE_PACKAGES $SUITE $MIRROR"; } \
+    | sha256sum | cut -c1-16)
 IMAGES=$CACHE_ROOT/image
 DIR=$IMAGES/$key
-if [[ -s $DIR/disk.img && -s $DIR/rootfs.tar && -f $DIR/build-seconds ]]; then
-    log "cached: $DIR"
-    echo "$DIR"
-    exit 0
-fi
+
+# extra_debs: fills $DIR/extra-debs with the .debs of DEB's dependencies (Depends,
+# Pre-Depends, Recommends, and theirs) that the image does not hold at a version that
+# satisfies them: `apt-get --download-only` with the image's dpkg database as the status.
+extra_debs() {
+    if [[ ! -s $DIR/dpkg-status ]]; then
+        # debugfs reads the one file out of the ext4 image (the tar would be read whole).
+        debugfs -R 'cat /var/lib/dpkg/status' "$DIR/disk.img" >"$DIR/.dpkg-status" 2>/dev/null || true
+        grep -q '^Package: ' "$DIR/.dpkg-status" || { log "cannot read /var/lib/dpkg/status from $DIR/disk.img"; return 1; }
+        mv "$DIR/.dpkg-status" "$DIR/dpkg-status"
+    fi
+    local extra=$DIR/extra-debs uris
+    local apt=(apt-get -q -y -o "Dir::State::status=$DIR/dpkg-status" -o Debug::NoLocking=1
+        -o APT::Install-Recommends=true)
+    mkdir -p "$extra/partial" "$DIR/.no-archives/partial"
+    # The files apt would fetch (--print-uris: 'URI' FILE SIZE HASH; DEB itself is a file: URI),
+    # asked with an empty archive directory: apt leaves out what its archives already hold.
+    uris=$("${apt[@]}" -o "Dir::Cache::archives=$DIR/.no-archives" --print-uris install "$DEB" 2>"$extra.log") \
+        || { cat "$extra.log" >&2; log "apt cannot resolve the dependencies of $DEB against the image (apt-get update?)"; return 1; }
+    local -A want=()
+    local f
+    while read -r _ f _; do
+        if [[ -n $f ]]; then want[$f]=1; fi
+    done < <(grep "^'" <<<"$uris" | grep -v "^'file:" || true)
+    # Downloads left by another package's run go: the guest gets exactly what DEB needs.
+    for f in "$extra"/*.deb; do
+        if [[ -e $f && -z ${want[${f##*/}]:-} ]]; then rm -f "$f"; fi
+    done
+    if ((${#want[@]} > 0)); then
+        "${apt[@]}" -o "Dir::Cache::archives=$extra" --download-only install "$DEB" >>"$extra.log" 2>&1 \
+            || { cat "$extra.log" >&2; log "downloading the dependencies the image lacks failed"; return 1; }
+        rm -f "$extra/${DEB##*/}"
+        log "the image lacks ${#want[@]} package(s) $(basename "$DEB") depends on, downloaded into $extra: ${!want[*]}"
+    fi
+    rm -rf "$extra/partial" "$DIR/.no-archives"
+}
 
 mkdir -p "$IMAGES"
 # One builder at a time; a second caller waits for the first and then finds it done.
 exec 9>"$IMAGES/.lock"
 flock 9
-if [[ -s $DIR/disk.img && -f $DIR/build-seconds ]]; then echo "$DIR"; exit 0; fi
+if [[ -s $DIR/disk.img && -s $DIR/rootfs.tar && -f $DIR/build-seconds ]]; then
+    log "cached: $DIR"
+    extra_debs || exit 1
+    echo "$DIR"
+    exit 0
+fi
 
+# ---- the recipe: from here to the end, everything goes into the image key (above). A new
+# image holds every dependency of DEB, so it needs no extra-debs.
 start=$SECONDS
 WORK=$(mktemp -d "$IMAGES/.build-$key.XXXXXX")
 trap 'rm -rf --one-file-system "$WORK"' EXIT
