@@ -236,19 +236,29 @@ uint64_t sidecar_bytes(const std::string& dir, const std::string& name) {
 }
 
 struct ExtractTimes {
-    double plain_s = 0, compressed_s = 0;
+    double plain_s = 0, compressed_s = 0;          // wall clock
+    double plain_cpu_s = 0, compressed_cpu_s = 0;  // this thread's CPU time (what a loaded machine does not inflate)
     uint64_t packets = 0;
     uint64_t blocks_read = 0, blocks_total = 0;
 };
 
-store::ExtractReport run_extract_once(const std::string& dir, const std::string& filter, double* seconds) {
+double thread_cpu_seconds() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+store::ExtractReport run_extract_once(const std::string& dir, const std::string& filter, double* seconds,
+                                      double* cpu_seconds) {
     const int fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
     store::ExtractOptions o;
     o.directory = dir;
     o.filter = filter;
+    const double cpu0 = thread_cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
     auto r = store::extract(o, fd);
     *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    *cpu_seconds = thread_cpu_seconds() - cpu0;
     ::close(fd);
     if (!r || !r->errors.empty()) {
         std::fprintf(stderr, "extract failed in %s\n", dir.c_str());
@@ -260,14 +270,16 @@ store::ExtractReport run_extract_once(const std::string& dir, const std::string&
 // `runs` warm extractions of each, plain and compressed taking turns (a machine whose load
 // changes during the runs slows both sides alike); the medians.
 ExtractTimes extract_times(const std::string& plain, const std::string& packed, const std::string& filter, int runs) {
-    std::vector<double> a, b;
+    std::vector<double> a, b, ca, cb;
     ExtractTimes t;
     for (int i = 0; i < runs; ++i) {
-        double s = 0;
-        const store::ExtractReport ra = run_extract_once(plain, filter, &s);
+        double s = 0, cpu = 0;
+        const store::ExtractReport ra = run_extract_once(plain, filter, &s, &cpu);
         a.push_back(s);
-        const store::ExtractReport rb = run_extract_once(packed, filter, &s);
+        ca.push_back(cpu);
+        const store::ExtractReport rb = run_extract_once(packed, filter, &s, &cpu);
         b.push_back(s);
+        cb.push_back(cpu);
         if (ra.packets_written != rb.packets_written || ra.blocks_read != rb.blocks_read) {
             std::fprintf(stderr, "'%s': %llu packets, %llu blocks uncompressed; %llu packets, %llu blocks compressed\n",
                          filter.c_str(), static_cast<unsigned long long>(ra.packets_written),
@@ -280,10 +292,14 @@ ExtractTimes extract_times(const std::string& plain, const std::string& packed, 
         t.blocks_read = ra.blocks_read;
         t.blocks_total = ra.blocks_total;
     }
-    std::sort(a.begin(), a.end());
-    std::sort(b.begin(), b.end());
-    t.plain_s = a[a.size() / 2];
-    t.compressed_s = b[b.size() / 2];
+    const auto median = [](std::vector<double>& v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    t.plain_s = median(a);
+    t.compressed_s = median(b);
+    t.plain_cpu_s = median(ca);
+    t.compressed_cpu_s = median(cb);
     return t;
 }
 
@@ -371,16 +387,17 @@ int main(int argc, char** argv) {
     std::printf("\nextract over the mix (%.1f MB pcap, %.1f MB compressed), median of %d warm runs each, the two "
                 "files taking turns; load average %s:\n\n",
                 mix_pcap / 1e6, mix_zst / 1e6, runs, loadavg().c_str());
-    std::printf("| query | packets | blocks read | uncompressed s | compressed s | compressed / uncompressed |\n"
-                "| --- | --- | --- | --- | --- | --- |\n");
+    std::printf("| query | packets | blocks read | uncompressed s | compressed s | compressed / uncompressed | CPU "
+                "s uncompressed | CPU s compressed | CPU ratio |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     const char* queries[] = {"host 198.19.0.9 and tcp port 80", "udp port 53", ""};
     for (const char* q : queries) {
         (void)extract_times(plain, packed, q, 1);  // warm-up: page cache, allocator
         const ExtractTimes t = extract_times(plain, packed, q, runs);
-        std::printf("| %s | %llu | %llu of %llu | %.4f | %.4f | %.2f× |\n", *q ? q : "(everything)",
-                    static_cast<unsigned long long>(t.packets), static_cast<unsigned long long>(t.blocks_read),
-                    static_cast<unsigned long long>(t.blocks_total), t.plain_s, t.compressed_s,
-                    t.compressed_s / t.plain_s);
+        std::printf("| %s | %llu | %llu of %llu | %.4f | %.4f | %.2f× | %.4f | %.4f | %.2f× |\n",
+                    *q ? q : "(everything)", static_cast<unsigned long long>(t.packets),
+                    static_cast<unsigned long long>(t.blocks_read), static_cast<unsigned long long>(t.blocks_total),
+                    t.plain_s, t.compressed_s, t.compressed_s / t.plain_s, t.plain_cpu_s, t.compressed_cpu_s,
+                    t.compressed_cpu_s / t.plain_cpu_s);
         std::fflush(stdout);
     }
 
