@@ -1,6 +1,6 @@
 // linecap_compress_bench: what output.compress buys and costs, on a stated traffic mix.
 //
-//   linecap_compress_bench [--dir DIR] [--mb-per-kind 96] [--level 3] [--gbps 1]
+//   linecap_compress_bench [--dir DIR] [--mb-per-kind 96] [--level 3] [--gbps 1] [--runs 5] [--keep]
 //
 // Generates four kinds of traffic, each as its own capture file (nanosecond pcap, Ethernet/
 // IPv4, default template names), deterministic (fixed seeds):
@@ -17,7 +17,8 @@
 // normal priority — and the table shows: ratio (pcap bytes / compressed bytes), CPU
 // seconds per GB of pcap (thread CPU time: compression, the read-back check, hashing),
 // and for the mix: extract time over the compressed file against the same file
-// uncompressed (median of 5 warm runs, three queries), and the retention horizon per TB
+// uncompressed (three queries; median of --runs warm runs, the two files taking turns so
+// a change of load meanwhile slows both alike), and the retention horizon per TB
 // at --gbps of that traffic (capture files + index + manifest), compression on and off.
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -234,25 +235,72 @@ uint64_t sidecar_bytes(const std::string& dir, const std::string& name) {
     return n;
 }
 
-double extract_seconds(const std::string& dir, const std::string& filter, uint64_t* packets) {
-    std::vector<double> times;
-    for (int i = 0; i < 5; ++i) {
-        const int fd = ::open("/dev/null", O_WRONLY);
-        store::ExtractOptions o;
-        o.directory = dir;
-        o.filter = filter;
-        const auto t0 = std::chrono::steady_clock::now();
-        auto r = store::extract(o, fd);
-        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        ::close(fd);
-        if (!r || !r->errors.empty()) {
-            std::fprintf(stderr, "extract failed in %s\n", dir.c_str());
+struct ExtractTimes {
+    double plain_s = 0, compressed_s = 0;          // wall clock
+    double plain_cpu_s = 0, compressed_cpu_s = 0;  // this thread's CPU time (what a loaded machine does not inflate)
+    uint64_t packets = 0;
+    uint64_t blocks_read = 0, blocks_total = 0;
+};
+
+double thread_cpu_seconds() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+store::ExtractReport run_extract_once(const std::string& dir, const std::string& filter, double* seconds,
+                                      double* cpu_seconds) {
+    const int fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    store::ExtractOptions o;
+    o.directory = dir;
+    o.filter = filter;
+    const double cpu0 = thread_cpu_seconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = store::extract(o, fd);
+    *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    *cpu_seconds = thread_cpu_seconds() - cpu0;
+    ::close(fd);
+    if (!r || !r->errors.empty()) {
+        std::fprintf(stderr, "extract failed in %s\n", dir.c_str());
+        std::exit(1);
+    }
+    return std::move(r.value());
+}
+
+// `runs` warm extractions of each, plain and compressed taking turns (a machine whose load
+// changes during the runs slows both sides alike); the medians.
+ExtractTimes extract_times(const std::string& plain, const std::string& packed, const std::string& filter, int runs) {
+    std::vector<double> a, b, ca, cb;
+    ExtractTimes t;
+    for (int i = 0; i < runs; ++i) {
+        double s = 0, cpu = 0;
+        const store::ExtractReport ra = run_extract_once(plain, filter, &s, &cpu);
+        a.push_back(s);
+        ca.push_back(cpu);
+        const store::ExtractReport rb = run_extract_once(packed, filter, &s, &cpu);
+        b.push_back(s);
+        cb.push_back(cpu);
+        if (ra.packets_written != rb.packets_written || ra.blocks_read != rb.blocks_read) {
+            std::fprintf(stderr, "'%s': %llu packets, %llu blocks uncompressed; %llu packets, %llu blocks compressed\n",
+                         filter.c_str(), static_cast<unsigned long long>(ra.packets_written),
+                         static_cast<unsigned long long>(ra.blocks_read),
+                         static_cast<unsigned long long>(rb.packets_written),
+                         static_cast<unsigned long long>(rb.blocks_read));
             std::exit(1);
         }
-        *packets = r->packets_written;
+        t.packets = ra.packets_written;
+        t.blocks_read = ra.blocks_read;
+        t.blocks_total = ra.blocks_total;
     }
-    std::sort(times.begin(), times.end());
-    return times[2];
+    const auto median = [](std::vector<double>& v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    t.plain_s = median(a);
+    t.compressed_s = median(b);
+    t.plain_cpu_s = median(ca);
+    t.compressed_cpu_s = median(cb);
+    return t;
 }
 
 std::string loadavg() {
@@ -269,14 +317,20 @@ int main(int argc, char** argv) {
     uint64_t mb = 96;
     int level = store::kDefaultCompressLevel;
     double gbps = 1.0;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    int runs = 5;
+    bool keep = false;
+    for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--dir") root = argv[i + 1];
-        else if (a == "--mb-per-kind") mb = std::strtoull(argv[i + 1], nullptr, 10);
-        else if (a == "--level") level = std::atoi(argv[i + 1]);
-        else if (a == "--gbps") gbps = std::atof(argv[i + 1]);
+        const bool has_value = i + 1 < argc;
+        if (a == "--keep") keep = true;
+        else if (a == "--dir" && has_value) root = argv[++i];
+        else if (a == "--mb-per-kind" && has_value) mb = std::strtoull(argv[++i], nullptr, 10);
+        else if (a == "--level" && has_value) level = std::atoi(argv[++i]);
+        else if (a == "--gbps" && has_value) gbps = std::atof(argv[++i]);
+        else if (a == "--runs" && has_value) runs = std::max(1, std::atoi(argv[++i]));
         else {
-            std::fprintf(stderr, "usage: linecap_compress_bench [--dir DIR] [--mb-per-kind N] [--level N] [--gbps G]\n");
+            std::fprintf(stderr, "usage: linecap_compress_bench [--dir DIR] [--mb-per-kind N] [--level N] [--gbps G] "
+                                 "[--runs N] [--keep]\n");
             return 64;
         }
     }
@@ -330,21 +384,21 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(plain);
     generate(plain + "/" + name, kinds[4].weights, mb << 20, 17);
     finish(plain, name);
-    std::printf("\nextract over the mix (%.1f MB pcap, %.1f MB compressed), median of 5 warm runs:\n\n", mix_pcap / 1e6,
-                mix_zst / 1e6);
-    std::printf("| query | packets | uncompressed s | compressed s | compressed / uncompressed |\n| --- | --- | --- | --- | --- |\n");
+    std::printf("\nextract over the mix (%.1f MB pcap, %.1f MB compressed), median of %d warm runs each, the two "
+                "files taking turns; load average %s:\n\n",
+                mix_pcap / 1e6, mix_zst / 1e6, runs, loadavg().c_str());
+    std::printf("| query | packets | blocks read | uncompressed s | compressed s | compressed / uncompressed | CPU "
+                "s uncompressed | CPU s compressed | CPU ratio |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     const char* queries[] = {"host 198.19.0.9 and tcp port 80", "udp port 53", ""};
     for (const char* q : queries) {
-        uint64_t n1 = 0, n2 = 0;
-        const double a = extract_seconds(plain, q, &n1);
-        const double b = extract_seconds(packed, q, &n2);
-        if (n1 != n2) {
-            std::fprintf(stderr, "'%s': %llu packets uncompressed, %llu compressed\n", q,
-                         static_cast<unsigned long long>(n1), static_cast<unsigned long long>(n2));
-            return 1;
-        }
-        std::printf("| %s | %llu | %.3f | %.3f | %.2f× |\n", *q ? q : "(everything)", static_cast<unsigned long long>(n1),
-                    a, b, b / a);
+        (void)extract_times(plain, packed, q, 1);  // warm-up: page cache, allocator
+        const ExtractTimes t = extract_times(plain, packed, q, runs);
+        std::printf("| %s | %llu | %llu of %llu | %.4f | %.4f | %.2f× | %.4f | %.4f | %.2f× |\n",
+                    *q ? q : "(everything)", static_cast<unsigned long long>(t.packets),
+                    static_cast<unsigned long long>(t.blocks_read), static_cast<unsigned long long>(t.blocks_total),
+                    t.plain_s, t.compressed_s, t.compressed_s / t.plain_s, t.plain_cpu_s, t.compressed_cpu_s,
+                    t.compressed_cpu_s / t.plain_cpu_s);
+        std::fflush(stdout);
     }
 
     // Horizon: a TB holds this traffic for TB / (rate × stored bytes per pcap byte).
@@ -357,6 +411,7 @@ int main(int argc, char** argv) {
     std::printf("| off | %.4f | %.2f |\n| on (level %d) | %.4f | %.2f (%.2f×) |\n", per_byte_plain, h_plain, level,
                 per_byte_zst, h_zst, h_zst / h_plain);
     std::printf("\nmix ratio %.3f; load average at the end %s\n", mix_ratio, loadavg().c_str());
-    std::filesystem::remove_all(root);
+    // --keep: DIR/mix (compressed) and DIR/mix-plain stay, to profile `linecap extract` over them.
+    if (!keep) std::filesystem::remove_all(root);
     return 0;
 }

@@ -132,54 +132,70 @@ Result<std::unique_ptr<SeekableSource>> SeekableSource::open(std::unique_ptr<Fil
     auto table = read_seek_table(*file);
     if (!table) return table.error();
     std::unique_ptr<SeekableSource> source(new SeekableSource());
-    source->dctx_ = ZSTD_createDCtx();
-    if (source->dctx_ == nullptr) return runtime_error("zstd: cannot create a decompression context");
     source->file_ = std::move(file);
     source->table_ = std::move(table.value());
+    for (const SeekableFrame& f : source->table_.frames) {
+        source->max_compressed_ = std::max(source->max_compressed_, f.compressed_size);
+        source->max_decompressed_ = std::max(source->max_decompressed_, f.decompressed_size);
+    }
     return source;
 }
 
 SeekableSource::~SeekableSource() { ZSTD_freeDCtx(dctx_); }
 
-bool SeekableSource::load(size_t index) const {
-    if (index == cached_) return true;
+bool SeekableSource::decompress(size_t index, uint8_t* into) const {
     const SeekableFrame& f = table_.frames[index];
-    cached_ = SIZE_MAX;
-    compressed_.resize(f.compressed_size);
-    const ssize_t got = file_->read_at(compressed_.data(), f.compressed_size, f.compressed_offset);
-    if (got < 0) return false;
     const auto bad = [&](const std::string& why) {
         last_error_ = "compressed frame " + std::to_string(index) + " at offset " +
                       std::to_string(f.compressed_offset) + ": " + why;
         errno = EBADMSG;
         return false;
     };
+    if (dctx_ == nullptr && (dctx_ = ZSTD_createDCtx()) == nullptr) {
+        last_error_ = "zstd: cannot create a decompression context";
+        errno = ENOMEM;
+        return false;
+    }
+    if (!compressed_) compressed_.reset(new uint8_t[max_compressed_]);
+    const ssize_t got = file_->read_at(compressed_.get(), f.compressed_size, f.compressed_offset);
+    if (got < 0) return false;
     if (static_cast<size_t>(got) != f.compressed_size) return bad("the file ends inside it");
     // Exactly one frame: ZSTD_decompressDCtx would run on into a second one.
-    const size_t frame_size = ZSTD_findFrameCompressedSize(compressed_.data(), compressed_.size());
+    const size_t frame_size = ZSTD_findFrameCompressedSize(compressed_.get(), f.compressed_size);
     if (ZSTD_isError(frame_size) || frame_size != f.compressed_size) return bad("not one zstd frame of its table size");
-    frame_.resize(f.decompressed_size);
-    const size_t n = ZSTD_decompressDCtx(dctx_, frame_.data(), frame_.size(), compressed_.data(), compressed_.size());
+    const size_t n = ZSTD_decompressDCtx(dctx_, into, f.decompressed_size, compressed_.get(), f.compressed_size);
     if (ZSTD_isError(n)) return bad(ZSTD_getErrorName(n));
     if (n != f.decompressed_size)
         return bad("decompresses to " + std::to_string(n) + " bytes, its table says " +
                    std::to_string(f.decompressed_size));
-    cached_ = index;
     ++frames_decompressed_;
     return true;
 }
 
+bool SeekableSource::load(size_t index) const {
+    if (index == cached_) return true;
+    cached_ = SIZE_MAX;
+    if (!frame_) frame_.reset(new uint8_t[max_decompressed_]);
+    if (!decompress(index, frame_.get())) return false;
+    cached_ = index;
+    return true;
+}
+
 ssize_t SeekableSource::read_at(void* dst, size_t n, uint64_t offset) const {
+    if (n == 0 || offset >= table_.decompressed_size) return 0;
     auto* out = static_cast<uint8_t*>(dst);
     size_t done = 0;
-    while (done < n && offset + done < table_.decompressed_size) {
-        const uint64_t at = offset + done;
-        const size_t index = table_.frame_at(at);
-        if (!load(index)) return -1;
+    for (size_t index = table_.frame_at(offset); done < n && index < table_.frames.size(); ++index) {
         const SeekableFrame& f = table_.frames[index];
-        const size_t in_frame = static_cast<size_t>(at - f.decompressed_offset);
-        const size_t k = std::min(n - done, f.decompressed_size - in_frame);
-        std::memcpy(out + done, frame_.data() + in_frame, k);
+        const size_t in_frame = static_cast<size_t>(offset + done - f.decompressed_offset);
+        const size_t k = std::min<size_t>(n - done, f.decompressed_size - in_frame);
+        if (k == f.decompressed_size && index != cached_) {
+            // Wanted whole: no copy through frame_. (Whole and kept: the copy is cheaper.)
+            if (!decompress(index, out + done)) return -1;
+        } else {
+            if (!load(index)) return -1;
+            std::memcpy(out + done, frame_.get() + in_frame, k);
+        }
         done += k;
     }
     return static_cast<ssize_t>(done);

@@ -84,9 +84,13 @@ private:
     std::vector<std::pair<uint32_t, uint32_t>> sizes_;  // compressed, decompressed
 };
 
-// The decompressed bytes of a compressed capture file, read through its seek table. One
-// frame is kept decompressed, so reads that move forward (a scan, an index block after
-// another) decompress every frame once. Not thread-safe (one reader per source).
+// The decompressed bytes of a compressed capture file, read through its seek table. A
+// frame a read wants whole is decompressed straight into the caller's buffer (an indexed
+// read of one block is exactly one frame; a scan's large reads are mostly whole frames);
+// a frame it wants part of is decompressed into a buffer of the source's own and kept, so
+// the next read (the reader refilling its buffer from a record that crossed the end of
+// the last one) finds it there. Reads that move forward decompress every frame once. Not
+// thread-safe (one reader per source).
 class SeekableSource final : public OpenFile {
 public:
     // Errors: those of read_seek_table (the caller adds the path).
@@ -111,13 +115,21 @@ public:
 
 private:
     SeekableSource() = default;
-    bool load(size_t frame) const;
+    // Frame `index` decompressed into `into` (its decompressed size); false with errno
+    // (and last_error()) set when it does not decompress.
+    bool decompress(size_t index, uint8_t* into) const;
+    // Frame `index` into frame_ (kept: cached_).
+    bool load(size_t index) const;
 
     std::unique_ptr<FileSource> file_;
     SeekTable table_;
-    ZSTD_DCtx_s* dctx_ = nullptr;
-    mutable std::vector<uint8_t> compressed_;
-    mutable std::vector<uint8_t> frame_;  // the decompressed frame `cached_`
+    uint32_t max_compressed_ = 0;    // the largest frame, compressed and not: the buffers' sizes
+    uint32_t max_decompressed_ = 0;
+    // Made at the first frame read: a source opened only for its size (the catalog)
+    // costs no context and no buffers.
+    mutable ZSTD_DCtx_s* dctx_ = nullptr;
+    mutable std::unique_ptr<uint8_t[]> compressed_;  // not zero-filled: only bytes read are used
+    mutable std::unique_ptr<uint8_t[]> frame_;       // the decompressed frame `cached_`
     mutable size_t cached_ = SIZE_MAX;
     mutable uint64_t frames_decompressed_ = 0;
     mutable std::string last_error_;

@@ -382,31 +382,16 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
             rep.error(f.path + ": " + file.error().message);
             continue;
         }
-        auto header = format::read_header(*file.value());
-        if (!header) {
-            rep.error(f.path + ": " + header.error().message);
-            continue;
-        }
         FilePlan p;
         p.rank = rank;
         p.info = &f;
-        p.header = header.value();
         p.size = file.value()->size();
         p.mtime_ns = file.value()->mtime_ns();
         p.start_bound = std::max(f.lower_ns, from);
         p.rescan_end = p.size;
 
         LoadedIndex li;
-        if (o.use_index && !marker) {
-            li = load_index(f.path, p.size, p.mtime_ns);
-            if (li.state == IndexState::missing)
-                rep.warning(f.path + ": no index; scanning the file");
-            else if (li.state == IndexState::stale)
-                rep.concern(FileConcern{.path = f.path, .damaged = false, .stale_index = true,
-                                        .reason = "index older than the file (" + li.problem + "); scanned"});
-            else if (li.state != IndexState::valid)
-                rep.warning(f.path + ": index unusable (" + li.problem + "); scanning the file");
-        }
+        if (o.use_index && !marker) li = load_index(f.path, p.size, p.mtime_ns);
         if (li.state == IndexState::valid) {
             p.indexed = true;
             ++report.files_indexed;
@@ -414,7 +399,24 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
                 ++report.files_skipped_by_index;
                 continue;
             }
-        } else {
+        }
+        // The header only now: a file the index rules out is not read at all (a compressed
+        // one would decompress a frame for it). A file whose header is bad gets that one
+        // error, not also a word about its index.
+        auto header = format::read_header(*file.value());
+        if (!header) {
+            rep.error(f.path + ": " + header.error().message);
+            continue;
+        }
+        p.header = header.value();
+        if (!p.indexed) {
+            if (li.state == IndexState::missing && o.use_index && !marker)
+                rep.warning(f.path + ": no index; scanning the file");
+            else if (li.state == IndexState::stale)
+                rep.concern(FileConcern{.path = f.path, .damaged = false, .stale_index = true,
+                                        .reason = "index older than the file (" + li.problem + "); scanned"});
+            else if (li.state != IndexState::missing)
+                rep.warning(f.path + ": index unusable (" + li.problem + "); scanning the file");
             ++report.files_scanned;
             p.ranges.push_back({p.header.data_begin, p.size});
         }

@@ -194,6 +194,38 @@ TEST(SeekableFormat, ReadsAnyRangeAndRefusesDamage) {
         EXPECT_EQ(*d, plain) << "zstd -d skips the seek table";
     }
 
+    // Forward reads decompress each frame once, whether a read wants a frame whole
+    // (decompressed straight into the caller's buffer) or in part (kept for the next
+    // read, which starts inside it when a record crossed the end of the last one: the
+    // capture reader refilling its buffer; with frames cut at index blocks no record
+    // crosses a frame's end).
+    {
+        auto fresh = format::open_capture_file(dir / "a.zst");
+        ASSERT_TRUE(fresh.ok());
+        const auto* s = dynamic_cast<const format::SeekableSource*>(fresh.value().get());
+        ASSERT_NE(s, nullptr);
+        EXPECT_EQ(s->frames_decompressed(), 0u) << "opening decompresses nothing";
+        const auto& frames = s->table().frames;
+        for (uint64_t at = 0; at < plain.size();) {
+            Bytes got(100000);
+            const ssize_t r = s->read_at(got.data(), got.size(), at);
+            ASSERT_GT(r, 0);
+            ASSERT_TRUE(std::equal(got.begin(), got.begin() + r, plain.begin() + static_cast<long>(at))) << at;
+            const uint64_t end = at + static_cast<uint64_t>(r);
+            const format::SeekableFrame& last = frames[s->table().frame_at(end - 1)];
+            const bool at_frame_end = last.decompressed_offset + last.decompressed_size == end;
+            at = at_frame_end ? end : end - std::min<uint64_t>(300, end - last.decompressed_offset);
+        }
+        EXPECT_EQ(s->frames_decompressed(), writer.frames());
+        // A frame read in part and then whole: the kept copy serves it.
+        const uint64_t before = s->frames_decompressed();
+        Bytes part(10), whole(frames[0].decompressed_size);
+        ASSERT_EQ(s->read_at(part.data(), part.size(), 0), 10);
+        ASSERT_EQ(s->read_at(whole.data(), whole.size(), 0), static_cast<ssize_t>(whole.size()));
+        EXPECT_TRUE(std::equal(whole.begin(), whole.end(), plain.begin()));
+        EXPECT_EQ(s->frames_decompressed(), before + 1);
+    }
+
     // A seek table that does not add up, a footer gone: refused with a reason.
     Bytes cut(file.begin(), file.end() - 1);
     write_file(dir / "b.zst", cut);
