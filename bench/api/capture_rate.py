@@ -135,7 +135,7 @@ def main():
     token = token_of(args.token_file)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     pcap = os.path.join(args.workdir, "traffic.pcap")
-    frames = 20000
+    frames = 4096  # looped by tcpreplay
     subprocess.run([sys.executable, bench.GEN_PCAP, "-q", "--count", str(frames), "--size", str(args.size),
                     "--flows", "256", "--out", pcap], check=True)
     total_s = int(args.rounds * 2 * (args.window + 90) + 120)  # tcpreplay's own end, should this script not stop it

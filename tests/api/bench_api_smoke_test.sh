@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # `bench/run.sh api` end to end, shortest form: a 0.05 GB store (generated into this
-# test's own cache directory), one 2 s window without and one with the four streaming
+# test's own cache directory), one 4 s window without and one with the four streaming
 # queries at a low offered rate. Checks that the report has its three parts — the
 # conversation table (five paths, each with the conversation's packets, cold and warm
 # times), the capture-rate rows and medians with bytes streamed by every query, and an
-# audit record naming the bench's token — and that a rerun reuses the cached store.
+# audit record naming the bench's token. (bench/api/run.sh says in its report whether it
+# generated or reused the cached store.)
 # Numbers are not judged here (bench/run.sh api measures).
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 need_root
@@ -15,11 +16,10 @@ need_cmd tcpreplay tcpdump capinfos curl chrt ionice flock
 [[ -x ${STORE_GEN:-} ]] || skip "store_gen not built (meson -Dbench=true)"
 make_tmpdir
 
-run_bench() {  # run_bench LOG [ENV...]: bench/run.sh api as a user runs it, small
+run_bench() {  # run_bench LOG: bench/run.sh api as a user runs it, small
     local log=$1 rc=0
-    shift
-    env BENCH_SKIP_DEPS=1 LINECAP_BUILD="$LINECAP_BUILD" BENCH_GB=0.05 CONV_REPS=1 ROUNDS=1 WINDOW_S=2 CAPTURE_PPS=2000 \
-        BENCH_CACHE="$TEST_TMPDIR/cache" BENCH_RESULTS="$TEST_TMPDIR/results" BENCH_TIMEOUT=300 "$@" \
+    env BENCH_SKIP_DEPS=1 LINECAP_BUILD="$LINECAP_BUILD" BENCH_GB=0.05 CONV_REPS=1 ROUNDS=1 WINDOW_S=4 CAPTURE_PPS=2000 \
+        BENCH_CACHE="$TEST_TMPDIR/cache" BENCH_RESULTS="$TEST_TMPDIR/results" BENCH_TIMEOUT=300 \
         "$LINECAP_SRC/bench/run.sh" api >"$log" 2>"$log.err" || rc=$?
     show_on_failure "$log.err" "$log"
     ((rc == 0)) || fail "bench/run.sh api exited $rc"
@@ -51,10 +51,6 @@ grep -q '^whole run .*sent [0-9]*, written [0-9]*' "$R" || fail "no whole-run ac
 grep -q '^{"time":.*"who":"token:bench-analyst".*"request":"/api/v1/packets.*"outcome":"complete"}$' "$R" \
     || fail "no audit record naming token:bench-analyst"
 
-# A rerun finds the store in the cache (only the conversation part: quicker).
-run_bench "$TEST_TMPDIR/second.txt" BENCH_PARTS=conversation BENCH_TCPDUMP=no
-grep -q 'cached in .*/store-0.05GB-.*reused' "$TEST_TMPDIR/second.txt" || fail "the rerun did not reuse the cached store"
-[[ $(ls -d "$TEST_TMPDIR"/cache/store-* | wc -l) == 1 ]] || fail "more than one store in the cache"
 [[ $(find /dev/shm -maxdepth 1 -name 'lc-api-bench-cap.*' | sort) == "$shm_before" ]] \
     || fail "the capture part left its tmpfs directory in /dev/shm"
-log "OK: bench/run.sh api printed all three parts; the rerun reused the cached store"
+log "OK: bench/run.sh api printed all three parts"
