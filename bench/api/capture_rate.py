@@ -13,7 +13,7 @@ written and the CPUs have idle time: the question is whether the queries, which 
 that idle time, take anything from capture.
 
 Windows of --window seconds alternate without / with --queries clients (bench/api/
-stream.py, at SCHED_IDLE, each asking --query-path for an answer larger than the window
+stream.py, at normal priority, each asking --query-path for an answer larger than the window
 can carry and asking again whenever one ends), --rounds times (A B A B ...). Per window:
 packets the generator sent (the veth's tx counter), packets that reached the port, were
 written, and dropped (by reason), per second; for the "with" windows the bytes each query
@@ -149,7 +149,7 @@ def main():
                           f"--pps-multi={max(1, args.pps // 200)}", f"--duration={total_s}", pcap],
                          os.path.join(args.workdir, "tcpreplay.log"))
         bench.RUNNING.append(gen)
-        time.sleep(3)  # the generator and the writer reach their steady state
+        time.sleep(min(3.0, args.window / 2))  # the generator and the writer reach their steady state
         if not gen.alive():
             raise RuntimeError(f"tcpreplay exited: {gen.text()[-500:]}")
         sent0, c0 = generator_sent(), counters(target)

@@ -277,7 +277,7 @@ if [[ ,$PARTS, == *,capture,* ]]; then
     say ""
     say "## capture rate with and without 4 streaming API queries (same run, windows alternating without/with)"
     say "linecapd: net_af_xdp on a veth, documented live settings, files into tmpfs; offered: tcpreplay $PPS pkt/s of"
-    say "512-byte frames; each query: GET /api/v1/packets (the whole ${GB} GB store), read by a client at SCHED_IDLE,"
+    say "512-byte frames; each query: GET /api/v1/packets (the whole ${GB} GB store), read by a client (normal priority),"
     say "asked again when it ends; serve as shipped (idle CPU + I/O); ${ROUNDS} rounds of ${WINDOW_S} s windows"
     CAPDIR=$(mktemp -d /dev/shm/lc-api-bench-cap.XXXXXX)
     mkdir -p "$CAPDIR/work"
