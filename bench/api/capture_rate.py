@@ -14,7 +14,8 @@ that idle time, take anything from capture.
 
 Windows of --window seconds alternate without / with --queries clients (bench/api/
 stream.py, at normal priority, each asking --query-path for an answer larger than the window
-can carry and asking again whenever one ends), --rounds times (A B A B ...). Per window:
+can carry and asking again whenever one ends; a "with" window starts once every query
+streams, within 60 s, or the run fails), --rounds times (A B A B ...). Per window:
 packets the generator sent (the veth's tx counter), packets that reached the port, were
 written, and dropped (by reason), per second; for the "with" windows the bytes each query
 streamed. Between windows it waits until the API has no query running, so a "without"
@@ -24,6 +25,7 @@ stopped however it ends."""
 import argparse
 import json
 import os
+import select
 import signal
 import statistics
 import subprocess
@@ -39,8 +41,7 @@ import rfc2544  # noqa: E402  (the veth rig and linecapd with the documented liv
 from stream import token_of  # noqa: E402
 
 
-def log(*a):
-    print(f"[{time.strftime('%H:%M:%S')} capture-rate]", *a, file=sys.stderr, flush=True)
+STREAM_START_S = 60  # longest wait for the queries' first bytes before a "with" window
 
 
 def generator_sent():
@@ -84,28 +85,64 @@ def counters(target):
                 raise
 
 
-def window(target, seconds, clients, args, token):
-    """One window; returns its per-second rates and, with clients, what each streamed."""
-    until = time.time() + seconds
+def start_clients(n, args):
+    """n streaming clients; returns once every one of them receives its answer's bytes
+    (the window is meant to measure capture while the queries stream), or raises."""
     procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "stream.py"), "--url", args.api + args.query_path,
-                               "--token-file", args.token_file, "--until", f"{until:.3f}"],
+                               "--token-file", args.token_file, "--max-seconds", str(args.window + 600)],
                               stdout=subprocess.PIPE, text=True, start_new_session=True)
-             for _ in range(clients)]
+             for _ in range(n)]
+    deadline = time.monotonic() + STREAM_START_S
+    waiting = {p.stdout.fileno(): i for i, p in enumerate(procs)}
     try:
+        while waiting:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RuntimeError(f"queries {sorted(i + 1 for i in waiting.values())} did not start streaming "
+                                   f"within {STREAM_START_S} s (linecap serve runs at idle priority: is the "
+                                   f"machine saturated?)")
+            ready, _, _ = select.select(list(waiting), [], [], left)
+            for fd in ready:
+                i = waiting.pop(fd)
+                if procs[i].stdout.readline().strip() != "streaming":
+                    raise RuntimeError(f"query {i + 1}: the client ended before its answer streamed")
+    except BaseException:
+        stop_clients(procs)
+        raise
+    return procs
+
+
+def stop_clients(procs):
+    """SIGTERM: each client prints what it received since the window started."""
+    out = []
+    for p in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGTERM)
+    for p in procs:
+        try:
+            text, _ = p.communicate(timeout=10)  # a socket read ends within 0.5 s
+            out.append(json.loads(text.strip().splitlines()[-1]))
+        except (subprocess.TimeoutExpired, ValueError, IndexError):
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            out.append(None)
+    return out
+
+
+def window(target, seconds, clients, args):
+    """One window; returns its per-second rates and, with clients, what each streamed."""
+    procs = start_clients(clients, args) if clients else []
+    try:
+        for p in procs:
+            os.killpg(p.pid, signal.SIGUSR1)  # their counts start with the window
         t0, c0, g0 = time.monotonic(), counters(target), generator_sent()
-        time.sleep(max(0.0, until - time.time()))
+        time.sleep(seconds)
         t1, c1, g1 = time.monotonic(), counters(target), generator_sent()
-        streamed = []
-        for p in procs:
-            out, _ = p.communicate(timeout=15)  # the client stops itself at `until` (+ 1 s)
-            if p.returncode != 0:
-                raise RuntimeError(f"stream.py exited {p.returncode}")
-            streamed.append(json.loads(out))
     finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        streamed = stop_clients(procs)
+    for i, s in enumerate(streamed):
+        if s is None:
+            raise RuntimeError(f"query {i + 1}: the client did not report")
     dt = t1 - t0
     drops = {k: int(v - c0["drops"].get(k, 0)) for k, v in c1["drops"].items()}
     return {"seconds": dt, "sent_pps": (g1 - g0) / dt, "rx_pps": (c1["rx"] - c0["rx"]) / dt,
@@ -138,7 +175,7 @@ def main():
     frames = 4096  # looped by tcpreplay
     subprocess.run([sys.executable, bench.GEN_PCAP, "-q", "--count", str(frames), "--size", str(args.size),
                     "--flows", "256", "--out", pcap], check=True)
-    total_s = int(args.rounds * 2 * (args.window + 90) + 120)  # tcpreplay's own end, should this script not stop it
+    total_s = int(args.rounds * 2 * (args.window + 120) + 120)  # tcpreplay's own end, should this script not stop it
     gen = target = None
     rows, failures = [], []
     try:
@@ -159,7 +196,7 @@ def main():
             pair = {}
             for kind, clients in (("without", 0), ("with", args.queries)):
                 waited = wait_no_queries(args.api, token, 60)
-                w = window(target, args.window, clients, args, token)
+                w = window(target, args.window, clients, args)
                 w["waited_for_queries_s"] = waited
                 pair[kind] = w
                 each = " / ".join(f"{s['bytes'] / 1e6:.1f}" for s in w["streamed"]) or "-"

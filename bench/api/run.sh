@@ -282,7 +282,7 @@ if [[ ,$PARTS, == *,capture,* ]]; then
     CAPDIR=$(mktemp -d /dev/shm/lc-api-bench-cap.XXXXXX)
     mkdir -p "$CAPDIR/work"
     rc=0
-    limited $((ROUNDS * 2 * (${WINDOW_S%.*} + 90) + 240)) "the capture-rate part" \
+    limited $((ROUNDS * 2 * (${WINDOW_S%.*} + 120) + 240)) "the capture-rate part" \
         python3 "$SRC/bench/api/capture_rate.py" --api "$URL" --token-file "$WORK/tokens" --out-dir "$CAPDIR" \
         --workdir "$CAPDIR/work" --rounds "$ROUNDS" --window "$WINDOW_S" --pps "$PPS" \
         --json "$RESULTS/api-capture.json" | tee -a "$OUT" || rc=$?

@@ -1,21 +1,26 @@
 #!/usr/bin/env python3
-"""stream.py --url URL --token-file FILE --until EPOCH_S: one streaming API client of the
-capture-rate part of bench/api/run.sh. Asks for URL (a large answer) with the bearer token
-of FILE ("NAME TOKEN", as `api.tokens_file`), reads the answer as fast as it comes, asks
-again whenever an answer ends, and stops at EPOCH_S (wall clock, so clients started one
-after another stop together, with the window). Prints one JSON line: body bytes received
-(chunk framing included), answers started, and the statuses seen (a 503 while an earlier
-window's queries still wind down is retried after 0.2 s).
+"""stream.py --url URL --token-file FILE: one streaming API client of the capture-rate part
+of bench/api/run.sh. Asks for URL (a large answer) with the bearer token of FILE ("NAME
+TOKEN", as `api.tokens_file`), reads the answer as fast as it comes and asks again whenever
+an answer ends, until SIGTERM (or --max-seconds). Prints "streaming" on stdout when the
+first body bytes arrive, so the caller can start its window once every query streams;
+SIGUSR1 zeroes the counts (the window starts); at the end one JSON line: body bytes
+received since then (chunk framing included), answers started, statuses seen (a 503
+while earlier queries still wind down is retried after 0.2 s).
 
 The client stands for an analyst's machine elsewhere; here it shares the appliance's CPUs
 at normal priority (pessimistic for capture: what it costs is counted against capture
-too). At idle priority it could miss a whole window on a loaded machine and measure
-nothing. Every socket operation times out (0.5 s), so it always ends by EPOCH_S + 1 s."""
+too). Every socket operation times out after 0.5 s, so a signal is acted on within it."""
 import argparse
 import json
+import signal
 import socket
+import sys
 import time
 import urllib.parse
+
+STOP = False
+TOTALS = {"bytes": 0, "answers": 0, "statuses": {}, "errors": 0, "first_error": ""}
 
 
 def token_of(path):
@@ -27,35 +32,42 @@ def token_of(path):
     raise SystemExit(f"{path}: no 'NAME TOKEN' line")
 
 
-def one_answer(url, token, until, totals):
-    """One request; adds what it received to totals. Returns when the answer ends, the
-    connection breaks, or `until` is reached."""
+def announce_streaming(_state=[]):  # noqa: B006 (once per process)
+    if not _state:
+        _state.append(True)
+        print("streaming", flush=True)
+
+
+def one_answer(url, token, until):
+    """One request; adds what it received to TOTALS. Returns its status when the answer
+    ends, the connection breaks, a stop is asked for, or `until` is reached."""
     u = urllib.parse.urlsplit(url)
     target = u.path + ("?" + u.query if u.query else "")
     with socket.create_connection((u.hostname, u.port), timeout=0.5) as s:
         s.sendall(f"GET {target} HTTP/1.1\r\nHost: {u.netloc}\r\nAuthorization: Bearer {token}\r\n"
                   f"Connection: close\r\n\r\n".encode())
-        head, body, buf = b"", None, bytearray(1 << 20)
-        while time.time() < until:
+        head, in_body, buf = b"", False, bytearray(1 << 20)
+        while not STOP and time.monotonic() < until:
             try:
                 n = s.recv_into(buf)
             except socket.timeout:
                 continue
             if n == 0:
                 break
-            if body is None:
+            if not in_body:
                 head += bytes(buf[:n])
                 end = head.find(b"\r\n\r\n")
                 if end < 0:
                     continue
+                in_body = True
                 status = head.split(b" ", 2)[1].decode()
-                totals["statuses"][status] = totals["statuses"].get(status, 0) + 1
-                body = len(head) - end - 4
-                totals["bytes"] += body
+                TOTALS["statuses"][status] = TOTALS["statuses"].get(status, 0) + 1
                 if status != "200":
                     return status
-            else:
-                totals["bytes"] += n
+                n = len(head) - end - 4
+            TOTALS["bytes"] += n
+            if n:
+                announce_streaming()
     return "200"
 
 
@@ -63,21 +75,32 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", required=True)
     ap.add_argument("--token-file", required=True)
-    ap.add_argument("--until", type=float, required=True, help="wall-clock time (s since the epoch) to stop at")
+    ap.add_argument("--max-seconds", type=float, default=600, help="end by itself after this long")
     args = ap.parse_args()
     token = token_of(args.token_file)
-    totals = {"bytes": 0, "answers": 0, "statuses": {}, "errors": 0, "first_error": ""}
-    while time.time() < args.until:
-        totals["answers"] += 1
+
+    def stop(*_):
+        global STOP
+        STOP = True
+
+    def mark(*_):
+        TOTALS.update(bytes=0, answers=0, statuses={}, errors=0, first_error="")
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGUSR1, mark)
+    until = time.monotonic() + args.max_seconds
+    while not STOP and time.monotonic() < until:
+        TOTALS["answers"] += 1
         try:
-            status = one_answer(args.url, token, args.until, totals)
+            status = one_answer(args.url, token, until)
         except OSError as e:
-            totals["errors"] += 1
-            totals["first_error"] = totals["first_error"] or str(e)
+            TOTALS["errors"] += 1
+            TOTALS["first_error"] = TOTALS["first_error"] or str(e)
             status = "error"
-        if status != "200":
+        if status != "200" and not STOP:
             time.sleep(0.2)
-    print(json.dumps(totals), flush=True)
+    print(json.dumps(TOTALS), flush=True)
+    sys.exit(0)
 
 
 if __name__ == "__main__":
