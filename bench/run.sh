@@ -21,9 +21,12 @@
 #                                     and of this tree's linecapd, alternated in one run
 #   bench/run.sh api                  the retrieval API (bench/api/run.sh): time to first
 #                                     byte / total for one conversation from a 10 GB store
-#                                     (API vs linecap extract vs tcpdump -r), capture rate
-#                                     with and without four streaming queries (same run,
-#                                     ratios), one audit record; BENCH_GB, ROUNDS, WINDOW_S,
+#                                     (API vs linecap extract vs tcpdump -r, cold = page
+#                                     cache dropped for each), capture rate with and without
+#                                     four streaming queries (fixed offered rate, windows
+#                                     alternating in one run, medians), one audit record;
+#                                     the store is kept in /var/tmp/linecap-api-bench for
+#                                     reruns; BENCH_GB, ROUNDS, WINDOW_S, CAPTURE_PPS,
 #                                     BENCH_PARTS=conversation,capture select
 #   bench/run.sh ab REV               this tree's linecapd against the one built from git
 #                                     revision REV, alternated in one run (64 B and IMIX, one
@@ -113,11 +116,6 @@ fi
 if [[ $mode == micro ]]; then
     exec taskset -c "$(($(nproc) - 1))" "$BUILD/bench/linecap_micro" "$@"
 fi
-if [[ $mode == api ]]; then
-    # Its own store, its own linecapd (--in-memory: needs free hugepages), its own cleanup.
-    exec "$ROOT/bench/api/run.sh" "$BUILD" "$@"
-fi
-
 # --- hugepages -------------------------------------------------------------------------------
 if ! "$ROOT/scripts/hugepages.sh" ready 768 >&2; then
     # A private state directory: release restores exactly what this run found.
@@ -129,6 +127,14 @@ fi
 # The runtime directories EAL makes for the reference programs' file prefixes (lcbench*;
 # linecapd removes its own).
 CLEANUP+=("rm -rf /var/run/dpdk/lcbench*")
+
+if [[ $mode == api ]]; then
+    # Its own store (cached in /var/tmp/linecap-api-bench), its own linecapd and veth, its
+    # own cleanup; run as a child so that this script's cleanup (hugepages) follows it.
+    rc=0
+    "$ROOT/bench/api/run.sh" "$BUILD" "$@" || rc=$?
+    exit "$rc"
+fi
 
 # --- output file systems -----------------------------------------------------------------------
 TMPFS_DIR=$(mktemp -d /tmp/linecap-bench-tmpfs.XXXXXX)

@@ -1,24 +1,38 @@
 #!/usr/bin/env bash
-# Retrieval API benchmark (not a test; ~20 min; needs root, hugepages, -Dbench=true):
+# Retrieval API benchmark (not a test; needs root, hugepages, bpffs, tcpreplay; -Dbench=true).
+# `bench/run.sh api` builds what it needs and runs this. Three parts, one report:
 #
-#  1. one conversation from a >= 10 GB store (bench/store/store_gen, 2 ports x 2 queues,
-#     256 MiB files, indexed): time to first byte and total time over the API (curl,
-#     `linecap serve` on loopback) vs `linecap extract -o -` vs `tcpdump -V FILES -w -`,
-#     cold (page cache dropped) and warm; the three answers must hold the same packets
-#     (the API's and extract's are byte-identical);
-#  2. capture rate with and without four streaming queries, in the same run: linecapd
-#     replays a pcap at full speed (net_pcap infinite_rx, 1 worker) into tmpfs; windows of
-#     WINDOW_S seconds alternate without / with four API queries streaming large answers
-#     from the store to /dev/null; the rate is read from linecapd's metrics; ratios are
-#     against the "without" windows of this run;
-#  3. one audit record.
-# Results: bench/api/results/api.txt (and a copy in $BENCH_EVIDENCE when set).
-# The store is deleted at the end (BENCH_KEEP=1 keeps it; BENCH_DIR=an existing store made
-# by an earlier run with BENCH_KEEP=1 reuses it).
-#   BENCH_GB=10 BENCH_DIR=/var/tmp/lc-api-bench WINDOW_S=10 ROUNDS=3 bench/api/run.sh [BUILD_DIR]
-#   BENCH_PARTS=capture (or conversation; default both)   BENCH_TCPDUMP=cold|both|no (cold)
+#  1. One conversation from a >= 10 GB store (bench/store/store_gen: 2 ports x 2 queues,
+#     256 MiB files, indexed): time to first byte and total time over the API (curl with
+#     the bench's bearer token, `linecap serve` on loopback) vs `linecap extract -o -` vs
+#     `tcpdump -V FILES -w -`, all timed the same way (ttfb.py). Cold means the same for
+#     every path: `sync; echo 3 > /proc/sys/vm/drop_caches` right before the run; warm is
+#     the run right after it. Scheduling is part of what is compared: `linecap serve` puts
+#     every query at idle CPU and I/O priority (doc/api.md), so the API is measured as
+#     shipped AND with its threads moved to normal priority, and extract at normal AND
+#     under `chrt --idle 0 ionice -c3`: like is compared with like, and the table shows
+#     what the idle classes cost on this machine. The answers must hold the conversation's
+#     packets (the API's byte-identical to extract's).
+#  2. Capture rate with and without four streaming queries, same run: bench/api/
+#     capture_rate.py (a fixed offered rate into linecapd over a veth, windows alternating
+#     without / with four clients streaming whole-store answers, ROUNDS of each; medians,
+#     written packets/s, drops, the API's bytes/s).
+#  3. One audit record (a complete /api/v1/packets answer, naming the token).
+#
+# The store is generated once and kept outside the tree, keyed by the generator's sources
+# and its arguments: $BENCH_CACHE/store-<key> (default /var/tmp/linecap-api-bench); a
+# rerun reuses it (the report says so). Delete the directory to reclaim the space.
+#
+# Every step has a time limit and fails loudly when it runs over (exit 1, naming the
+# step); the whole run is bounded by BENCH_TIMEOUT; whatever it started is stopped and its
+# scratch files removed on every exit (the cached store stays).
+#
+#   BENCH_GB=10 CONV_REPS=3 ROUNDS=3 WINDOW_S=10 CAPTURE_PPS=20000 bench/api/run.sh [BUILD_DIR]
+#   BENCH_PARTS=conversation,capture (default both)   BENCH_TCPDUMP=cold|both|no (cold)
+#   BENCH_CACHE=DIR   BENCH_RESULTS=DIR (default bench/results: api.txt, api-capture.json)
+#   BENCH_TIMEOUT=S (whole run, default 7200)   BENCH_STEP_TIMEOUT=S (one retrieval, 1800)
+#   BENCH_EVIDENCE=DIR: a copy of the report and the audit record
 #   LINECAP, LINECAPD, STORE_GEN: the programs (default: BUILD_DIR's)
-# Also: bench/run.sh api.
 set -euo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -26,183 +40,267 @@ BUILD=${1:-$SRC/build}
 LINECAP=${LINECAP:-$BUILD/src/linecap}
 LINECAPD=${LINECAPD:-$BUILD/src/linecapd}
 STORE_GEN=${STORE_GEN:-$BUILD/bench/store/store_gen}
-TTFB="python3 $SRC/bench/api/ttfb.py"
 GB=${BENCH_GB:-10}
-DIR=${BENCH_DIR:-/var/tmp/lc-api-bench}
+ROUNDS=${ROUNDS:-3}
 WINDOW_S=${WINDOW_S:-10}
-ROUNDS=${ROUNDS:-5}
-EVIDENCE=${BENCH_EVIDENCE:-}
+PPS=${CAPTURE_PPS:-20000}
+CONV_REPS=${CONV_REPS:-3}
 PARTS=${BENCH_PARTS:-conversation,capture}
-RESULTS=$SRC/bench/api/results
-for b in "$LINECAP" "$LINECAPD" "$STORE_GEN"; do [[ -x $b ]] || { echo "missing $b (-Dbench=true, build)" >&2; exit 1; }; done
-for c in curl tcpdump capinfos python3; do command -v $c >/dev/null || { echo "needs $c" >&2; exit 1; }; done
-REUSE=0
-if [[ -e $DIR ]]; then
-    [[ -f $DIR/.lc-api-bench ]] || { echo "$DIR exists and is not a store of this benchmark; remove it or set BENCH_DIR" >&2; exit 1; }
-    REUSE=1
-fi
-mkdir -p "$RESULTS"
-[[ -z $EVIDENCE ]] || mkdir -p "$EVIDENCE"
+TCPDUMP_RUNS=${BENCH_TCPDUMP:-cold}
+CACHE=${BENCH_CACHE:-/var/tmp/linecap-api-bench}
+RESULTS=${BENCH_RESULTS:-$SRC/bench/results}
+EVIDENCE=${BENCH_EVIDENCE:-}
+TOTAL_LIMIT=${BENCH_TIMEOUT:-7200}
+STEP_LIMIT=${BENCH_STEP_TIMEOUT:-1800}
+export LINECAPD
+
+die() { echo "bench/api/run.sh: $*" >&2; exit 1; }
+[[ $(id -u) -eq 0 ]] || die "needs root (drop_caches, veth, hugepages)"
+for b in "$LINECAP" "$LINECAPD" "$STORE_GEN"; do [[ -x $b ]] || die "missing $b (meson -Dbench=true, build)"; done
+for c in curl tcpdump tcpreplay capinfos python3 timeout flock chrt ionice; do
+    command -v $c >/dev/null || die "needs $c (scripts/install-deps.sh)"
+done
+
+# --- cleanup on every exit, a bound on the whole run ------------------------------------------
 WORK=$(mktemp -d /tmp/lc-api-bench.XXXXXX)
-PIDS=()
+CAPDIR=
+SERVE_PID=
+WATCHDOG_PID=
+GEN_TMP=
 cleanup() {
-    local p
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-    if [[ ${BENCH_KEEP:-0} == 1 || $REUSE == 1 ]]; then echo "kept $DIR"; else rm -rf -- "$DIR"; fi
+    local rc=$?
+    trap - EXIT INT TERM HUP
+    set +e
+    [[ -z $WATCHDOG_PID ]] || kill "$WATCHDOG_PID" 2>/dev/null
+    stop_serve
+    [[ -z $GEN_TMP ]] || rm -rf -- "$GEN_TMP"
+    [[ -z $CAPDIR ]] || rm -rf -- "$CAPDIR"
     rm -rf -- "$WORK"
+    ((rc == 0)) || echo "bench/api/run.sh: failed (exit $rc); the report so far is in ${OUT:-nowhere}" >&2
+    exit "$rc"
+}
+stop_serve() {
+    [[ -n $SERVE_PID ]] || return 0
+    kill -TERM "$SERVE_PID" 2>/dev/null
+    timeout 20 tail --pid="$SERVE_PID" -f /dev/null || kill -KILL "$SERVE_PID" 2>/dev/null
+    wait "$SERVE_PID" 2>/dev/null
+    SERVE_PID=
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'echo "bench/api/run.sh: TIMEOUT: the whole run took more than $TOTAL_LIMIT s (BENCH_TIMEOUT)" >&2; exit 1' USR1
+trap 'exit 143' TERM HUP
+# The whole run's bound, checked when the current step (itself bounded) returns.
+(
+    trap 'kill $sp 2>/dev/null; exit 0' TERM
+    sleep "$TOTAL_LIMIT" &
+    sp=$!
+    wait $sp && kill -USR1 $$
+) >/dev/null 2>&1 &
+WATCHDOG_PID=$!
+
+# limited SECONDS WHAT CMD...: runs CMD; past SECONDS it is killed and the run fails, naming WHAT.
+limited() {
+    local s=$1 what=$2 rc=0
+    shift 2
+    # --foreground: Ctrl-C reaches the step; the Python steps stop what they started on SIGTERM.
+    timeout --foreground -k 30 "$s" "$@" || rc=$?
+    ((rc != 124 && rc != 137)) || die "TIMEOUT: $what did not end within $s s"
+    return "$rc"
+}
+
+mkdir -p "$RESULTS"
+[[ -z $EVIDENCE ]] || mkdir -p "$EVIDENCE"
 OUT=$RESULTS/api.txt
 : >"$OUT"
 say() { echo "$*" | tee -a "$OUT"; }
-drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+drop_caches() { limited 600 "sync before dropping the page cache" sync; echo 3 >/proc/sys/vm/drop_caches; }
 count() { capinfos -c -M "$1" 2>/dev/null | awk -F: '/Number of packets/ { gsub(/ /, "", $2); print $2 }'; }
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }'; }
 
-say "# linecap retrieval API benchmark, $(date -u +%FT%TZ)"
-say "machine: $(nproc) vCPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), shared with other builds/tests (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+say "# linecap retrieval API benchmark, $(date -u +%FT%TZ), $(git -C "$SRC" describe --always --dirty 2>/dev/null || echo '?')"
+say "machine: $(nproc) vCPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), shared with other work; load average at the start $(load)"
 
-# --- the store ---------------------------------------------------------------------------
+# --- the store: generated once per generator version, kept in $CACHE ---------------------------
+# The key: the generator's sources (and what it writes through) and its arguments.
+GEN_ARGS=(--gb "$GB" --rotate-mb 256 --ports 2 --queues 2)
+KEY=$(cat "$SRC/bench/store/gen_store.cpp" "$SRC/bench/xorshift.hpp" "$SRC/src/output/layout.cpp" \
+          "$SRC/src/format/pcap_format.hpp" <(echo "${GEN_ARGS[*]}") | sha256sum | cut -c1-16)
+DIR=$CACHE/store-${GB}GB-$KEY
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.lock"
+limited 60 "waiting for another run's use of $CACHE (lock)" flock 9 || die "cannot lock $CACHE/.lock"
 t0=$(date +%s.%N)
-if [[ $REUSE == 1 ]]; then
-    source "$DIR/.lc-api-bench"
+if [[ -f $DIR/.lc-api-bench ]]; then
+    how="cached in $DIR (generator key $KEY), reused"
 else
-    "$STORE_GEN" --out "$DIR" --gb "$GB" --rotate-mb 256 --ports 2 --queues 2 >"$WORK/store.env"
-    eval "$(cat "$WORK/store.env")"
-    cp "$WORK/store.env" "$DIR/.lc-api-bench"
+    rm -rf -- "$DIR"
+    need_kb=$(awk -v gb="$GB" 'BEGIN { printf "%.0f", gb * 1.1e6 + 1e5 }')
+    avail_kb=$(df -Pk "$CACHE" | awk 'NR == 2 { print $4 }')
+    ((avail_kb > need_kb)) || die "not enough space in $CACHE: $((avail_kb / 1048576)) GiB free, ${GB} GB store (set BENCH_CACHE)"
+    GEN_TMP=$DIR.part-$$
+    limited "$STEP_LIMIT" "store_gen" "$STORE_GEN" --out "$GEN_TMP" "${GEN_ARGS[@]}" >"$WORK/store.env"
+    mv "$WORK/store.env" "$GEN_TMP/.lc-api-bench"
+    mv -T "$GEN_TMP" "$DIR"
+    GEN_TMP=
+    how="generated into $DIR (generator key $KEY) in $(elapsed "$t0") s; kept for the next run"
 fi
-"$LINECAP" index --dir "$DIR" --jobs 2 2>/dev/null
-say "store: $(ls "$DIR"/*.pcap | wc -l) files, $STORE_BYTES bytes, $STORE_PACKETS packets ($([[ $REUSE == 1 ]] && echo reused || echo generated) + indexed in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.0f", b-a}') s)"
+# shellcheck disable=SC1091
+source "$DIR/.lc-api-bench"
+t1=$(date +%s.%N)
+limited "$STEP_LIMIT" "linecap index" "$LINECAP" index --dir "$DIR" --jobs 2 2>/dev/null
+say "store: $(ls "$DIR"/*.pcap | wc -l) files, $STORE_BYTES bytes, $STORE_PACKETS packets; $how; indexed (or checked) in $(elapsed "$t1") s"
 say "conversation: $CONV_FILTER ($CONV_PACKETS packets)"
 ls "$DIR"/*.pcap >"$WORK/files.txt"
 
-# --- linecap serve on loopback ------------------------------------------------------------
-PORT=$(free_port)
+# --- linecap serve on loopback, authenticated with a bearer token (doc/api.md) -----------------
+TOKEN_NAME=bench-analyst
+printf '# bench/api/run.sh\n%s %s\n' "$TOKEN_NAME" "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$WORK/tokens"
+chmod 600 "$WORK/tokens"
+printf 'Authorization: Bearer %s\n' "$(awk '!/^#/ { print $2 }' "$WORK/tokens")" >"$WORK/auth.header"
 cat >"$WORK/api.yaml" <<YAML
 ports:
   - name: bench
     device: "net_null0"
 output:
   directory: "$DIR"
+metrics:
+  listen: "127.0.0.1:1"   # no linecapd beside this serve: /api/v1/status says so at once
 api:
-  listen: "127.0.0.1:$PORT"
-  unauthenticated: loopback
+  listen: "127.0.0.1:$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  tokens_file: "$WORK/tokens"
   audit_log: "$WORK/audit.log"
   max_queries: 8
   max_bytes: 64GiB
   max_duration: 1h
 YAML
-"$LINECAP" serve --config "$WORK/api.yaml" 2>"$WORK/serve.log" &
-PIDS+=($!)
-for _ in $(seq 100); do grep -q 'listening on' "$WORK/serve.log" && break; sleep 0.1; done
-URL=http://127.0.0.1:$PORT
-
-# --- 1: one conversation -------------------------------------------------------------------
-if [[ ,$PARTS, == *,conversation,* ]]; then
-enc() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1]))' "$1"; }
-api_cmd=(curl -sf "$URL/api/v1/packets?filter=$(enc "$CONV_FILTER")")
-extract_cmd=("$LINECAP" extract --dir "$DIR" --filter "$CONV_FILTER" -o -)
-tcpdump_cmd=(tcpdump -q -V "$WORK/files.txt" -w - "$CONV_FILTER")
-# The API's queries run at idle CPU and I/O priority; so does this run of extract, to
-# compare like with like on a busy machine.
-extract_idle_cmd=(chrt --idle 0 ionice -c3 "${extract_cmd[@]}")
-PATHS="api extract extract_idle"
-TCPDUMP_RUNS=${BENCH_TCPDUMP:-cold}
-[[ $TCPDUMP_RUNS == no ]] || PATHS+=" tcpdump"
-say ""
-say "## one conversation from the ${GB} GB store: time to first byte / total (s)"
-say "| path | cold ttfb | cold total | warm ttfb | warm total | packets |"
-say "| --- | --- | --- | --- | --- | --- |"
-for name in $PATHS; do
-    declare -n cmd="${name}_cmd"
-    drop_caches
-    read -r c_ttfb c_total _ < <($TTFB "$WORK/$name.pcap" "${cmd[@]}")
-    w_ttfb=- w_total=-  # tcpdump reads all 10 GB each time: warm only when asked (minutes)
-    [[ $name == tcpdump && $TCPDUMP_RUNS != both ]] || read -r w_ttfb w_total _ < <($TTFB "$WORK/$name.pcap" "${cmd[@]}")
-    say "| $name | $c_ttfb | $c_total | $w_ttfb | $w_total | $(count "$WORK/$name.pcap") |"
-done
-cmp "$WORK/api.pcap" "$WORK/extract.pcap" && say "API answer byte-identical to linecap extract: yes"
-[[ ! -e $WORK/tcpdump.pcap ]] || [[ $(count "$WORK/tcpdump.pcap") != $(count "$WORK/extract.pcap") ]] || say "tcpdump -r: same packet count: yes"
-say "(linecap extract and the API write through a 1 MiB buffer, tcpdump -w - through stdio's: the"
-say " first byte of a small answer comes at its end for all three)"
-fi
-
-# --- 2: capture rate with and without four streaming queries -------------------------------
-if [[ ,$PARTS, == *,capture,* ]]; then
-say ""
-say "## capture rate with and without four streaming API queries (same run)"
-CAPDIR=$(mktemp -d /dev/shm/lc-api-bench-cap.XXXXXX)
-PIDS_CLEAN="rm -rf $CAPDIR"
-trap 'cleanup; rm -rf "$CAPDIR"' EXIT
-python3 "$SRC/tests/tools/gen_pcap.py" -q --count 50000 --size 512 --flows 1024 --out "$WORK/src.pcap"
-MPORT=$(free_port)
-cat >"$WORK/linecapd.yaml" <<YAML
-eal:
-  lcores: "0-1"
-  args: ["--in-memory", "--file-prefix", "lcapibench$$"]
-ports:
-  - name: bench
-    device: "net_pcap0,rx_pcap=$WORK/src.pcap,infinite_rx=1"
-    rx_queues: 1
-capture:
-  mbufs: 70000
-output:
-  directory: "$CAPDIR"
-  rotate: { size_mb: 256, interval_s: 0 }
-  manifest: false
-  index: false
-  retention: { max_bytes: 2GiB }
-metrics:
-  listen: "127.0.0.1:$MPORT"
-YAML
-"$LINECAPD" --config "$WORK/linecapd.yaml" >"$WORK/linecapd.log" 2>&1 &
-LPID=$!
-PIDS+=($LPID)
-scrape() { curl -s "http://127.0.0.1:$MPORT/metrics" | awk '$1 ~ /^linecap_(rx_packets_total|written_packets_total)/ { split($1, n, "{"); s[n[1]] += $2 } END { printf "%.0f %.0f\n", s["linecap_rx_packets_total"], s["linecap_written_packets_total"] }'; }
-for _ in $(seq 300); do [[ $(scrape | cut -d' ' -f1) -gt 0 ]] 2>/dev/null && break; sleep 0.1; done
-sleep 3  # warm-up: the replay and the writer reach their steady rate
-window() {  # prints the rx and written packets/s over WINDOW_S
-    local a b t0 t1
-    read -r ra wa < <(scrape); t0=$(date +%s.%N)
-    sleep "$WINDOW_S"
-    read -r rb wb < <(scrape); t1=$(date +%s.%N)
-    awk -v ra="$ra" -v rb="$rb" -v wa="$wa" -v wb="$wb" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f %.0f\n", (rb-ra)/(b-a), (wb-wa)/(b-a) }'
-}
-start_queries() {  # four answers of ~all the store, streamed to /dev/null (curl reports the bytes)
-    QPIDS=()
-    local i
-    : >"$WORK/streamed"
-    for i in 1 2 3 4; do
-        curl -s -o /dev/null -w '%{size_download}\n' "$URL/api/v1/packets?from=$((i * 20))" >>"$WORK/streamed" 2>/dev/null &
-        QPIDS+=($!)
+start_serve() {
+    "$LINECAP" serve --config "$WORK/api.yaml" 2>>"$WORK/serve.log" &
+    SERVE_PID=$!
+    local _
+    for _ in $(seq 200); do
+        URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$WORK/serve.log" | tail -1)
+        [[ -z $URL ]] || return 0
+        kill -0 "$SERVE_PID" 2>/dev/null || die "linecap serve exited: $(cat "$WORK/serve.log")"
+        sleep 0.1
     done
+    die "TIMEOUT: linecap serve did not say where it listens within 20 s: $(cat "$WORK/serve.log")"
 }
-stop_queries() { local p; for p in "${QPIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done; for p in "${QPIDS[@]}"; do wait "$p" 2>/dev/null || true; done; }
-say "| round | without: rx pkt/s | with 4 queries: rx pkt/s | ratio | without: written/s | with: written/s | MB the 4 queries streamed | load (1 min) |"
-say "| --- | --- | --- | --- | --- | --- | --- | --- |"
-RATIOS=()
-for r in $(seq "$ROUNDS"); do
-    read -r r0 w0 < <(window)
-    start_queries
-    sleep 2  # the queries are streaming
-    read -r r1 w1 < <(window)
-    stop_queries
-    ratio=$(awk -v a="$r0" -v b="$r1" 'BEGIN { printf "%.3f", b / a }')
-    RATIOS+=("$ratio")
-    mb=$(awk '{ s += $1 } END { printf "%.0f", s / 1e6 }' "$WORK/streamed")
-    say "| $r | $r0 | $r1 | $ratio | $w0 | $w1 | $mb | $(cut -d' ' -f1 /proc/loadavg) |"
-done
-say "median ratio with/without: $(printf '%s\n' "${RATIOS[@]}" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')"
-kill -TERM "$LPID"; wait "$LPID" || true
-grep -E "summary|received|dropped" "$WORK/linecapd.log" | tail -4 | sed 's/^/linecapd: /' | tee -a "$OUT"
+# serve_priority normal|idle: every thread of serve (the HTTP pool; a query's thread is
+# started by one of them and inherits it) into that CPU and I/O class.
+serve_priority() {
+    local t
+    for t in /proc/"$SERVE_PID"/task/*; do
+        t=${t##*/}
+        if [[ $1 == normal ]]; then chrt -o -p 0 "$t" && ionice -c2 -n4 -p "$t"
+        else chrt -i -p 0 "$t" && ionice -c3 -p "$t"; fi
+    done >/dev/null
+}
+start_serve
+
+# --- 1: one conversation -------------------------------------------------------------------------
+# shellcheck disable=SC2034  # the *_cmd arrays are read through the nameref `cmd`
+if [[ ,$PARTS, == *,conversation,* ]]; then
+    enc=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1]))' "$CONV_FILTER")
+    api_cmd=(curl -sS --fail -H @"$WORK/auth.header" --max-time "$STEP_LIMIT" "$URL/api/v1/packets?filter=$enc")
+    api_normal_cmd=("${api_cmd[@]}")
+    extract_cmd=("$LINECAP" extract --dir "$DIR" --filter "$CONV_FILTER" -o -)
+    extract_idle_cmd=(chrt --idle 0 ionice -c3 "${extract_cmd[@]}")
+    # -Z root: tcpdump opens the second and later files of -V after dropping privileges.
+    tcpdump_cmd=(tcpdump -q -Z root -V "$WORK/files.txt" -w - "$CONV_FILTER")
+    declare -A label=(
+        [api]="API as shipped (curl; serve at idle CPU + I/O)"
+        [api_normal]="API, serve's threads at normal priority"
+        [extract]="linecap extract -o - (normal)"
+        [extract_idle]="linecap extract under chrt --idle 0 ionice -c3"
+        [tcpdump]="tcpdump -V FILES -w - (normal)"
+    )
+    PATHS="api api_normal extract extract_idle"
+    [[ $TCPDUMP_RUNS == no ]] || PATHS+=" tcpdump"
+    # time_path NAME: one cold and (unless tcpdump) one warm run; appends "cold_ttfb cold_total
+    # warm_ttfb warm_total" to $WORK/NAME.times.
+    time_path() {
+        local name=$1 c w
+        declare -n cmd="${name}_cmd"
+        [[ $name != api_normal ]] || serve_priority normal
+        drop_caches
+        limited "$STEP_LIMIT" "$name (cold)" python3 "$SRC/bench/api/ttfb.py" "$WORK/$name.pcap" "${cmd[@]}" >"$WORK/t"
+        c=$(cut -d' ' -f1-2 "$WORK/t")
+        w="- -"  # tcpdump reads all of the store each time: warm only when asked (minutes)
+        if [[ $name != tcpdump || $TCPDUMP_RUNS == both ]]; then
+            limited "$STEP_LIMIT" "$name (warm)" python3 "$SRC/bench/api/ttfb.py" "$WORK/$name.pcap" "${cmd[@]}" >"$WORK/t"
+            w=$(cut -d' ' -f1-2 "$WORK/t")
+        fi
+        [[ $name != api_normal ]] || serve_priority idle
+        echo "$c $w" >>"$WORK/$name.times"
+        local n
+        n=$(count "$WORK/$name.pcap")
+        [[ $n == "$CONV_PACKETS" ]] || die "$name: $n packets, the conversation has $CONV_PACKETS"
+    }
+    # column FILE N: the median of column N ("-" stays "-"), and for several runs its range.
+    column() {
+        sort -g -k"$2,$2" "$1" | awk -v k="$2" '{ v[NR] = $k } END {
+            if (v[1] == "-") { print "-"; exit }
+            m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+            if (NR == 1) printf "%.2f\n", m; else printf "%.2f (%.2f-%.2f)\n", m, v[1], v[NR] }'
+    }
+    # Rounds of the quick paths interleaved (A B C D A B C D ...), so that the machine's
+    # changing load falls on all of them alike; tcpdump (minutes) once, last.
+    for ((rep = 1; rep <= CONV_REPS; rep++)); do
+        for name in api api_normal extract extract_idle; do time_path "$name"; done
+    done
+    [[ $TCPDUMP_RUNS == no ]] || time_path tcpdump
+    say ""
+    say "## one conversation from the ${GB} GB store: seconds to the first byte / to the end"
+    say "cold = sync + drop_caches right before the run, for every path; warm = the run right after it;"
+    say "median of $CONV_REPS interleaved runs (range) for the first four paths, tcpdump once; load average $(load)"
+    say "| path | cold ttfb | cold total | warm ttfb | warm total | packets |"
+    say "| --- | --- | --- | --- | --- | --- |"
+    for name in $PATHS; do
+        say "| ${label[$name]} | $(column "$WORK/$name.times" 1) | $(column "$WORK/$name.times" 2) | $(column "$WORK/$name.times" 3) | $(column "$WORK/$name.times" 4) | $(count "$WORK/$name.pcap") |"
+    done
+    cmp -s "$WORK/api.pcap" "$WORK/extract.pcap" || die "the API's answer differs from linecap extract's"
+    cmp -s "$WORK/api_normal.pcap" "$WORK/extract.pcap" || die "the API's answer (normal priority) differs from linecap extract's"
+    say "every answer holds the conversation's $CONV_PACKETS packets; the API's is byte-identical to linecap extract's"
+    # What the query reads: the API and the CLI call the same extract(), with the same plan.
+    limited "$STEP_LIMIT" "linecap extract -v" "$LINECAP" extract -v --dir "$DIR" --filter "$CONV_FILTER" -o - \
+        2>"$WORK/plan.txt" >/dev/null
+    say "what the query reads (linecap extract -v; the API's extract() makes the same plan): $(sed -n 's/^linecap: \([0-9]* packets written.*\)/\1/p' "$WORK/plan.txt")"
+    say "indexes: $(find "$DIR" -maxdepth 1 -name '*.idx' | wc -l) files, $(find "$DIR" -maxdepth 1 -name '*.idx' -printf '%s\n' | awk '{ s += $1 } END { printf "%.1f", s / 1048576 }') MiB"
+    say "(extract and the API write through a 1 MiB buffer, tcpdump -w - through stdio's: the first byte of"
+    say " a small answer comes at its end on every path)"
 fi
 
-# --- 3: one audit record ---------------------------------------------------------------------
+# --- 2: capture rate with and without four streaming queries ------------------------------------
+if [[ ,$PARTS, == *,capture,* ]]; then
+    say ""
+    say "## capture rate with and without 4 streaming API queries (same run, windows alternating without/with)"
+    say "linecapd: net_af_xdp on a veth, documented live settings, files into tmpfs; offered: tcpreplay $PPS pkt/s of"
+    say "512-byte frames; each query: GET /api/v1/packets (the whole ${GB} GB store), read by a client (normal priority),"
+    say "asked again when it ends; serve as shipped (idle CPU + I/O); ${ROUNDS} rounds of ${WINDOW_S} s windows"
+    CAPDIR=$(mktemp -d /dev/shm/lc-api-bench-cap.XXXXXX)
+    mkdir -p "$CAPDIR/work"
+    rc=0
+    limited $((ROUNDS * 2 * (${WINDOW_S%.*} + 120) + 240)) "the capture-rate part" \
+        python3 "$SRC/bench/api/capture_rate.py" --api "$URL" --token-file "$WORK/tokens" --out-dir "$CAPDIR" \
+        --workdir "$CAPDIR/work" --rounds "$ROUNDS" --window "$WINDOW_S" --pps "$PPS" \
+        --json "$RESULTS/api-capture.json" | tee -a "$OUT" || rc=$?
+    grep -E "summary|reached the port|dropped" "$CAPDIR/work/linecapd.log" 2>/dev/null | tail -3 | sed 's/^/linecapd: /' | tee -a "$OUT"
+    ((rc == 0)) || die "the capture-rate part failed (exit $rc)"
+fi
+
+# --- 3: one audit record --------------------------------------------------------------------------
 say ""
 say "## one audit record"
-grep -m1 '"request":"/api/v1/packets' "$WORK/audit.log" | tee -a "$OUT" >"$WORK/audit-record.json"
+record=$(grep '"request":"/api/v1/packets' "$WORK/audit.log" | grep -m1 '"outcome":"complete"' || true)
+[[ -n $record ]] || record=$(grep -m1 '"request":"/api/v1/packets' "$WORK/audit.log" || true)
+[[ -n $record ]] || die "no /api/v1/packets record in the audit log"
+say "$record"
+[[ $record == *'"who":"token:'"$TOKEN_NAME"'"'* ]] || die "the audit record does not name the client (token:$TOKEN_NAME)"
+say ""
+say "load average at the end: $(load)"
 if [[ -n $EVIDENCE ]]; then
-    cp "$WORK/audit-record.json" "$EVIDENCE/audit-record.json"
+    printf '%s\n' "$record" >"$EVIDENCE/audit-record.json"
     cp "$OUT" "$EVIDENCE/api-bench.txt"
 fi

@@ -4,13 +4,25 @@ and prints "ttfb_s total_s bytes": seconds from the start to the first byte on s
 the end of the output. Every retrieval path is timed through it, so all are measured the
 same way (a tool that buffers its output shows it in its time to first byte)."""
 import os
+import signal
 import subprocess
 import sys
 import time
 
 out, cmd = sys.argv[1], sys.argv[2:]
 t0 = time.monotonic()
-p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
+err = open(out + ".stderr", "wb")  # what the program said, shown when it fails
+p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, bufsize=0)
+
+
+def stop(signum, _frame):  # a time limit (timeout -s TERM): the measured program goes too
+    p.kill()
+    p.wait()
+    sys.exit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, stop)
+signal.signal(signal.SIGINT, stop)
 first = None
 n = 0
 with open(out, "wb") as f:
@@ -25,6 +37,8 @@ with open(out, "wb") as f:
 rc = p.wait()
 t1 = time.monotonic()
 if rc != 0:
-    print(f"{' '.join(cmd)}: exit {rc}", file=sys.stderr)
+    err.close()
+    with open(out + ".stderr", errors="replace") as e:
+        print(f"{' '.join(cmd)}: exit {rc}: {e.read()[-2000:]}", file=sys.stderr)
     sys.exit(1)
 print(f"{(first or t1) - t0:.4f} {t1 - t0:.4f} {n}")
