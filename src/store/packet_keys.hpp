@@ -111,10 +111,10 @@ static_assert(sizeof(FlowKey) == 40, "FlowKey is hashed as raw bytes: no padding
 
 // false (key unspecified): not IPv4 or IPv6, or the frame ends before the addresses.
 //
-// Inline, and the key is assembled in 64-bit words and stored whole: the worker hashes it
-// right away in 8-byte reads, and a read that spans several narrower stores waits until
-// they reach the cache (a store-forwarding stall, which cost more than the rest of the
-// key; bench/micro.cpp BM_CapturePolicies).
+// Inline (the worker builds one per packet), and the key is assembled in 64-bit words and
+// stored whole: the worker hashes it right away in 8-byte reads, which narrower stores
+// could not forward. (Measured with bench/policy_cost.sh: within the noise of a loaded
+// machine, the flow cap's price did not move; the key and its hash cost ~20 cycles.)
 inline bool flow_key(const uint8_t* f, uint32_t caplen, FlowKey& k) {
     using namespace wire;
     uint16_t type = 0;
