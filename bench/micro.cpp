@@ -11,6 +11,7 @@
 #include <benchmark/benchmark.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <rte_errno.h>
 #include <rte_mbuf.h>
@@ -18,10 +19,13 @@
 #include <rte_prefetch.h>
 
 #include <algorithm>
+#include <concepts>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "capture/dedup.hpp"
@@ -70,10 +74,13 @@ struct FakeBurst {
     std::vector<rte_mbuf> mbufs;
     BlockMem data;
     std::vector<rte_mbuf*> ptrs;
-    FakeBurst(size_t n, size_t size) : mbufs(n), data(block_memory(n * 2048)), ptrs(n) {
+    FakeBurst(size_t n, size_t size) : FakeBurst(n, [size](size_t) { return size; }) {}
+    // size_of(i): the size of frame i.
+    template <std::invocable<size_t> SizeOf>
+    FakeBurst(size_t n, SizeOf size_of) : mbufs(n), data(block_memory(n * 2048)), ptrs(n) {
         for (size_t i = 0; i < n; ++i) {
             std::memset(&mbufs[i], 0, sizeof(rte_mbuf));
-            const auto frame = udp_frame(size, uint16_t(i % 2 ? 53 : 443));
+            const auto frame = udp_frame(size_of(i), uint16_t(i % 2 ? 53 : 443));
             uint8_t* buf = data.get() + i * 2048;
             std::memcpy(buf + RTE_PKTMBUF_HEADROOM, frame.data(), std::min<size_t>(frame.size(), 2048 - RTE_PKTMBUF_HEADROOM));
             mbufs[i].buf_addr = buf;
@@ -267,34 +274,71 @@ BENCHMARK(BM_Filter)->Arg(1)->Arg(0);
 
 // --- capture policies: duplicate suppression and per-flow caps, on vs off ------------------
 //
-// The worker's per-burst work after rx (no filter): off = measure_burst + append_burst;
-// on = the same after apply_dedup and/or apply_flow_cap, as capture_burst runs them. Both
-// run on the same burst in every iteration, interleaved, and are timed separately with the
-// TSC (median per burst), so the ratio compares the two under the same load at the same
-// moment (the machine these run on is shared: absolute numbers move, the same-run
-// difference much less).
+// The worker's per-burst work after rx (no filter), four ways on the same burst in every
+// iteration: off = measure_burst + append_burst; dedup, flow cap, both = the same after
+// apply_dedup and/or apply_flow_cap, as capture_burst runs them (each way with its own
+// tables). Each is timed with the TSC per burst and its median reported, and the policies'
+// rows as the difference from and the ratio to the off row of the same run: the machine
+// these run on is shared, absolute numbers move with its load, same-run differences much
+// less. The order of the four rotates from one iteration to the next.
 // Frames are unique (a counter in the payload: dedup finds no copy) and the allowance is
 // never reached (nothing is cut): what is measured is the price of looking, which every
-// packet pays. args: frame size, mode (1 dedup, 2 flow cap, 3 both), flows (distinct
-// source addresses cycled through: 2 stays in cache, 65536 fills the flow table).
+// packet pays. The tables are in (transparent) huge pages, as the daemon's are in
+// hugepages. Only apply_dedup / apply_flow_cap and their tables are used, so this file
+// also builds against an older tree's headers (bench/policy_cost.sh: before/after in one run).
+// args: traffic (0: 64-byte frames, 1: IMIX-like 7:4:1 of 64, 590 and 1514 bytes, mean
+// 360; 2: 1514 bytes), flows (distinct source addresses cycled through: 2 stay in cache,
+// 65536 fill the flow table).
+
+// Memory in huge pages where the kernel gives them (THP), zeroed.
+template <typename T>
+struct HugeArray {
+    explicit HugeArray(size_t n) : count(n) {
+        const size_t huge = size_t(2) << 20;
+        const size_t bytes = (n * sizeof(T) + huge - 1) / huge * huge;
+        mem.reset(static_cast<uint8_t*>(std::aligned_alloc(huge, bytes)));
+        ::madvise(mem.get(), bytes, MADV_HUGEPAGE);
+        std::memset(mem.get(), 0, bytes);
+    }
+    std::span<T> span() const { return {reinterpret_cast<T*>(mem.get()), count}; }
+    BlockMem mem;
+    size_t count;
+};
+
+double load_average() {
+    double load = 0;
+    if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+        if (std::fscanf(f, "%lf", &load) != 1) load = 0;
+        std::fclose(f);
+    }
+    return load;
+}
+
 void BM_CapturePolicies(benchmark::State& state) {
-    const size_t size = size_t(state.range(0));
-    const int mode = int(state.range(1));
-    const uint32_t flows = uint32_t(state.range(2));
-    FakeBurst burst(kBurst, size);
+    const int traffic = int(state.range(0));
+    const uint32_t flows = uint32_t(state.range(1));
+    static constexpr size_t kImix[12] = {64, 590, 64, 64, 1514, 64, 590, 64, 64, 590, 64, 590};
+    FakeBurst burst(kBurst, [&](size_t i) { return traffic == 0 ? 64 : traffic == 2 ? 1514 : kImix[i % 12]; });
     CycledBlock cycled(32u << 20);
     WriteBlock& block = cycled.block;
 
-    std::vector<DedupTable::Entry> dedup_memory(16384);
-    std::vector<FlowTable::Entry> flow_memory(65536);
-    DedupQueue dedup{DedupTable(dedup_memory), 1'000'000};
-    FlowCapQueue cap;
-    cap.table = FlowTable(flow_memory);
-    cap.rule = FlowCapRule{UINT32_MAX - 1, true, 128, FlowTable::ticks(60'000'000'000ull)};
+    enum Mode { kOff, kDedup, kCap, kBoth, kModes };
+    struct Tables {
+        HugeArray<DedupTable::Entry> dedup_memory{16384};
+        HugeArray<FlowTable::Entry> flow_memory{65536};
+        DedupQueue dedup{DedupTable(dedup_memory.span()), 1'000'000};
+        FlowCapQueue cap;
+        Tables() {
+            cap.table = FlowTable(flow_memory.span());
+            cap.rule = FlowCapRule{UINT32_MAX - 1, true, 128, FlowTable::ticks(60'000'000'000ull)};
+        }
+    };
+    std::vector<std::unique_ptr<Tables>> tables;
+    for (int w = 0; w < kModes; ++w) tables.push_back(std::make_unique<Tables>());
 
     uint64_t ts = 1'700'000'000'000'000'000ull;
-    uint64_t items = 0, seq = 0;
-    std::vector<uint32_t> off_cycles, on_cycles;  // per burst
+    uint64_t items = 0, seq = 0, iteration = 0;
+    std::vector<uint32_t> cycles[kModes];  // per burst
     uint64_t keep[kBurst], scratch[kBurst];
     const auto append = [&](const uint64_t* k) {
         rte_mbuf** pkts = burst.ptrs.data();
@@ -303,6 +347,7 @@ void BM_CapturePolicies(benchmark::State& state) {
         if (block.packets == 0) block.first_ts_ns = ts;
         append_burst<FileFormat::pcap>(block, pkts, kBurst, k, 262144, ts, s);
     };
+    const double load_before = load_average();
     for (auto _ : state) {
         for (unsigned i = 0; i < kBurst; ++i) {
             uint8_t* f = rte_pktmbuf_mtod(burst.ptrs[i], uint8_t*);
@@ -311,16 +356,21 @@ void BM_CapturePolicies(benchmark::State& state) {
             std::memcpy(f + 42, &seq, sizeof seq);
             ++seq;
         }
-        uint64_t t = rte_rdtsc();
-        append(nullptr);
-        const uint64_t t_off = rte_rdtsc();
-        for (unsigned i = 0; i < kBurst; ++i) keep[i] = 262144;
-        if (mode & 1) benchmark::DoNotOptimize(apply_dedup(dedup, burst.ptrs.data(), kBurst, keep, ts, scratch));
-        if (mode & 2) benchmark::DoNotOptimize(apply_flow_cap(cap, burst.ptrs.data(), kBurst, keep, ts, scratch));
-        append(keep);
-        const uint64_t t_on = rte_rdtsc();
-        off_cycles.push_back(uint32_t(std::min<uint64_t>(t_off - t, UINT32_MAX)));
-        on_cycles.push_back(uint32_t(std::min<uint64_t>(t_on - t_off, UINT32_MAX)));
+        for (int k = 0; k < kModes; ++k) {
+            const int mode = int((iteration + k) % kModes);
+            Tables& t = *tables[mode];
+            const uint64_t t0 = rte_rdtsc();
+            if (mode == kOff) {
+                append(nullptr);
+            } else {
+                for (unsigned i = 0; i < kBurst; ++i) keep[i] = 262144;
+                if (mode != kCap) benchmark::DoNotOptimize(apply_dedup(t.dedup, burst.ptrs.data(), kBurst, keep, ts, scratch));
+                if (mode != kDedup) benchmark::DoNotOptimize(apply_flow_cap(t.cap, burst.ptrs.data(), kBurst, keep, ts, scratch));
+                append(keep);
+            }
+            cycles[mode].push_back(uint32_t(std::min<uint64_t>(rte_rdtsc() - t0, UINT32_MAX)));
+        }
+        ++iteration;
         ts += 1000;
         items += kBurst;
     }
@@ -332,23 +382,27 @@ void BM_CapturePolicies(benchmark::State& state) {
         std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
         return double(v[v.size() / 2]) / kBurst;
     };
-    const double off = median(off_cycles), on = median(on_cycles);
-    state.counters["off_tsc_per_pkt"] = off;
-    state.counters["on_tsc_per_pkt"] = on;
-    state.counters["added_tsc_per_pkt"] = on - off;
-    state.counters["on_vs_off"] = off > 0 ? on / off : 0;
-    state.SetItemsProcessed(int64_t(items));
-    state.SetLabel(mode == 1 ? "dedup" : mode == 2 ? "flow cap" : "dedup + flow cap");
+    const double off = median(cycles[kOff]);
+    state.counters["off"] = off;
+    const char* names[kModes] = {"off", "dedup", "cap", "both"};
+    for (int w = kDedup; w < kModes; ++w) {
+        const double on = median(cycles[w]);
+        state.counters[names[w]] = on;
+        state.counters[std::string(names[w]) + "_delta"] = on - off;
+        state.counters[std::string(names[w]) + "_ratio"] = off > 0 ? on / off : 0;
+    }
+    state.counters["load1"] = (load_before + load_average()) / 2;
+    state.SetItemsProcessed(int64_t(items) * kModes);
+    state.SetLabel(std::string(traffic == 0 ? "64 B" : traffic == 2 ? "1514 B" : "IMIX") + ", " +
+                   std::to_string(flows) + " flows; cycles/packet, delta and ratio vs off");
 }
 BENCHMARK(BM_CapturePolicies)
-    ->ArgNames({"size", "mode", "flows"})
-    ->Args({64, 1, 2})
-    ->Args({64, 2, 2})
-    ->Args({64, 2, 65536})
-    ->Args({64, 3, 65536})
-    ->Args({1514, 1, 2})
-    ->Args({1514, 2, 65536})
-    ->Args({1514, 3, 65536});
+    ->ArgNames({"traffic", "flows"})
+    ->Args({0, 2})
+    ->Args({0, 65536})
+    ->Args({1, 2})
+    ->Args({1, 65536})
+    ->Args({2, 65536});
 
 // --- timestamps ----------------------------------------------------------------------------
 

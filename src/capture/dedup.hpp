@@ -6,7 +6,7 @@
 // Each queue remembers its recent packets in a fixed table filled only by its worker (no
 // locks, nothing allocated after start; hugepages sized by the capture plan): `entries`
 // slots in buckets of kWays (one 64-byte cache line), each holding a 64-bit XXH3 hash of
-// the packet's masked bytes seeded with its length, and when it was written.
+// the packet's masked bytes and its length (dedup_hash), and when it was written.
 //
 // Collisions: "equal" is decided on that hash, not on the bytes (keeping every packet of
 // the window to compare would cost far more memory and time). Two different packets of
@@ -29,6 +29,7 @@
 #include <cstring>
 #include <span>
 
+#include "capture/record_copy.hpp"
 #include "capture/xxh3.hpp"
 #include "store/packet_keys.hpp"
 
@@ -53,19 +54,21 @@ public:
 
     // True when a packet with this hash was written within `window_ns` before `now_ns`;
     // otherwise the packet is remembered (it will be written) and false returned.
+    // A hash is in its bucket at most once (it is only added when not there). The ways are
+    // compared with selects, not branches: which way matches or is oldest is data, and a
+    // mispredicted branch per packet cost more than the rest of the lookup.
     bool seen(uint64_t hash, uint64_t now_ns, uint64_t window_ns) {
         Entry* b = bucket(hash);
-        Entry* oldest = b;
+        unsigned match = kWays, oldest = 0;
         for (unsigned w = 0; w < kWays; ++w) {
-            Entry& e = b[w];
-            if (e.hash == hash && now_ns - e.ts_ns <= window_ns) return true;
-            if (e.ts_ns < oldest->ts_ns) oldest = &e;
-            if (e.hash == hash) {  // the same packet, outside the window: written again
-                oldest = &e;
-                break;
-            }
+            match = b[w].hash == hash ? w : match;
+            oldest = b[w].ts_ns < b[oldest].ts_ns ? w : oldest;
         }
-        *oldest = Entry{hash, now_ns};
+        if (match != kWays) {
+            if (now_ns - b[match].ts_ns <= window_ns) return true;
+            oldest = match;  // the same packet, outside the window: written again
+        }
+        b[oldest] = Entry{hash, now_ns};
         return false;
     }
 
@@ -74,35 +77,67 @@ private:
     uint64_t bucket_mask_ = 0;
 };
 
-// How many leading bytes are copied, masked and hashed in one piece: the headers whose
-// TTL / hop limit and checksum are zeroed lie within them (Ethernet, 4 VLAN tags, the IPv4
-// header up to its checksum: 42 bytes), and a packet up to this size takes one XXH3 call.
-inline constexpr uint32_t kDedupHeadBytes = 256;
+// The leading bytes dedup masks: the fields it ignores lie within them (Ethernet, up to 4
+// VLAN tags, the IPv4 header up to its checksum: at most 42 bytes; the IPv6 hop limit: 38).
+inline constexpr uint32_t kDedupHeadBytes = 64;
+
+namespace dedup_detail {
+
+// One byte mask of the head per place the ignored fields can be: nothing (not IP), the
+// IPv4 TTL and header checksum, or the IPv6 hop limit, each after 0..kMaxVlanTags tags;
+// all ones elsewhere. The head is copied through its mask in 16-byte pieces: no byte
+// store into memory the hash then reads in 8-byte words (each such read would wait for
+// the stores to reach the cache, a store-forwarding stall).
+struct HeadMasks {
+    static constexpr unsigned kPlaces = store::kMaxVlanTags + 1;
+    alignas(64) uint8_t bytes[3][kPlaces][kDedupHeadBytes];
+};
+
+consteval HeadMasks make_head_masks() {
+    HeadMasks m{};
+    for (unsigned kind = 0; kind < 3; ++kind)
+        for (unsigned tags = 0; tags < HeadMasks::kPlaces; ++tags) {
+            uint8_t* b = m.bytes[kind][tags];
+            for (unsigned k = 0; k < kDedupHeadBytes; ++k) b[k] = 0xff;
+            const unsigned l3 = 14 + 4 * tags;
+            if (kind == 1) b[l3 + 8] = b[l3 + 10] = b[l3 + 11] = 0;  // TTL, header checksum
+            if (kind == 2) b[l3 + 7] = 0;                             // hop limit
+        }
+    return m;
+}
+inline constexpr HeadMasks kHeadMasks = make_head_masks();
+
+}  // namespace dedup_detail
 
 // The hash of a packet as dedup compares it: its bytes with TTL / hop limit and the IPv4
-// header checksum zeroed, seeded with its length, never 0. Walks a chained mbuf.
+// header checksum zeroed, and its length. The bytes after the first kDedupHeadBytes are
+// hashed where they lie (XXH3; a chained mbuf's further segments each seeded with the
+// hash so far); the head, masked, is hashed seeded with that and the length. Never 0.
 inline uint64_t dedup_hash(const rte_mbuf* m) {
     const uint8_t* data = rte_pktmbuf_mtod(m, const uint8_t*);
     const uint32_t first = m->data_len;
     const uint32_t head_len = std::min(first, kDedupHeadBytes);
-    uint8_t head[kDedupHeadBytes];
-    std::memcpy(head, data, head_len);
-    uint16_t type = 0;
-    uint32_t l3 = 0;
-    if (store::link_layer(head, head_len, type, l3)) {
-        if (type == 0x0800 && l3 + 12 <= head_len) {
-            head[l3 + 8] = 0;   // TTL
-            head[l3 + 10] = 0;  // header checksum
-            head[l3 + 11] = 0;
-        } else if (type == 0x86dd && l3 + 8 <= head_len) {
-            head[l3 + 7] = 0;   // hop limit
-        }
-    }
-    uint64_t h = XXH3_64bits_withSeed(head, head_len, m->pkt_len);
-    if (first > head_len) h = XXH3_64bits_withSeed(data + head_len, first - head_len, h);
+
+    uint64_t rest = 0;
+    if (first > head_len) rest = xxh3_64(data + head_len, first - head_len);
     for (const rte_mbuf* seg = m->next; seg != nullptr; seg = seg->next)
-        h = XXH3_64bits_withSeed(rte_pktmbuf_mtod(seg, const uint8_t*), seg->data_len, h);
-    return h | 1;
+        rest = xxh3_64(rte_pktmbuf_mtod(seg, const uint8_t*), seg->data_len, rest);
+
+    uint16_t type = 0;
+    uint32_t l3 = 14;
+    unsigned kind = 0;  // what the head masks: nothing, IPv4 fields, IPv6 hop limit
+    if (store::link_layer(data, first, type, l3))
+        kind = type == store::wire::kEtherIPv4 ? 1 : type == store::wire::kEtherIPv6 ? 2 : 0;
+    const uint8_t* mask = dedup_detail::kHeadMasks.bytes[kind][(l3 - 14) / 4 % dedup_detail::HeadMasks::kPlaces];
+    alignas(16) uint8_t head[kDedupHeadBytes];
+    if (likely(head_len == kDedupHeadBytes)) {
+        for (unsigned k = 0; k < kDedupHeadBytes; ++k) head[k] = data[k] & mask[k];
+    } else {  // a runt: what it has of the fields is masked
+        std::memset(head, 0, sizeof head);
+        std::memcpy(head, data, head_len);
+        for (unsigned k = 0; k < kDedupHeadBytes; ++k) head[k] &= mask[k];
+    }
+    return xxh3_64(head, head_len, rest ^ m->pkt_len) | 1;
 }
 
 struct DedupQueue {
@@ -122,6 +157,8 @@ inline DedupOutcome apply_dedup(DedupQueue& dedup, rte_mbuf* const* pkts, uint16
                                 uint64_t ts_ns, uint64_t* hashes) {
     DedupOutcome out;
     for (uint16_t i = 0; i < n; ++i) {
+        // The first reader of the packet's bytes after rx: fetch ahead as append_burst does.
+        if (i + kAppendPrefetch < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kAppendPrefetch], void*));
         hashes[i] = keep[i] == 0 ? 0 : dedup_hash(pkts[i]);
         if (hashes[i] != 0) dedup.table.prefetch(hashes[i]);
     }

@@ -26,6 +26,7 @@
 #include <span>
 
 #include "capture/counters.hpp"
+#include "capture/record_copy.hpp"
 #include "filter/bpf_filter.hpp"
 #include "capture/xxh3.hpp"
 #include "store/packet_keys.hpp"
@@ -63,35 +64,37 @@ public:
     explicit FlowTable(std::span<Entry> entries) : entries_(entries.data()), bucket_mask_(entries.size() / kWays - 1) {}
 
     static uint32_t ticks(uint64_t ns) { return static_cast<uint32_t>(ns >> kTickShift); }
-    static uint64_t hash_key(const store::FlowKey& key) { return XXH3_64bits(&key, sizeof key) | 1; }
+    static uint64_t hash_key(const store::FlowKey& key) { return xxh3_64(&key, sizeof key) | 1; }
 
     Entry* bucket(uint64_t hash) const { return entries_ + (hash & bucket_mask_) * kWays; }
     void prefetch(uint64_t hash) const { rte_prefetch0(bucket(hash)); }
 
     // Adds `amount` to the flow's count and returns the count it had before this packet.
     // `evicted` is set when a live flow had to make room.
+    // A flow is in its bucket at most once (it is only added when not there). The ways are
+    // compared with selects, not branches: which way matches or is the victim is data, and
+    // a mispredicted branch per packet cost more than the rest of the lookup.
     uint32_t account(uint64_t hash, uint32_t amount, uint32_t now, uint32_t idle_ticks, bool& evicted) {
         Entry* b = bucket(hash);
-        Entry* victim = b;
-        int32_t victim_age = -1;
+        unsigned match = kWays, victim = 0;
+        int32_t victim_rank = -1;
         for (unsigned w = 0; w < kWays; ++w) {
-            Entry& e = b[w];
-            const int32_t age = static_cast<int32_t>(now - e.last_seen);
-            if (e.hash == hash) {
-                const uint32_t before = age > static_cast<int32_t>(idle_ticks) ? 0 : e.count;
-                e.count = before + std::min(amount, UINT32_MAX - before);
-                e.last_seen = now;
-                return before;
-            }
-            // A free entry is the best place; otherwise the longest idle.
-            const int32_t rank = e.hash == 0 ? INT32_MAX : age;
-            if (rank > victim_age) {
-                victim = &e;
-                victim_age = rank;
-            }
+            match = b[w].hash == hash ? w : match;
+            // A free entry is the best place; otherwise the longest idle (the first of equals).
+            const int32_t rank = b[w].hash == 0 ? INT32_MAX : static_cast<int32_t>(now - b[w].last_seen);
+            victim = rank > victim_rank ? w : victim;
+            victim_rank = rank > victim_rank ? rank : victim_rank;
         }
-        evicted = victim->hash != 0 && victim_age <= static_cast<int32_t>(idle_ticks);
-        *victim = Entry{hash, amount, now};
+        if (match != kWays) {
+            Entry& e = b[match];
+            const bool idle = static_cast<int32_t>(now - e.last_seen) > static_cast<int32_t>(idle_ticks);
+            const uint32_t before = idle ? 0 : e.count;
+            e.count = before + std::min(amount, UINT32_MAX - before);
+            e.last_seen = now;
+            return before;
+        }
+        evicted = b[victim].hash != 0 && victim_rank <= static_cast<int32_t>(idle_ticks);
+        b[victim] = Entry{hash, amount, now};
         return 0;
     }
 
@@ -124,6 +127,7 @@ inline FlowCapOutcome apply_flow_cap(FlowCapQueue& cap, rte_mbuf* const* pkts, u
     FlowCapOutcome out;
     if (cap.filter != nullptr) cap.filter->run(pkts, n, hashes);
     for (uint16_t i = 0; i < n; ++i) {
+        if (i + kAppendPrefetch < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kAppendPrefetch], void*));
         const bool subject = keep[i] != 0 && (cap.filter == nullptr || hashes[i] != 0);
         hashes[i] = 0;
         if (!subject) continue;

@@ -5,15 +5,7 @@
 namespace linecap::store {
 namespace {
 
-constexpr uint16_t kEtherIPv4 = 0x0800, kEtherIPv6 = 0x86dd, kEtherArp = 0x0806, kEtherRarp = 0x8035;
-constexpr uint8_t kTcp = 6, kUdp = 17, kSctp = 132;
-
-inline uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-inline uint32_t be32(const uint8_t* p) {
-    return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
-}
-inline bool is_vlan_tpid(uint16_t t) { return t == 0x8100 || t == 0x88a8 || t == 0x9100; }
-inline bool has_ports(uint8_t proto) { return proto == kTcp || proto == kUdp || proto == kSctp; }
+using namespace wire;
 
 inline void add_proto(PacketKeys& k, uint8_t v) {
     for (unsigned i = 0; i < k.n_protos; ++i)
@@ -66,20 +58,6 @@ void ipv6(const uint8_t* f, uint32_t caplen, uint32_t l3, PacketKeys& k) {
 
 }  // namespace
 
-bool link_layer(const uint8_t* f, uint32_t caplen, uint16_t& ethertype, uint32_t& l3) {
-    if (caplen < 14) return false;
-    uint16_t type = be16(f + 12);
-    uint32_t off = 14;
-    for (unsigned tags = 0; is_vlan_tpid(type) && tags < kMaxVlanTags; ++tags) {
-        if (off + 4 > caplen) return false;
-        type = be16(f + off + 2);
-        off += 4;
-    }
-    ethertype = type;
-    l3 = off;
-    return true;
-}
-
 Ipv6UpperLayer ipv6_upper_layer(const uint8_t* f, uint32_t caplen, uint32_t l3) {
     Ipv6UpperLayer u;
     if (uint64_t{l3} + 7 > caplen) return u;
@@ -127,63 +105,6 @@ void extract_keys(const uint8_t* f, uint32_t caplen, PacketKeys& k) {
             break;
         default: break;
     }
-}
-
-namespace {
-
-// The ends in canonical order: the lower (address, port) first. `Len` is a constant so
-// that the comparison and copies compile to a few loads (this runs per packet in the worker).
-template <size_t Len>
-inline void set_ends(FlowKey& k, const uint8_t* src, const uint8_t* dst, uint16_t sport, uint16_t dport) {
-    k.addr_lo = {};
-    k.addr_hi = {};
-    const int order = std::memcmp(src, dst, Len);
-    if (order < 0 || (order == 0 && sport <= dport)) {
-        std::memcpy(k.addr_lo.data(), src, Len);
-        std::memcpy(k.addr_hi.data(), dst, Len);
-        k.port_lo = sport;
-        k.port_hi = dport;
-    } else {
-        std::memcpy(k.addr_lo.data(), dst, Len);
-        std::memcpy(k.addr_hi.data(), src, Len);
-        k.port_lo = dport;
-        k.port_hi = sport;
-    }
-}
-
-}  // namespace
-
-bool flow_key(const uint8_t* f, uint32_t caplen, FlowKey& k) {
-    uint16_t type = 0;
-    uint32_t l3 = 0;
-    if (!link_layer(f, caplen, type, l3)) return false;
-    uint16_t sport = 0, dport = 0;
-    k.zero = 0;
-    if (type == kEtherIPv4) {
-        if (uint64_t{l3} + 20 > caplen) return false;
-        k.version = 4;
-        k.proto = f[l3 + 9];
-        const uint64_t l4 = uint64_t{l3} + 4u * (f[l3] & 0x0f);
-        if (has_ports(k.proto) && (be16(f + l3 + 6) & 0x1fff) == 0 && l4 + 4 <= caplen) {
-            sport = be16(f + l4);
-            dport = be16(f + l4 + 2);
-        }
-        set_ends<4>(k, f + l3 + 12, f + l3 + 16, sport, dport);
-        return true;
-    }
-    if (type == kEtherIPv6) {
-        if (uint64_t{l3} + 40 > caplen) return false;
-        k.version = 6;
-        const Ipv6UpperLayer upper = ipv6_upper_layer(f, caplen, l3);
-        k.proto = upper.complete ? upper.proto : f[l3 + 6];
-        if (upper.complete && upper.first_fragment && has_ports(upper.proto) && upper.offset + 4 <= caplen) {
-            sport = be16(f + upper.offset);
-            dport = be16(f + upper.offset + 2);
-        }
-        set_ends<16>(k, f + l3 + 8, f + l3 + 24, sport, dport);
-        return true;
-    }
-    return false;
 }
 
 std::string link_type_problem(const format::Interface& interface, uint64_t offset) {

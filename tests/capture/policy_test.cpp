@@ -116,6 +116,33 @@ TEST(FlowKey, IsTheSameForBothDirections) {
     EXPECT_EQ(v6a.port_hi, 80);
 }
 
+// The key's bytes, as the table hashes them: every one set, IPv4 addresses in the first 4
+// bytes of each end, the same key behind VLAN tags.
+TEST(FlowKey, SetsEveryByte) {
+    const auto f = ipv4_frame(0xc6130002, 0xc6120001, 443, 40000, 100, 6);
+    store::FlowKey k;
+    std::memset(static_cast<void*>(&k), 0x5a, sizeof k);
+    ASSERT_TRUE(store::flow_key(f.data(), uint32_t(f.size()), k));
+    const uint8_t expected[40] = {4,   6,  0, 0, 0, 0, 0, 0, 198, 18, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+                                  0,   0,  0, 0, 198, 19, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    uint8_t bytes[40];
+    std::memcpy(bytes, &k, sizeof k);
+    EXPECT_EQ(k.port_lo, 40000);
+    EXPECT_EQ(k.port_hi, 443);
+    for (size_t i = 0; i < 40; ++i) {
+        if (i < 2 || i >= 6) {
+            EXPECT_EQ(bytes[i], expected[i]) << "byte " << i;
+        }
+    }
+
+    auto tagged = f;
+    const uint8_t tag[] = {0x81, 0x00, 0x00, 0x07};
+    tagged.insert(tagged.begin() + 12, tag, tag + 4);
+    store::FlowKey t;
+    ASSERT_TRUE(store::flow_key(tagged.data(), uint32_t(tagged.size()), t));
+    EXPECT_EQ(std::memcmp(&k, &t, sizeof k), 0);
+}
+
 TEST(FlowKey, RefusesWhatIsNotIp) {
     std::vector<uint8_t> arp(60, 0);
     arp[12] = 0x08;
@@ -237,6 +264,52 @@ TEST(Dedup, IgnoresTtlHopLimitAndIpv4ChecksumOnly) {
     auto v6_other = v6;
     v6_other[14 + 6] = 17;
     EXPECT_NE(hash_of(v6), hash_of(v6_other));
+}
+
+// Every byte counts except the ignored fields, at every size the hash treats differently
+// (runts, exactly the masked head, just past it, short and long XXH3 inputs) and with the
+// fields moved by VLAN tags.
+TEST(Dedup, EveryOtherByteCountsAtEverySizeAndTagDepth) {
+    for (const size_t size : {size_t(42), size_t(60), size_t(64), size_t(65), size_t(300), size_t(1514)}) {
+        for (const unsigned tags : {0u, 2u}) {
+            for (const bool v6 : {false, true}) {
+                if (v6 && size < 62) continue;
+                auto f = v6 ? ipv6_frame(1, 2, 5000, 80, size) : ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, size);
+                for (size_t k = 0; k < f.size(); ++k) f[k] ^= uint8_t(k * 7);  // no two frames alike
+                for (unsigned t = 0; t < tags; ++t) {
+                    const uint8_t tag[] = {0x81, 0x00, 0x00, uint8_t(t + 1)};
+                    f.insert(f.begin() + 12, tag, tag + 4);
+                    f.resize(size);
+                }
+                const size_t l3 = 14 + 4 * tags;
+                f[l3 - 2] = v6 ? 0x86 : 0x08;  // the EtherType after the tags
+                f[l3 - 1] = v6 ? 0xdd : 0x00;
+                const uint64_t h = hash_of(f);
+                for (size_t at = 0; at < f.size(); ++at) {
+                    auto g = f;
+                    g[at] ^= 0x10;
+                    const bool ignored = v6 ? at == l3 + 7 : (at == l3 + 8 || at == l3 + 10 || at == l3 + 11);
+                    if (ignored)
+                        EXPECT_EQ(hash_of(g), h) << "size " << size << " tags " << tags << " byte " << at;
+                    else
+                        EXPECT_NE(hash_of(g), h) << "size " << size << " tags " << tags << " byte " << at;
+                }
+            }
+        }
+    }
+}
+
+// A chained mbuf: the bytes of its further segments count too.
+TEST(Dedup, HashesEverySegment) {
+    const auto frame = ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 1000);
+    Burst b({std::vector<uint8_t>(frame.begin(), frame.begin() + 600), std::vector<uint8_t>(frame.begin() + 600, frame.end())});
+    b.mbufs[0].next = &b.mbufs[1];
+    b.mbufs[0].nb_segs = 2;
+    b.mbufs[0].pkt_len = 1000;
+    const uint64_t h = dedup_hash(b.ptrs[0]);
+    EXPECT_EQ(dedup_hash(b.ptrs[0]), h);
+    b.buffers[1][RTE_PKTMBUF_HEADROOM + 399] ^= 1;
+    EXPECT_NE(dedup_hash(b.ptrs[0]), h);
 }
 
 TEST(Dedup, SuppressesCopiesWithinTheWindowOnly) {
