@@ -45,6 +45,9 @@ podman images --format '{{.Repository}}:{{.Tag}}' | grep '^localhost/linecap-bas
     | xargs -r podman rmi >/dev/null 2>&1 || true
 
 TAG=localhost/linecap-test:$$
+# The Dockerfile's build stages leave untagged images behind: those this build made go too.
+podman images -q --filter dangling=true | sort >"$T/dangling.before"
+on_exit "podman images -q --filter dangling=true | sort | comm -13 '$T/dangling.before' - | xargs -r podman rmi -f >/dev/null 2>&1"
 CTX=$T/context
 mkdir "$CTX"
 cp "$DEB" "$CTX/"
