@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <map>
@@ -49,6 +50,32 @@ Result<std::unique_ptr<CaptureEngine>> CaptureEngine::start(const Config& config
     if (!status) return status.error();
     return engine;
 }
+
+namespace {
+
+// The writer threads' CPUs and priority (output.writer_cpus, output.writer_priority):
+// "workers" = the CPUs of the lcores the plan gives workers; "control" = as inherited
+// from the control lcore.
+ThreadPlacement writer_placement(const Config& config, const CapturePlan& plan) {
+    ThreadPlacement placement{{}, config.output.writer_priority};
+    if (config.output.writer_cpus != WriterCpus::workers) return placement;
+    for (const WorkerAssignment& worker : plan.workers) {
+        for (size_t i = 0; i < config.eal.lcore_ids.size(); ++i) {
+            if (config.eal.lcore_ids[i] == worker.lcore) placement.cpus.push_back(config.eal.cpu_ids[i]);
+        }
+    }
+    std::sort(placement.cpus.begin(), placement.cpus.end());
+    placement.cpus.erase(std::unique(placement.cpus.begin(), placement.cpus.end()), placement.cpus.end());
+    return placement;
+}
+
+std::string cpu_list_suffix(const std::vector<unsigned>& cpus) {
+    std::string list;
+    for (unsigned cpu : cpus) list += (list.empty() ? " " : ",") + std::to_string(cpu);
+    return list;
+}
+
+}  // namespace
 
 Status CaptureEngine::init() {
     // Before EAL: the plan with assumed device capabilities catches a bad lcore map before
@@ -100,7 +127,7 @@ Status CaptureEngine::init() {
         ports_.push_back(std::move(port.value()));
     }
 
-    if (Status s = build_writer(); !s) return s;
+    if (Status s = build_writer(writer_placement(config_, plan)); !s) return s;
     std::vector<int> port_sockets;
     for (const PortInfo& info : infos) port_sockets.push_back(info.socket);
     if (Status s = build_stream_tables(port_sockets); !s) return s;
@@ -124,6 +151,7 @@ Status CaptureEngine::init() {
         ctx->flush_interval_tsc = tsc_hz_ * config_.output.flush_interval_ms / 1000;
         ctx->burst = static_cast<uint16_t>(config_.capture.burst_size);
         ctx->idle_sleep_us = config_.capture.idle_sleep_us;
+        ctx->sleep_below = config_.capture.sleep_below;
         ctx->format = config_.output.format;
         const int lcore_socket = static_cast<int>(rte_lcore_to_socket_id(a.lcore));
         for (const QueueRef& ref : a.queues) {
@@ -230,7 +258,7 @@ Status CaptureEngine::build_stream_tables(const std::vector<int>& port_sockets) 
     return {};
 }
 
-Status CaptureEngine::build_writer() {
+Status CaptureEngine::build_writer(const ThreadPlacement& placement) {
     // A crash leaves hidden in-progress files; they become normal, valid files (with a
     // manifest marked "recovered") before new ones are written next to them.
     RecoveryOptions recovery;
@@ -275,12 +303,18 @@ Status CaptureEngine::build_writer() {
                                            &queue_counters_[s], &writer_->counters(s)});
     }
     if (file_finished_) writer_->on_file_finished(file_finished_);
-    Status started = writer_->start();
-    if (!started) return started;
-    spdlog::info("output {}: {} streams × {} blocks of {} KiB, rotate at {} MiB / {} s, format {}",
+    if (Status started = writer_->start(placement); !started) {
+        return config_error("output.writer_cpus " + std::string(to_string(config_.output.writer_cpus)) +
+                            ", output.writer_priority " + to_string(config_.output.writer_priority) + ": " +
+                            started.error().message);
+    }
+    spdlog::info("output {}: {} streams × {} blocks of {} KiB, rotate at {} MiB / {} s, format {}; writer on the {} "
+                 "CPUs{}, priority {}",
                  config_.output.directory, specs.size(), config_.output.blocks_per_queue,
                  config_.output.block_size_kb, config_.output.rotate_size_bytes >> 20,
-                 config_.output.rotate_interval_s, to_string(config_.output.format));
+                 config_.output.rotate_interval_s, to_string(config_.output.format),
+                 config_.output.writer_cpus == WriterCpus::workers ? "workers'" : "control lcore's",
+                 cpu_list_suffix(placement.cpus), to_string(placement.priority));
     return {};
 }
 
@@ -331,8 +365,10 @@ Status CaptureEngine::launch_workers() {
             }
             queues += ":" + std::to_string(q.queue);
         }
-        spdlog::info("worker lcore {} (socket {}) polls {}, priority {}, idle sleep {} us", ctx->lcore,
-                     rte_lcore_to_socket_id(ctx->lcore), queues, to_string(priority), ctx->idle_sleep_us);
+        spdlog::info("worker lcore {} (socket {}) polls {}, priority {}, idle sleep {} us{}", ctx->lcore,
+                     rte_lcore_to_socket_id(ctx->lcore), queues, to_string(priority), ctx->idle_sleep_us,
+                     ctx->sleep_below > 1 ? " (also after fewer than " + std::to_string(ctx->sleep_below) + " packets)"
+                                          : std::string());
     }
     workers_running_ = true;
     return {};

@@ -72,7 +72,7 @@ private:
     CaptureEngine(const Config& config, FileFinishedHook file_finished);
     Status init();
     Status build_policies();
-    Status build_writer();
+    Status build_writer(const ThreadPlacement& placement);
     Status build_stream_tables(const std::vector<int>& port_sockets);
     Status launch_workers();
     void wait_workers();

@@ -141,6 +141,7 @@ int worker_loop(WorkerContext& w) {
     WorkerControl& control = *w.control;
     const uint16_t burst = std::min<uint16_t>(w.burst, kMaxBurst);
     const uint64_t housekeeping_tsc = w.tsc_hz / kHousekeepingPerSecond;
+    const uint64_t sleep_below = std::min<uint64_t>(w.sleep_below, burst);
 
     uint64_t rotate_seen = control.rotate_requests.load(std::memory_order_relaxed);
     uint64_t start_tsc = rte_rdtsc();
@@ -160,6 +161,7 @@ int worker_loop(WorkerContext& w) {
         prev_tsc = now;
         prev_busy = false;
         uint64_t ts_ns = 0;
+        const uint64_t packets_before = packets;
 
         for (WorkerQueue& q : w.queues) {
             const uint16_t n = rte_eth_rx_burst(q.port_id, q.queue, pkts, burst);
@@ -180,12 +182,14 @@ int worker_loop(WorkerContext& w) {
         }
         ++loops;
         busy_loops += prev_busy;
-        // Idle path only: nothing arrived on any queue. A real-time worker that never
-        // sleeps is throttled by the kernel for whole tens of milliseconds each second
-        // (sched_rt_runtime_us) and starves the kernel threads of its CPU; sleeping while
-        // the rings are empty avoids both and costs at most one sleep of latency, far less
-        // than the rx ring holds.
-        if (!prev_busy && w.idle_sleep_us != 0) rte_delay_us_sleep(w.idle_sleep_us);
+        // Idle path only: nothing arrived on any queue (or, with capture.sleep_below, fewer
+        // packets than that). A real-time worker that never sleeps is throttled by the
+        // kernel for whole tens of milliseconds each second (sched_rt_runtime_us) and
+        // starves the kernel threads of its CPU; sleeping while the rings are (nearly)
+        // empty avoids both and costs at most one sleep of latency, far less than the rx
+        // ring holds. A trickle of packets would keep a worker from ever sleeping when
+        // only an empty loop counts: sleep_below lets it leave its CPU to the writer.
+        if (packets - packets_before < sleep_below && w.idle_sleep_us != 0) rte_delay_us_sleep(w.idle_sleep_us);
 
         if (unlikely(now >= next_housekeeping)) {
             next_housekeeping = now + housekeeping_tsc;

@@ -56,6 +56,7 @@ struct alignas(RTE_CACHE_LINE_SIZE) WorkerContext {
     uint64_t flush_interval_tsc = 0;    // partial blocks older than this are handed over
     uint16_t burst = 64;
     unsigned idle_sleep_us = 0;         // sleep after a loop that found no packet; 0 = never
+    unsigned sleep_below = 1;           // ... or fewer packets than this
     FileFormat format = FileFormat::pcap;  // record encoding the writer expects
 };
 

@@ -39,15 +39,15 @@ constexpr std::string_view kEalKeys[] = {"lcores", "hugepages", "memory_mb", "ar
 constexpr std::string_view kPortKeys[] = {"name", "device",      "rx_queues", "rx_descriptors", "rss",
                                           "mtu",  "promiscuous", "filter",    "snaplen"};
 constexpr std::string_view kCaptureKeys[] = {"burst_size",    "mbufs",   "mbuf_cache", "worker_priority",
-                                             "idle_sleep_us", "workers", "flow_cap",   "dedup"};
+                                             "idle_sleep_us", "sleep_below", "workers", "flow_cap", "dedup"};
 constexpr std::string_view kWorkerKeys[] = {"lcore", "queues"};
 constexpr std::string_view kFlowCapKeys[] = {"enabled",       "ports", "filter", "bytes",
                                              "packets",       "snaplen_after", "flows", "idle_timeout"};
 constexpr std::string_view kDedupKeys[] = {"enabled", "ports", "window_us", "entries"};
 constexpr std::string_view kOutputKeys[] = {
     "directory",         "format",         "file_template", "rotate", "block_size_kb", "blocks_per_queue",
-    "flush_interval_ms", "writer_threads", "o_direct",      "fsync",  "manifest",      "index",
-    "scrub",             "retention",      "compress"};
+    "flush_interval_ms", "writer_threads", "writer_cpus",   "writer_priority", "o_direct", "fsync",
+    "manifest",          "index",          "scrub",         "retention",       "compress"};
 constexpr std::string_view kRotateKeys[] = {"size_mb", "interval_s"};
 constexpr std::string_view kScrubKeys[] = {"enabled", "period"};
 constexpr std::string_view kCompressKeys[] = {"enabled", "after", "level"};
@@ -88,6 +88,11 @@ constexpr NamedValue<RssMode> kRssModes[] = {
     {"symmetric", RssMode::symmetric},
     {"device-default", RssMode::device_default},
     {"off", RssMode::off},
+};
+
+constexpr NamedValue<WriterCpus> kWriterCpus[] = {
+    {"control", WriterCpus::control},
+    {"workers", WriterCpus::workers},
 };
 
 constexpr NamedValue<FileFormat> kFileFormats[] = {
@@ -451,6 +456,10 @@ CaptureConfig read_capture(const YamlMap& capture, const EalConfig& eal, const s
     if (const auto v = capture.get("mbuf_cache")) config.mbuf_cache = v->as_uint(0, RTE_MEMPOOL_CACHE_MAX_SIZE);
     if (const auto v = capture.get("worker_priority")) config.worker_priority = v->parsed_by(parse_thread_priority);
     if (const auto v = capture.get("idle_sleep_us")) config.idle_sleep_us = v->as_uint(0, kMaxIdleSleepUs);
+    if (const auto v = capture.get("sleep_below")) {
+        config.sleep_below = v->as_uint_where("1..burst_size (" + std::to_string(config.burst_size) + ")",
+                                              [&](uint64_t n) { return n >= 1 && n <= config.burst_size; });
+    }
     if (const auto v = capture.get("workers")) config.workers = read_workers(*v, eal, ports);
     config.flow_cap = read_flow_cap(capture.section("flow_cap", kFlowCapKeys), ports);
     config.dedup = read_dedup(capture.section("dedup", kDedupKeys), ports);
@@ -561,7 +570,27 @@ RetentionConfig read_retention(const YamlMap& retention) {
     return config;
 }
 
-OutputConfig read_output(const YamlMap& output) {
+bool realtime(const ThreadPriority& p) {
+    return p.kind == ThreadPriority::Kind::fifo || p.kind == ThreadPriority::Kind::rr;
+}
+
+// A writer on the workers' CPUs must rank below them: a real-time writer at or above a
+// real-time worker's priority would keep it from its rx ring for as long as it writes.
+void check_writer_below_workers(const YamlValue& value, const OutputConfig& output, const CaptureConfig& capture) {
+    if (output.writer_cpus != WriterCpus::workers || !realtime(output.writer_priority)) return;
+    if (!realtime(capture.worker_priority)) {
+        value.fail("a real-time writer on the workers' CPUs needs real-time workers above it (capture.worker_priority " +
+                   to_string(capture.worker_priority) + "); use normal, or raise the workers to rr:" +
+                   std::to_string(output.writer_priority.value + 1));
+    }
+    if (output.writer_priority.value >= capture.worker_priority.value) {
+        value.fail("must be below capture.worker_priority " + to_string(capture.worker_priority) +
+                   " on the workers' CPUs (a writer at or above the workers' priority keeps them from the rx "
+                   "ring while it writes)");
+    }
+}
+
+OutputConfig read_output(const YamlMap& output, const CaptureConfig& capture) {
     OutputConfig config;
     config.directory = read_absolute_path(output.require("directory", "the absolute path of the capture directory"),
                                           "the capture directory");
@@ -577,6 +606,11 @@ OutputConfig read_output(const YamlMap& output) {
     if (const auto v = output.get("blocks_per_queue")) config.blocks_per_queue = v->as_uint(2, 4096);
     if (const auto v = output.get("flush_interval_ms")) config.flush_interval_ms = v->as_uint(1, 10000);
     if (const auto v = output.get("writer_threads")) config.writer_threads = v->as_uint(1, 64);
+    if (const auto v = output.get("writer_cpus")) config.writer_cpus = v->as_one_of<WriterCpus>(kWriterCpus);
+    if (const auto v = output.get("writer_priority")) {
+        config.writer_priority = v->parsed_by(parse_thread_priority);
+        check_writer_below_workers(*v, config, capture);
+    }
     if (const auto v = output.get("o_direct")) config.o_direct = v->as_bool();
     if (const auto v = output.get("fsync")) read_fsync(*v, config);
     if (const auto v = output.get("manifest")) config.manifest = v->as_bool();
@@ -651,7 +685,7 @@ Config read_config(const YamlMap& root) {
     config.eal = read_eal(root.section("eal", kEalKeys));
     config.ports = read_ports(root.require("ports", "a list of the ports to capture from"));
     config.capture = read_capture(root.section("capture", kCaptureKeys), config.eal, config.ports);
-    config.output = read_output(root.section("output", kOutputKeys));
+    config.output = read_output(root.section("output", kOutputKeys), config.capture);
     config.metrics = read_metrics(root.section("metrics", kMetricsKeys));
     config.api = read_api(root.section("api", kApiKeys));
     config.log = read_log(root.section("log", kLogKeys));
@@ -698,6 +732,7 @@ bool PortConfig::is_pci() const { return normalize_pci_address(device).has_value
 
 const char* to_string(RssMode mode) { return name_of(mode, kRssModes); }
 const char* to_string(FileFormat format) { return name_of(format, kFileFormats); }
+const char* to_string(WriterCpus cpus) { return name_of(cpus, kWriterCpus); }
 
 std::vector<std::string> config_key_paths() {
     std::vector<std::string> paths;

@@ -102,6 +102,11 @@ struct CaptureConfig {
     // Microseconds a worker sleeps after a loop in which no queue had a packet; 0 = never
     // (pure busy polling). Lets other threads use the worker's CPU while traffic is idle.
     unsigned idle_sleep_us = 20;
+    // The sleep also follows a loop that brought fewer than this many packets (1: only an
+    // empty one). Up to the burst size: a worker that is not kept busy leaves time to the
+    // writer beside it (output.writer_cpus: workers), at the price of up to one sleep of
+    // timestamp delay for the packets that wait in the ring meanwhile.
+    unsigned sleep_below = 1;
     std::vector<WorkerMapping> workers;  // empty = automatic
     FlowCapConfig flow_cap;
     DedupConfig dedup;
@@ -111,6 +116,9 @@ struct CaptureConfig {
 
 enum class FileFormat { pcap, pcapng };
 enum class FsyncPolicy { none, rotate, interval };
+// Where the writer threads run: on the control lcore's CPU (with the metrics endpoint and
+// the background threads), or on the workers' CPUs, taking what the workers leave.
+enum class WriterCpus { control, workers };
 
 struct RetentionConfig {
     uint64_t max_bytes = 0;          // 0 = unlimited
@@ -154,6 +162,8 @@ struct OutputConfig {
     unsigned blocks_per_queue = 32;
     unsigned flush_interval_ms = 100;  // partial blocks are handed over after this long
     unsigned writer_threads = 1;
+    WriterCpus writer_cpus = WriterCpus::control;
+    ThreadPriority writer_priority;    // normal: as inherited
     bool o_direct = false;
     FsyncPolicy fsync = FsyncPolicy::rotate;
     unsigned fsync_interval_s = 0;     // with FsyncPolicy::interval
@@ -225,5 +235,6 @@ std::vector<std::string> config_key_paths();
 
 const char* to_string(RssMode mode);
 const char* to_string(FileFormat format);
+const char* to_string(WriterCpus cpus);
 
 }  // namespace linecap

@@ -144,11 +144,16 @@ void check_lcores(const Config& config, const PreflightOptions& options, Finding
 
 // A real-time worker that never idles (a source faster than the capture) keeps every
 // normal thread off its CPU but for the kernel's 5 % real-time limit: the writer and the
-// control thread if they share it, and another worker if it is at the same priority
-// under SCHED_FIFO.
+// control thread if they share it (output.writer_cpus: workers without an idle sleep),
+// and another worker if it is at the same priority under SCHED_FIFO.
 void check_worker_cpus(const Config& config, Findings& f) {
     const ThreadPriority::Kind kind = config.capture.worker_priority.kind;
     if (kind != ThreadPriority::Kind::fifo && kind != ThreadPriority::Kind::rr) return;
+    if (config.output.writer_cpus == WriterCpus::workers && config.capture.idle_sleep_us == 0) {
+        warning(f, "output.writer_cpus workers with capture.worker_priority " + to_string(config.capture.worker_priority) +
+                       " and capture.idle_sleep_us 0: workers that never sleep leave the writer beside them 5 % of "
+                       "their CPU; set capture.idle_sleep_us (default 20) or output.writer_cpus: control");
+    }
     const std::vector<unsigned>& cpus = config.eal.cpu_ids;
     for (size_t i = 1; i < cpus.size(); ++i) {
         for (size_t j = 0; j < i; ++j) {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <latch>
 #include <system_error>
 #include <thread>
 
@@ -263,7 +264,7 @@ void Writer::on_file_finished(std::function<void(const std::string& name)> hook)
 
 void Writer::sidecar_changed(const std::string& name) { impl_->retention->sidecar_changed(name); }
 
-Status Writer::start() {
+Status Writer::start(const ThreadPlacement& placement) {
     Impl& impl = *impl_;
     if (impl.started || impl.stopped) return runtime_error("writer: start() after start() or stop()");
     impl.started = true;
@@ -276,17 +277,37 @@ Status Writer::start() {
         }
     }
     const size_t n = impl.thread_count();
+    // Each thread moves itself (a nice value belongs to the thread) before its first block;
+    // start() returns once all have, with the first failure.
+    std::vector<Status> placed(n);
+    std::latch all_placed(static_cast<std::ptrdiff_t>(n));
+    size_t launched = 0;
     try {
         for (size_t t = 0; t < n; ++t) {
-            std::thread& thread = impl.threads.emplace_back([&impl, t, n] { impl.run(t, n); });
+            std::thread& thread = impl.threads.emplace_back([&impl, &placement, &placed, &all_placed, t, n] {
+                placed[t] = apply_to_this_thread(placement);
+                const bool ok = static_cast<bool>(placed[t]);
+                all_placed.count_down();  // `placement` and `placed` may be gone after this
+                if (ok) impl.run(t, n);
+            });
+            ++launched;
             // Named from here rather than by the thread itself, so the name is in place
             // (for top, gdb, tests) by the time start() returns.
             const std::string name = "lc-writer-" + std::to_string(t);
             pthread_setname_np(thread.native_handle(), name.c_str());
         }
     } catch (const std::system_error& e) {
+        all_placed.count_down(static_cast<std::ptrdiff_t>(n - launched));
+        all_placed.wait();
         stop();  // the threads that did start drain and finalise their streams
         return runtime_error(std::string("writer: starting thread: ") + e.what());
+    }
+    all_placed.wait();
+    for (Status& s : placed) {
+        if (!s) {
+            stop();  // a thread that failed finalises nothing; stop() drains its streams
+            return runtime_error("writer thread: " + s.error().message);
+        }
     }
     return {};
 }

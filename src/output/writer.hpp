@@ -21,6 +21,7 @@
 #include "output/stream.hpp"
 #include "util/metric.hpp"
 #include "util/result.hpp"
+#include "util/thread_priority.hpp"
 
 namespace linecap {
 
@@ -228,7 +229,9 @@ public:
     // file was finished: retention re-reads its size. Any thread.
     void sidecar_changed(const std::string& name);
 
-    Status start();
+    // Starts the writer thread(s), each moved to `placement` before it writes anything (an
+    // error there stops them all and is returned).
+    Status start(const ThreadPlacement& placement = {});
     // Call after every worker has stopped and pushed its last (partial) block: writes
     // everything queued, finalises every open file, joins the thread(s).
     void stop();

@@ -46,4 +46,20 @@ Status apply_to_this_thread(const ThreadPriority& priority) {
     return {};
 }
 
+Status apply_to_this_thread(const ThreadPlacement& placement) {
+    if (!placement.cpus.empty()) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        std::string list;
+        for (unsigned cpu : placement.cpus) {
+            if (cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+            list += (list.empty() ? "" : ",") + std::to_string(cpu);
+        }
+        if (sched_setaffinity(0, sizeof set, &set) != 0) {
+            return runtime_error("sched_setaffinity(CPUs " + list + "): " + std::strerror(errno));
+        }
+    }
+    return apply_to_this_thread(placement.priority);
+}
+
 }  // namespace linecap

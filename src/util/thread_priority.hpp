@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "util/result.hpp"
 
@@ -27,5 +28,16 @@ std::string to_string(const ThreadPriority& priority);
 // Gives the calling thread `priority` (normal: leaves it as inherited). Errors name the
 // call and errno, e.g. "sched_setscheduler(SCHED_FIFO, 1): Operation not permitted".
 Status apply_to_this_thread(const ThreadPriority& priority);
+
+// Where one of the daemon's own threads (not an EAL lcore) runs and how it ranks: `cpus`
+// empty = the CPUs it inherited.
+struct ThreadPlacement {
+    std::vector<unsigned> cpus;
+    ThreadPriority priority;
+};
+
+// Moves the calling thread onto placement.cpus and gives it placement.priority. Errors
+// name the call, e.g. "sched_setaffinity(CPUs 1,3): Invalid argument".
+Status apply_to_this_thread(const ThreadPlacement& placement);
 
 }  // namespace linecap

@@ -615,6 +615,18 @@ TEST(Capture, WorkerSchedulingKeys) {
     const Config config = parse_ok(kMinimal + "capture:\n  worker_priority: \"rr:5\"\n  idle_sleep_us: 0\n");
     EXPECT_EQ(config.capture.worker_priority, (ThreadPriority{ThreadPriority::Kind::rr, 5}));
     EXPECT_EQ(config.capture.idle_sleep_us, 0u);
+    EXPECT_EQ(config.capture.sleep_below, 1u);  // the default: only after an empty poll
+}
+
+// capture.sleep_below counts packets of one poll of every queue: at most a burst.
+TEST(Capture, SleepBelowIsBoundedByTheBurst) {
+    EXPECT_EQ(parse_ok(kMinimal + "capture:\n  sleep_below: 64\n").capture.sleep_below, 64u);
+    EXPECT_EQ(parse_error(kMinimal + "capture:\n  sleep_below: 65\n"),
+              "test.yaml:7: capture.sleep_below: expected 1..burst_size (64), got '65'");
+    EXPECT_EQ(parse_error(kMinimal + "capture:\n  burst_size: 16\n  sleep_below: 32\n"),
+              "test.yaml:8: capture.sleep_below: expected 1..burst_size (16), got '32'");
+    EXPECT_EQ(parse_error(kMinimal + "capture:\n  sleep_below: 0\n"),
+              "test.yaml:7: capture.sleep_below: expected 1..burst_size (64), got '0'");
 }
 
 TEST(FlowCap, ValuesReachTheirFields) {
@@ -907,6 +919,32 @@ TEST(Output, BlockHandOffRanges) {
               "test.yaml:6: output.writer_threads: expected an integer 1..64, got '65'");
     EXPECT_EQ(parse_error(output_with("  o_direct: maybe\n")),
               "test.yaml:6: output.o_direct: expected true or false, got 'maybe'");
+}
+
+// output.writer_cpus: workers puts the writer where the workers poll; a real-time writer
+// there must rank below real-time workers, or it would keep them from the rx ring.
+TEST(Output, WriterPlacement) {
+    const Config defaults = parse_ok(kMinimal);
+    EXPECT_EQ(defaults.output.writer_cpus, WriterCpus::control);
+    EXPECT_EQ(defaults.output.writer_priority, ThreadPriority{});
+    const Config shared = parse_ok(
+        "ports:\n  - name: tap0\n    device: net_null0\ncapture:\n  worker_priority: rr:2\noutput:\n"
+        "  directory: /tmp/cap\n  writer_cpus: workers\n  writer_priority: fifo:1\n");
+    EXPECT_EQ(shared.output.writer_cpus, WriterCpus::workers);
+    EXPECT_EQ(shared.output.writer_priority, (ThreadPriority{ThreadPriority::Kind::fifo, 1}));
+    EXPECT_EQ(parse_error(output_with("  writer_cpus: worker\n")),
+              "test.yaml:6: output.writer_cpus: expected one of control, workers, got 'worker'");
+    // The default workers are rr:1: a fifo:1 writer would be at their level.
+    EXPECT_EQ(parse_error(output_with("  writer_cpus: workers\n  writer_priority: fifo:1\n")),
+              "test.yaml:7: output.writer_priority: must be below capture.worker_priority rr:1 on the workers' CPUs "
+              "(a writer at or above the workers' priority keeps them from the rx ring while it writes)");
+    EXPECT_EQ(parse_error("ports:\n  - name: tap0\n    device: net_null0\ncapture:\n  worker_priority: normal\n"
+                          "output:\n  directory: /tmp/cap\n  writer_cpus: workers\n  writer_priority: rr:1\n"),
+              "test.yaml:9: output.writer_priority: a real-time writer on the workers' CPUs needs real-time workers "
+              "above it (capture.worker_priority normal); use normal, or raise the workers to rr:2");
+    // On the control lcore's CPU any priority goes (the workers are elsewhere).
+    EXPECT_EQ(parse_ok(output_with("  writer_priority: rr:50\n")).output.writer_priority,
+              (ThreadPriority{ThreadPriority::Kind::rr, 50}));
 }
 
 TEST(Output, Fsync) {
