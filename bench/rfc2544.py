@@ -34,10 +34,13 @@ linecapd variant for A/B comparisons appends `+key=value` settings, e.g.
   linecapd+budget=64              the af_xdp PMD's busy_budget
   linecapd+writer_cpu=1           the writer threads' CPU affinity set from outside (0, 1, all)
   linecapd+idle_us=50             capture.idle_sleep_us
+  linecapd+below=32               capture.sleep_below
   linecapd+manifest=false         output.manifest (default true, as shipped)
   linecapd+index=false            output.index (default true, as shipped)
   linecapd+lcores=0@1/1@1         eal.lcores ("/" for ","): here the main lcore, and with it the
                                   writer, hasher and indexer threads, on the worker's CPU 1
+  linecapd+wcpus=workers          output.writer_cpus (control, workers)
+  linecapd+wprio=fifo:1           output.writer_priority
   linecapd+bg_cpu=1               the hasher's and indexer's CPU affinity set from outside (0, 1, all)
   linecapd+keep_s=0               seconds the janitor keeps a finished file (default 2, for the indexer)
 
@@ -69,11 +72,14 @@ LINECAP = os.path.join(os.path.dirname(bench.LINECAPD), "linecap")
 # string and the keys of the live-path configuration that differ from the defaults.
 # busy_budget=0: no preferred busy polling. On a veth the XDP program and the copy into the
 # socket's ring run in the sender's softirq, on the generator's CPU; the PMD's recvfrom()
-# kicks then only take cycles from it.
+# kicks then only take cycles from it. For the same reason the writer runs beside the
+# worker (output.writer_cpus: workers), which sleeps after polls that bring less than a
+# burst (capture.sleep_below: 64) so the writer gets the time.
 XDP_ARGS = "start_queue=0,queue_count=1,busy_budget=0"
 LIVE_DEVICE = "net_af_xdp0,iface={iface}," + XDP_ARGS
 LIVE_SETTINGS = {"prio": None, "desc": 4096, "budget": 0, "writer_cpu": None, "idle_us": None,
-                 "xprio": None, "xwprio": None, "manifest": "true", "index": "true", "keep_s": "2", "lcores": "0-1", "bg_cpu": None}
+                 "xprio": None, "xwprio": None, "manifest": "true", "index": "true", "keep_s": "2", "lcores": "0-1", "bg_cpu": None,
+                 "wcpus": "workers", "wprio": None, "below": 64}
 AF_PACKET_DEVICE = "net_af_packet0,iface={iface},qpairs=1,blocksz=4096,framesz=2048,framecnt=65536"
 
 ALL_CPUS = f"0-{os.cpu_count() - 1}"
@@ -108,6 +114,16 @@ def veth_down():
     sh("ip", "netns", "del", NS, check=False)
 
 
+GEN_NICE = None
+
+
+def generator_priority():
+    """In the generator's child, after setsid(): its own autogroup and its threads at GEN_NICE."""
+    with open("/proc/self/autogroup", "w") as fh:
+        fh.write(str(GEN_NICE))
+    os.nice(GEN_NICE)
+
+
 def replay(pcap, pps, seconds, frames_in_file):
     """tcpreplay from NS at `pps` (or 'top') for about `seconds`; returns (sent, achieved pps)."""
     loops = max(1, int(round((pps if pps != "top" else 1_500_000) * seconds / frames_in_file)))
@@ -117,7 +133,8 @@ def replay(pcap, pps, seconds, frames_in_file):
         args += ["--topspeed", f"--duration={int(seconds)}"]
     else:
         args += [f"--pps={pps}"]
-    out = subprocess.run(args + [pcap], capture_output=True, text=True).stdout
+    out = subprocess.run(args + [pcap], capture_output=True, text=True, start_new_session=GEN_NICE is not None,
+                         preexec_fn=generator_priority if GEN_NICE is not None else None).stdout
     m = re.search(r"Successful packets:\s+(\d+)", out)
     sent = int(m.group(1)) if m else 0
     m = re.search(r"Actual: \d+ packets .* sent in ([\d.]+) seconds", out)
@@ -227,6 +244,10 @@ class LinecapdTarget:
             capture += f"  worker_priority: \"{s['prio']}\"\n"
         if s["idle_us"] is not None:
             capture += f"  idle_sleep_us: {s['idle_us']}\n"
+        if s["below"] is not None:
+            capture += f"  sleep_below: {s['below']}\n"
+        writer = "".join(f'  {key}: "{s[short]}"\n' for key, short in (("writer_cpus", "wcpus"), ("writer_priority", "wprio"))
+                         if s[short] is not None)
         cfg = os.path.join(workdir, "linecapd.yaml")
         with open(cfg, "w") as f:
             f.write(f"""eal:
@@ -243,7 +264,7 @@ ports:
   block_size_kb: 1024
   o_direct: {"true" if o_direct else "false"}
   manifest: {s['manifest']}
-  index: {s['index']}   # as shipped: the background indexer runs (idle priority, on CPU 0)
+{writer}  index: {s['index']}   # as shipped: the background indexer runs (idle priority, on CPU 0)
 metrics:
   enabled: true
   listen: "127.0.0.1:{self.port}"
@@ -473,7 +494,9 @@ def verdicts(results):
             # Nothing lost at the most the generator reached with linecapd attached: the
             # generator, not the capture, ended the search (on a veth the XDP program and
             # its copy run on the sender's CPU).
-            verdict = "both lossless at the generator's ceiling: generator-bound, no verdict"
+            verdict = ("both lossless at the generator's ceiling: generator-bound, no verdict" if td["at_ceiling"] else
+                       "linecapd lossless at the most the generator reached beside it, below tcpdump's "
+                       "zero-loss rate: generator-bound, no verdict")
         else:
             verdict = "LINECAPD BELOW TCPDUMP"
         out.append(f"{cell['fs']}/{cell['load']}: linecapd {'>= ' if lc['at_ceiling'] else ''}"
@@ -534,9 +557,14 @@ def main():
                     help="A/B mode: N trials at top speed per tool and cell instead of the search")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--md", help="write the table (markdown, with the conditions) here")
+    ap.add_argument("--gen-nice", type=int, default=None, metavar="N",
+                    help="A/B: the generator alone in a session of its own at this nice level (e.g. -20: it stands "
+                         "in for the network and takes CPU 0 from everything else); default: as the tools")
     ap.add_argument("--nice", type=int, default=0,
                     help="nice level (and autogroup nice) for the generator and every capture tool alike")
     args = ap.parse_args()
+    global GEN_NICE
+    GEN_NICE = args.gen_nice
     if args.quick:
         args.trial, args.resolution, args.max_trials = 3, 0.05, 4
     if args.nice:
