@@ -144,27 +144,11 @@ def replay(pcap, pps, seconds, frames_in_file):
 
 # --- machine load ----------------------------------------------------------------------------------
 
-SPIN_CAPTURE_CPU = True
-
-
 class Load:
-    """Ordinary work at normal priority on every CPU (unpinned), for the `load` cells; and,
-    unless --idle-capture-cpu, a spinner at the lowest priority on the capture CPU in every cell.
-
-    Why the spinner: on this VM how busy CPU 1 is changes how fast CPU 0 runs (the host's
-    sharing of the vCPUs' cores; measured: tcpreplay beside tcpdump reached 0.29-0.31 Mpps with
-    CPU 1 idle between tcpdump's wake-ups, 0.17-0.27 with a nice-19 spinner on CPU 1). A polling
-    worker keeps CPU 1 busy and tcpdump leaves it idle, so without the spinner the generator's
-    ceiling would depend on the tool. The spinner (nice 19 in a session of its own at
-    autogroup nice 19) yields to every tool's threads: it only fills the idle time."""
+    """Ordinary work at normal priority on every CPU (unpinned), for the `load` cells."""
 
     def __init__(self, kind, workdir, pcap):
         self.kind, self.procs = kind, []
-        if SPIN_CAPTURE_CPU:
-            spinner = bench.Proc(["taskset", "-c", "1", "nice", "-n", "19", sys.executable, "-c", "while True: pass"],
-                                 os.path.join(workdir, "load-spinner.log"))
-            bench.set_autogroup_nice(spinner.p.pid, 19)
-            self.procs.append(spinner)
         if kind == "quiet":
             return
         if kind == "busy":
@@ -537,11 +521,7 @@ def write_markdown(path, results, args):
           f"other end: linecapd through `{results['live_device'].format(iface='IFACE')}` with the documented "
           f"settings (one worker on CPU 1), tcpdump `-w` pinned to CPU 1 with `-B` = linecapd's write blocks "
           f"({args.blocks} MiB each). Load *busy*: two `python3 -c 'while True: pass'`, normal priority, "
-          "unpinned; *extract*: `linecap extract` of a 200 MB store in a loop. "
-          + ("In every cell a spinner at the lowest priority (nice 19, autogroup nice 19) fills the capture CPU's "
-             "idle time, so the generator runs as fast beside a tool that sleeps as beside one that polls. "
-             if results.get("spin_capture_cpu") else "")
-          + "Binary search over the offered "
+          "unpinned; *extract*: `linecap extract` of a 200 MB store in a loop. Binary search over the offered "
           "rate; *generator max* = what tcpreplay reaches at `--topspeed` with that tool attached. "
           f"{c['cpu_model']}, {c['cpus']} vCPUs, kernel {c['kernel']}, DPDK {c['dpdk']}, linecap {c['linecap']}, "
           f"{c['date']}; load average {results['load_start']['loadavg']} → {results['load_end']['loadavg']}.", "",
@@ -577,17 +557,14 @@ def main():
                     help="A/B mode: N trials at top speed per tool and cell instead of the search")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--md", help="write the table (markdown, with the conditions) here")
-    ap.add_argument("--idle-capture-cpu", action="store_true",
-                    help="no lowest-priority spinner on the capture CPU (see Load)")
     ap.add_argument("--gen-nice", type=int, default=None, metavar="N",
                     help="A/B: the generator alone in a session of its own at this nice level (e.g. -20: it stands "
                          "in for the network and takes CPU 0 from everything else); default: as the tools")
     ap.add_argument("--nice", type=int, default=0,
                     help="nice level (and autogroup nice) for the generator and every capture tool alike")
     args = ap.parse_args()
-    global GEN_NICE, SPIN_CAPTURE_CPU
+    global GEN_NICE
     GEN_NICE = args.gen_nice
-    SPIN_CAPTURE_CPU = not args.idle_capture_cpu
     if args.quick:
         args.trial, args.resolution, args.max_trials = 3, 0.05, 4
     if args.nice:
@@ -605,7 +582,7 @@ def main():
                     "--flows", "256", "--out", pcap], check=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     results = {"size": args.size, "trial_s": args.trial, "nice": args.nice, "blocks": args.blocks,
-               "live_device": LIVE_DEVICE, "live_settings": LIVE_SETTINGS, "spin_capture_cpu": SPIN_CAPTURE_CPU,
+               "live_device": LIVE_DEVICE, "live_settings": LIVE_SETTINGS,
                "conditions": bench.machine_conditions(), "load_start": bench.load_now(), "cells": []}
     load = None
     try:
