@@ -30,6 +30,7 @@
 #include <span>
 
 #include "capture/record_copy.hpp"
+#include "capture/table_bucket.hpp"
 #include "capture/xxh3.hpp"
 #include "store/packet_keys.hpp"
 
@@ -37,43 +38,54 @@ namespace linecap {
 
 class DedupTable {
 public:
-    static constexpr unsigned kWays = 4;
+    static constexpr unsigned kWays = kBucketWays;
 
-    struct alignas(16) Entry {
-        uint64_t hash = 0;   // 0: free (hashes are made non-zero)
-        uint64_t ts_ns = 0;  // when the packet was written
+    // Laid out by field (capture/table_bucket.hpp): the four hashes compared at once, the
+    // oldest of the four times found with three comparisons of values already loaded.
+    struct alignas(64) Bucket {
+        uint64_t hash[kWays];   // 0: free (hashes are made non-zero)
+        uint64_t ts_ns[kWays];  // when the packet was written
     };
-    static_assert(sizeof(Entry) * kWays == 64, "one bucket per cache line");
+    static_assert(sizeof(Bucket) == 64, "one bucket per cache line");
+    static constexpr size_t kEntryBytes = sizeof(Bucket) / kWays;  // the memory of one packet
 
     DedupTable() = default;
-    // `entries`: zeroed memory, a power of two of at least kWays entries, 64-byte aligned.
-    explicit DedupTable(std::span<Entry> entries) : entries_(entries.data()), bucket_mask_(entries.size() / kWays - 1) {}
+    // `buckets`: zeroed memory, a power of two of them, 64-byte aligned.
+    explicit DedupTable(std::span<Bucket> buckets) : buckets_(buckets.data()), bucket_mask_(buckets.size() - 1) {}
 
-    Entry* bucket(uint64_t hash) const { return entries_ + (hash & bucket_mask_) * kWays; }
-    void prefetch(uint64_t hash) const { rte_prefetch0(bucket(hash)); }
+    Bucket& bucket(uint64_t hash) const { return buckets_[hash & bucket_mask_]; }
+    void prefetch(uint64_t hash) const { rte_prefetch0(&bucket(hash)); }
 
     // True when a packet with this hash was written within `window_ns` before `now_ns`;
     // otherwise the packet is remembered (it will be written) and false returned.
-    // A hash is in its bucket at most once (it is only added when not there). The ways are
-    // compared with selects, not branches: which way matches or is oldest is data, and a
-    // mispredicted branch per packet cost more than the rest of the lookup.
+    // A hash is in its bucket at most once (it is only added when not there). Which way
+    // matches and which is oldest are computed without branches (they are data); the one
+    // branch is the verdict, which the caller takes anyway.
     bool seen(uint64_t hash, uint64_t now_ns, uint64_t window_ns) {
-        Entry* b = bucket(hash);
-        unsigned match = kWays, oldest = 0;
-        for (unsigned w = 0; w < kWays; ++w) {
-            match = b[w].hash == hash ? w : match;
-            oldest = b[w].ts_ns < b[oldest].ts_ns ? w : oldest;
-        }
-        if (match != kWays) {
-            if (now_ns - b[match].ts_ns <= window_ns) return true;
-            oldest = match;  // the same packet, outside the window: written again
-        }
-        b[oldest] = Entry{hash, now_ns};
+        Bucket& b = bucket(hash);
+        const unsigned match = find_way(b.hash, hash);
+        // The oldest (free entries are 0), the first of equals: a tournament of two pairs in
+        // arithmetic, because which way is oldest is data and the compiler turned selects
+        // into branches. Times are below 2^63 (until 2262), so the sign of a difference says
+        // which is older: all ones when y is older than x.
+        static_assert(kWays == 4);
+        const auto older = [](uint64_t x, uint64_t y) { return static_cast<uint64_t>(static_cast<int64_t>(y - x) >> 63); };
+        const uint64_t t0 = b.ts_ns[0], t1 = b.ts_ns[1], t2 = b.ts_ns[2], t3 = b.ts_ns[3];
+        const uint64_t pick01 = older(t0, t1), pick23 = older(t2, t3);
+        const uint64_t pick = older(t0 + ((t1 - t0) & pick01), t2 + ((t3 - t2) & pick23));
+        const uint64_t first = pick01 & 1, second = 2 + (pick23 & 1);
+        const unsigned oldest = static_cast<unsigned>(first ^ ((first ^ second) & pick));
+        if (match != kWays && now_ns - b.ts_ns[match] <= window_ns) return true;
+        // A new packet takes the oldest entry; the same packet outside the window (written
+        // again) its own.
+        const unsigned w = match != kWays ? match : oldest;
+        b.hash[w] = hash;
+        b.ts_ns[w] = now_ns;
         return false;
     }
 
 private:
-    Entry* entries_ = nullptr;
+    Bucket* buckets_ = nullptr;
     uint64_t bucket_mask_ = 0;
 };
 
@@ -128,15 +140,16 @@ inline uint64_t dedup_hash(const rte_mbuf* m) {
     unsigned kind = 0;  // what the head masks: nothing, IPv4 fields, IPv6 hop limit
     if (store::link_layer(data, first, type, l3))
         kind = type == store::wire::kEtherIPv4 ? 1 : type == store::wire::kEtherIPv6 ? 2 : 0;
-    const uint8_t* mask = dedup_detail::kHeadMasks.bytes[kind][(l3 - 14) / 4 % dedup_detail::HeadMasks::kPlaces];
+    const uint8_t* mask = dedup_detail::kHeadMasks.bytes[kind][(l3 - 14) / 4];  // link_layer: <= kMaxVlanTags tags
     alignas(16) uint8_t head[kDedupHeadBytes];
     if (likely(head_len == kDedupHeadBytes)) {
         for (unsigned k = 0; k < kDedupHeadBytes; ++k) head[k] = data[k] & mask[k];
-    } else {  // a runt: what it has of the fields is masked
-        std::memset(head, 0, sizeof head);
-        std::memcpy(head, data, head_len);
-        for (unsigned k = 0; k < kDedupHeadBytes; ++k) head[k] &= mask[k];
+        return xxh3_64(head, kDedupHeadBytes, rest ^ m->pkt_len) | 1;  // a constant length: XXH3's path inlined
     }
+    // A runt: what it has of the fields is masked.
+    std::memset(head, 0, sizeof head);
+    std::memcpy(head, data, head_len);
+    for (unsigned k = 0; k < kDedupHeadBytes; ++k) head[k] &= mask[k];
     return xxh3_64(head, head_len, rest ^ m->pkt_len) | 1;
 }
 

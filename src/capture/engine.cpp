@@ -232,7 +232,8 @@ Status CaptureEngine::build_stream_tables(const std::vector<int>& port_sockets) 
                 auto memory = allocate("linecap_flow_table", flow_table_bytes(cap), port_sockets[p]);
                 if (!memory) return memory.error();
                 flow_cap = std::make_unique<FlowCapQueue>();
-                flow_cap->table = FlowTable({static_cast<FlowTable::Entry*>(memory.value()), cap.flows});
+                flow_cap->table =
+                    FlowTable({static_cast<FlowTable::Bucket*>(memory.value()), cap.flows / FlowTable::kWays});
                 flow_cap->rule = rule;
                 flow_cap->filter = flow_cap_filter_.get();
             }
@@ -241,7 +242,8 @@ Status CaptureEngine::build_stream_tables(const std::vector<int>& port_sockets) 
                 auto memory = allocate("linecap_dedup_table", dedup_table_bytes(dedup), port_sockets[p]);
                 if (!memory) return memory.error();
                 dedup_queue = std::make_unique<DedupQueue>();
-                dedup_queue->table = DedupTable({static_cast<DedupTable::Entry*>(memory.value()), dedup.entries});
+                dedup_queue->table =
+                    DedupTable({static_cast<DedupTable::Bucket*>(memory.value()), dedup.entries / DedupTable::kWays});
                 dedup_queue->window_ns = uint64_t{dedup.window_us} * 1000;
             }
             flow_caps_.push_back(std::move(flow_cap));

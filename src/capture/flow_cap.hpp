@@ -27,6 +27,7 @@
 
 #include "capture/counters.hpp"
 #include "capture/record_copy.hpp"
+#include "capture/table_bucket.hpp"
 #include "filter/bpf_filter.hpp"
 #include "capture/xxh3.hpp"
 #include "store/packet_keys.hpp"
@@ -46,60 +47,75 @@ struct FlowCapRule {
 
 class FlowTable {
 public:
-    static constexpr unsigned kWays = 4;
+    static constexpr unsigned kWays = kBucketWays;
     // Timestamps are kept in ticks of 2^20 ns (about 1.05 ms) in 32 bits; ages are compared
     // as signed differences, so the wrap (every 52 days) is harmless and a clock step back
     // never ages a flow out.
     static constexpr unsigned kTickShift = 20;
 
-    struct alignas(16) Entry {
-        uint64_t hash = 0;   // 0: free (hashes are made non-zero)
-        uint32_t count = 0;  // bytes or packets so far, saturating
-        uint32_t last_seen = 0;
+    // Laid out by field (capture/table_bucket.hpp): the lookup compares the four hashes at
+    // once and, for a flow already there (almost every packet), updates one count and time.
+    struct alignas(64) Bucket {
+        uint64_t hash[kWays];       // 0: free (hashes are made non-zero)
+        uint32_t count[kWays];      // bytes or packets so far, saturating
+        uint32_t last_seen[kWays];  // ticks
     };
-    static_assert(sizeof(Entry) * kWays == 64, "one bucket per cache line");
+    static_assert(sizeof(Bucket) == 64, "one bucket per cache line");
+    static constexpr size_t kEntryBytes = sizeof(Bucket) / kWays;  // the memory of one flow
 
     FlowTable() = default;
-    // `entries`: zeroed memory, a power of two of at least kWays entries, 64-byte aligned.
-    explicit FlowTable(std::span<Entry> entries) : entries_(entries.data()), bucket_mask_(entries.size() / kWays - 1) {}
+    // `buckets`: zeroed memory, a power of two of them, 64-byte aligned.
+    explicit FlowTable(std::span<Bucket> buckets) : buckets_(buckets.data()), bucket_mask_(buckets.size() - 1) {}
 
     static uint32_t ticks(uint64_t ns) { return static_cast<uint32_t>(ns >> kTickShift); }
-    static uint64_t hash_key(const store::FlowKey& key) { return xxh3_64(&key, sizeof key) | 1; }
+    // Each layout's length a constant: its XXH3 path is inlined without length branches.
+    static uint64_t hash_key(const store::FlowKey& key) {
+        using store::FlowKey;
+        return (key.size == FlowKey::kIpv4Size ? xxh3_64(key.data(), FlowKey::kIpv4Size)
+                                                : xxh3_64(key.data(), FlowKey::kIpv6Size)) |
+               1;
+    }
 
-    Entry* bucket(uint64_t hash) const { return entries_ + (hash & bucket_mask_) * kWays; }
-    void prefetch(uint64_t hash) const { rte_prefetch0(bucket(hash)); }
+    Bucket& bucket(uint64_t hash) const { return buckets_[hash & bucket_mask_]; }
+    void prefetch(uint64_t hash) const { rte_prefetch0(&bucket(hash)); }
 
     // Adds `amount` to the flow's count and returns the count it had before this packet.
     // `evicted` is set when a live flow had to make room.
-    // A flow is in its bucket at most once (it is only added when not there). The ways are
-    // compared with selects, not branches: which way matches or is the victim is data, and
-    // a mispredicted branch per packet cost more than the rest of the lookup.
+    // A flow is in its bucket at most once (it is only added when not there). The branch on
+    // "found" is taken by nearly every packet of steady traffic; only a new flow's packet
+    // pays for the victim search.
     uint32_t account(uint64_t hash, uint32_t amount, uint32_t now, uint32_t idle_ticks, bool& evicted) {
-        Entry* b = bucket(hash);
-        unsigned match = kWays, victim = 0;
-        int32_t victim_rank = -1;
-        for (unsigned w = 0; w < kWays; ++w) {
-            match = b[w].hash == hash ? w : match;
-            // A free entry is the best place; otherwise the longest idle (the first of equals).
-            const int32_t rank = b[w].hash == 0 ? INT32_MAX : static_cast<int32_t>(now - b[w].last_seen);
-            victim = rank > victim_rank ? w : victim;
-            victim_rank = rank > victim_rank ? rank : victim_rank;
-        }
-        if (match != kWays) {
-            Entry& e = b[match];
-            const bool idle = static_cast<int32_t>(now - e.last_seen) > static_cast<int32_t>(idle_ticks);
-            const uint32_t before = idle ? 0 : e.count;
-            e.count = before + std::min(amount, UINT32_MAX - before);
-            e.last_seen = now;
+        Bucket& b = bucket(hash);
+        const unsigned w = find_way(b.hash, hash);
+        if (likely(w != kWays)) {
+            const bool idle = static_cast<int32_t>(now - b.last_seen[w]) > static_cast<int32_t>(idle_ticks);
+            const uint32_t before = idle ? 0 : b.count[w];
+            b.count[w] = before + std::min(amount, UINT32_MAX - before);
+            b.last_seen[w] = now;
             return before;
         }
-        evicted = b[victim].hash != 0 && victim_rank <= static_cast<int32_t>(idle_ticks);
-        b[victim] = Entry{hash, amount, now};
-        return 0;
+        return add(b, hash, amount, now, idle_ticks, evicted);
     }
 
 private:
-    Entry* entries_ = nullptr;
+    // A flow not in its bucket takes the free entry or else the longest idle (the first of
+    // equals).
+    static uint32_t add(Bucket& b, uint64_t hash, uint32_t amount, uint32_t now, uint32_t idle_ticks, bool& evicted) {
+        unsigned victim = 0;
+        int32_t victim_rank = -1;
+        for (unsigned w = 0; w < kWays; ++w) {
+            const int32_t rank = b.hash[w] == 0 ? INT32_MAX : static_cast<int32_t>(now - b.last_seen[w]);
+            victim = rank > victim_rank ? w : victim;
+            victim_rank = rank > victim_rank ? rank : victim_rank;
+        }
+        evicted = b.hash[victim] != 0 && victim_rank <= static_cast<int32_t>(idle_ticks);
+        b.hash[victim] = hash;
+        b.count[victim] = amount;
+        b.last_seen[victim] = now;
+        return 0;
+    }
+
+    Bucket* buckets_ = nullptr;
     uint64_t bucket_mask_ = 0;
 };
 

@@ -84,8 +84,8 @@ uint64_t CapturePlan::table_bytes() const {
     return sum;
 }
 
-uint64_t flow_table_bytes(const FlowCapConfig& config) { return uint64_t(config.flows) * sizeof(FlowTable::Entry); }
-uint64_t dedup_table_bytes(const DedupConfig& config) { return uint64_t(config.entries) * sizeof(DedupTable::Entry); }
+uint64_t flow_table_bytes(const FlowCapConfig& config) { return uint64_t(config.flows) * FlowTable::kEntryBytes; }
+uint64_t dedup_table_bytes(const DedupConfig& config) { return uint64_t(config.entries) * DedupTable::kEntryBytes; }
 
 Result<CapturePlan> plan_capture(const Config& config, const std::vector<PortInfo>& ports) {
     CapturePlan plan;
@@ -182,12 +182,12 @@ std::string describe_plan(const Config& config, const CapturePlan& plan) {
                " KiB = " + std::to_string(mib_up(s.block_bytes)) + " MiB" +
                (s.flow_cap_queues ? "; flow tables " + std::to_string(s.flow_cap_queues) + " × " +
                                         std::to_string(config.capture.flow_cap.flows) + " × " +
-                                        std::to_string(sizeof(FlowTable::Entry)) + " B = " +
+                                        std::to_string(FlowTable::kEntryBytes) + " B = " +
                                         std::to_string(mib_up(s.flow_table_bytes)) + " MiB"
                                   : "") +
                (s.dedup_queues ? "; dedup tables " + std::to_string(s.dedup_queues) + " × " +
                                      std::to_string(config.capture.dedup.entries) + " × " +
-                                     std::to_string(sizeof(DedupTable::Entry)) + " B = " +
+                                     std::to_string(DedupTable::kEntryBytes) + " B = " +
                                      std::to_string(mib_up(s.dedup_table_bytes)) + " MiB"
                                : "") +
                "; hugepages_2m=" +

@@ -25,6 +25,7 @@
 // whose filter reads past caplen).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -94,77 +95,76 @@ struct Ipv6UpperLayer {
 Ipv6UpperLayer ipv6_upper_layer(const uint8_t* frame, uint32_t caplen, uint32_t l3);
 
 // A flow's identity, the same for both directions (what the capture's per-flow caps key
-// their table with, capture/flow_cap.hpp): IP version, the upper-layer protocol, and the
-// two (address, port) ends in a canonical order, the lower first. Read with the walk
-// above: VLAN tags, IPv6 extension headers. Ports are those of TCP, UDP and SCTP, and 0
-// for other protocols and for fragments after the first (so those count under their
-// address pair and protocol). IPv4 addresses fill the first 4 bytes of addr_*. Every byte
-// is set, so the struct can be hashed as it is.
+// their table with, capture/flow_cap.hpp): the upper-layer protocol and the two (address,
+// port) ends in a canonical order, the lower first. Read with the walk above: VLAN tags,
+// IPv6 extension headers. Ports are those of TCP, UDP and SCTP, and 0 for other protocols
+// and for fragments after the first (so those count under their address pair and
+// protocol). Two layouts, told apart by their length (the hash covers it):
+//
+//   IPv4 (16 bytes, most packets: short enough for XXH3's cheapest path): two 64-bit
+//        words, each end as address << 16 | port, the lower one first with the protocol
+//        in its top byte (an end takes 48 bits).
+//   IPv6 (40 bytes): version (6), protocol, port_lo, port_hi, 0 (16 bits), addr_lo,
+//        addr_hi (16 bytes each, as on the wire).
+//
+// Every byte of the key's `size` is set, so those can be hashed as they are.
 struct FlowKey {
-    uint8_t version = 0;  // 4 or 6
-    uint8_t proto = 0;
-    uint16_t port_lo = 0, port_hi = 0;
-    uint16_t zero = 0;
-    std::array<uint8_t, 16> addr_lo{}, addr_hi{};
+    static constexpr uint32_t kIpv4Size = 16, kIpv6Size = 40;
+    std::array<uint64_t, 5> words;  // the first `size` bytes are the key
+    uint32_t size = 0;
+
+    const void* data() const { return words.data(); }
 };
-static_assert(sizeof(FlowKey) == 40, "FlowKey is hashed as raw bytes: no padding");
 
 // false (key unspecified): not IPv4 or IPv6, or the frame ends before the addresses.
 //
 // Inline (the worker builds one per packet), and the key is assembled in 64-bit words and
 // stored whole: the worker hashes it right away in 8-byte reads, which narrower stores
-// could not forward. (Measured with bench/policy_cost.sh: within the noise of a loaded
-// machine, the flow cap's price did not move; the key and its hash cost ~20 cycles.)
+// could not forward.
 inline bool flow_key(const uint8_t* f, uint32_t caplen, FlowKey& k) {
     using namespace wire;
     uint16_t type = 0;
     uint32_t l3 = 0;
     if (!link_layer(f, caplen, type, l3)) return false;
-    struct Head {  // FlowKey's first 8 bytes
+    uint32_t ports = 0;  // source << 16 | destination
+    if (type == kEtherIPv4) {
+        if (uint64_t{l3} + 20 > caplen) return false;
+        const uint8_t* ip = f + l3;
+        const uint8_t proto = ip[9];
+        const uint64_t l4 = uint64_t{l3} + 4u * (ip[0] & 0x0f);
+        if (has_ports(proto) && (be16(ip + 6) & 0x1fff) == 0 && l4 + 4 <= caplen) ports = be32(f + l4);
+        // Numeric order of the 48-bit ends = the order of (address bytes, port).
+        const uint64_t src = uint64_t{be32(ip + 12)} << 16 | ports >> 16;
+        const uint64_t dst = uint64_t{be32(ip + 16)} << 16 | (ports & 0xffff);
+        k.words[0] = std::min(src, dst) | uint64_t{proto} << 56;
+        k.words[1] = std::max(src, dst);
+        k.size = FlowKey::kIpv4Size;
+        return true;
+    }
+    if (type != kEtherIPv6 || uint64_t{l3} + 40 > caplen) return false;
+    struct Head {  // the IPv6 key's first 8 bytes
         uint8_t version, proto;
         uint16_t port_lo, port_hi, zero;
     };
     Head h{};
-    uint16_t sport = 0, dport = 0;
-    uint64_t src[2] = {0, 0}, dst[2] = {0, 0};  // the addresses' bytes as they are on the wire
-    bool src_lower = false;  // the source end comes first: the lower (address, port)
-    if (type == kEtherIPv4) {
-        if (uint64_t{l3} + 20 > caplen) return false;
-        h.version = 4;
-        h.proto = f[l3 + 9];
-        const uint64_t l4 = uint64_t{l3} + 4u * (f[l3] & 0x0f);
-        if (has_ports(h.proto) && (be16(f + l3 + 6) & 0x1fff) == 0 && l4 + 4 <= caplen) {
-            sport = be16(f + l4);
-            dport = be16(f + l4 + 2);
-        }
-        std::memcpy(&src[0], f + l3 + 12, 4);
-        std::memcpy(&dst[0], f + l3 + 16, 4);
-        const uint32_t s = be32(f + l3 + 12), d = be32(f + l3 + 16);  // numeric order = byte order
-        src_lower = s < d || (s == d && sport <= dport);
-    } else if (type == kEtherIPv6) {
-        if (uint64_t{l3} + 40 > caplen) return false;
-        h.version = 6;
-        const Ipv6UpperLayer upper = ipv6_upper_layer(f, caplen, l3);
-        h.proto = upper.complete ? upper.proto : f[l3 + 6];
-        if (upper.complete && upper.first_fragment && has_ports(upper.proto) && upper.offset + 4 <= caplen) {
-            sport = be16(f + upper.offset);
-            dport = be16(f + upper.offset + 2);
-        }
-        std::memcpy(src, f + l3 + 8, 16);
-        std::memcpy(dst, f + l3 + 24, 16);
-        const int order = std::memcmp(f + l3 + 8, f + l3 + 24, 16);
-        src_lower = order < 0 || (order == 0 && sport <= dport);
-    } else {
-        return false;
-    }
+    h.version = 6;
+    const Ipv6UpperLayer upper = ipv6_upper_layer(f, caplen, l3);
+    h.proto = upper.complete ? upper.proto : f[l3 + 6];
+    if (upper.complete && upper.first_fragment && has_ports(upper.proto) && upper.offset + 4 <= caplen)
+        ports = be32(f + upper.offset);
+    const uint16_t sport = static_cast<uint16_t>(ports >> 16), dport = static_cast<uint16_t>(ports);
+    uint64_t src[2], dst[2];  // the addresses' bytes as they are on the wire
+    std::memcpy(src, f + l3 + 8, 16);
+    std::memcpy(dst, f + l3 + 24, 16);
+    const int order = std::memcmp(f + l3 + 8, f + l3 + 24, 16);
+    const bool src_lower = order < 0 || (order == 0 && sport <= dport);  // the source end comes first
     h.port_lo = src_lower ? sport : dport;
     h.port_hi = src_lower ? dport : sport;
     const uint64_t* lo = src_lower ? src : dst;
     const uint64_t* hi = src_lower ? dst : src;
-    const uint64_t words[5] = {std::bit_cast<uint64_t>(h), lo[0], lo[1], hi[0], hi[1]};
-    static_assert(sizeof words == sizeof(FlowKey) && sizeof(Head) == 8 && offsetof(FlowKey, addr_lo) == 8 &&
-                  offsetof(FlowKey, addr_hi) == 24);
-    std::memcpy(&k, words, sizeof words);
+    static_assert(sizeof(Head) == 8);
+    k.words = {std::bit_cast<uint64_t>(h), lo[0], lo[1], hi[0], hi[1]};
+    k.size = FlowKey::kIpv6Size;
     return true;
 }
 

@@ -95,52 +95,85 @@ store::FlowKey key_of(const std::vector<uint8_t>& f) {
     return k;
 }
 
+// The key as the table hashes it: its first `size` bytes.
+std::vector<uint8_t> key_bytes(const store::FlowKey& k) {
+    const auto* p = static_cast<const uint8_t*>(k.data());
+    return {p, p + k.size};
+}
+
 TEST(FlowKey, IsTheSameForBothDirections) {
     const auto a = key_of(ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 100));
     const auto b = key_of(ipv4_frame(0xc6130002, 0xc6120001, 443, 40000, 60));
-    EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0);
-    EXPECT_EQ(a.version, 4);
-    EXPECT_EQ(a.proto, 17);
+    EXPECT_EQ(a.size, store::FlowKey::kIpv4Size);
+    EXPECT_EQ(key_bytes(a), key_bytes(b));
     EXPECT_EQ(FlowTable::hash_key(a), FlowTable::hash_key(b));
-    // Another port, another flow.
-    const auto c = key_of(ipv4_frame(0xc6120001, 0xc6130002, 40001, 443, 100));
-    EXPECT_NE(FlowTable::hash_key(a), FlowTable::hash_key(c));
+    // One address at both ends: the ports decide the order.
+    EXPECT_EQ(key_bytes(key_of(ipv4_frame(0xc6120001, 0xc6120001, 40000, 443, 100))),
+              key_bytes(key_of(ipv4_frame(0xc6120001, 0xc6120001, 443, 40000, 100))));
 
     const auto v6a = key_of(ipv6_frame(1, 2, 5000, 80, 120));
     const auto v6b = key_of(ipv6_frame(2, 1, 80, 5000, 80));
-    EXPECT_EQ(std::memcmp(&v6a, &v6b, sizeof v6a), 0);
-    EXPECT_EQ(v6a.version, 6);
-    EXPECT_EQ(v6a.proto, 6);
-    // The lower address's end first, whichever port it has.
-    EXPECT_EQ(v6a.port_lo, 5000);
-    EXPECT_EQ(v6a.port_hi, 80);
+    EXPECT_EQ(v6a.size, store::FlowKey::kIpv6Size);
+    EXPECT_EQ(key_bytes(v6a), key_bytes(v6b));
+    EXPECT_EQ(FlowTable::hash_key(v6a), FlowTable::hash_key(v6b));
 }
 
-// The key's bytes, as the table hashes them: every one set, IPv4 addresses in the first 4
-// bytes of each end, the same key behind VLAN tags.
+// Every field of the flow counts: another protocol, address or port at either end is
+// another flow.
+TEST(FlowKey, EveryFieldCounts) {
+    const uint64_t h = FlowTable::hash_key(key_of(ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 100)));
+    for (const auto& other : {ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 100, 6),
+                              ipv4_frame(0xc6120002, 0xc6130002, 40000, 443, 100),
+                              ipv4_frame(0xc6120001, 0xc6130003, 40000, 443, 100),
+                              ipv4_frame(0xc6120001, 0xc6130002, 40001, 443, 100),
+                              ipv4_frame(0xc6120001, 0xc6130002, 40000, 444, 100),
+                              // the ends' ports swapped: not the reverse direction
+                              ipv4_frame(0xc6120001, 0xc6130002, 443, 40000, 100)})
+        EXPECT_NE(FlowTable::hash_key(key_of(other)), h);
+    const uint64_t v6 = FlowTable::hash_key(key_of(ipv6_frame(1, 2, 5000, 80, 120)));
+    EXPECT_NE(FlowTable::hash_key(key_of(ipv6_frame(1, 3, 5000, 80, 120))), v6);
+    EXPECT_NE(FlowTable::hash_key(key_of(ipv6_frame(1, 2, 5001, 80, 120))), v6);
+    EXPECT_NE(FlowTable::hash_key(key_of(ipv6_frame(1, 2, 80, 5000, 120))), v6);
+}
+
+// The key's bytes, as the table hashes them: every one set (IPv4: each end as address <<
+// 16 | port, the lower first, the protocol in its top byte; IPv6: version, protocol,
+// ports, addresses), the same key behind VLAN tags, so a flow seen tagged in one
+// direction and untagged in the other is one flow.
 TEST(FlowKey, SetsEveryByte) {
     const auto f = ipv4_frame(0xc6130002, 0xc6120001, 443, 40000, 100, 6);
     store::FlowKey k;
     std::memset(static_cast<void*>(&k), 0x5a, sizeof k);
     ASSERT_TRUE(store::flow_key(f.data(), uint32_t(f.size()), k));
-    const uint8_t expected[40] = {4,   6,  0, 0, 0, 0, 0, 0, 198, 18, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0,
-                                  0,   0,  0, 0, 198, 19, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-    uint8_t bytes[40];
-    std::memcpy(bytes, &k, sizeof k);
-    EXPECT_EQ(k.port_lo, 40000);
-    EXPECT_EQ(k.port_hi, 443);
-    for (size_t i = 0; i < 40; ++i) {
-        if (i < 2 || i >= 6) {
-            EXPECT_EQ(bytes[i], expected[i]) << "byte " << i;
-        }
-    }
+    ASSERT_EQ(k.size, 16u);
+    EXPECT_EQ(k.words[0], (uint64_t{6} << 56) | (uint64_t{0xc6120001} << 16) | 40000);
+    EXPECT_EQ(k.words[1], (uint64_t{0xc6130002} << 16) | 443);
 
     auto tagged = f;
     const uint8_t tag[] = {0x81, 0x00, 0x00, 0x07};
     tagged.insert(tagged.begin() + 12, tag, tag + 4);
     store::FlowKey t;
     ASSERT_TRUE(store::flow_key(tagged.data(), uint32_t(tagged.size()), t));
-    EXPECT_EQ(std::memcmp(&k, &t, sizeof k), 0);
+    EXPECT_EQ(key_bytes(k), key_bytes(t));
+
+    // A fragment after the first: no ports, the address pair and protocol only.
+    auto fragment = f;
+    fragment[14 + 7] = 0x10;
+    EXPECT_EQ(key_of(fragment).words[0], (uint64_t{6} << 56) | (uint64_t{0xc6120001} << 16));
+
+    const auto v6 = ipv6_frame(2, 1, 443, 40000, 100);
+    store::FlowKey k6;
+    std::memset(static_cast<void*>(&k6), 0x5a, sizeof k6);
+    ASSERT_TRUE(store::flow_key(v6.data(), uint32_t(v6.size()), k6));
+    ASSERT_EQ(k6.size, 40u);
+    const uint8_t lo[16] = {0x20, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    const uint8_t hi[16] = {0x20, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+    std::vector<uint8_t> expected = {6, 6, 0, 0, 0, 0, 0, 0};
+    const uint16_t ports[2] = {40000, 443};  // the lower address's end (the destination) first
+    std::memcpy(expected.data() + 2, ports, sizeof ports);
+    expected.insert(expected.end(), lo, lo + 16);
+    expected.insert(expected.end(), hi, hi + 16);
+    EXPECT_EQ(key_bytes(k6), expected);
 }
 
 TEST(FlowKey, RefusesWhatIsNotIp) {
@@ -154,9 +187,9 @@ TEST(FlowKey, RefusesWhatIsNotIp) {
 }
 
 struct Table {
-    std::vector<FlowTable::Entry> memory;
+    std::vector<FlowTable::Bucket> memory;
     FlowTable table;
-    explicit Table(size_t entries) : memory(entries), table(memory) {}
+    explicit Table(size_t entries) : memory(entries / FlowTable::kWays), table(memory) {}
 };
 
 TEST(FlowTable, CountsAndAgesOut) {
@@ -318,7 +351,7 @@ TEST(Dedup, SuppressesCopiesWithinTheWindowOnly) {
     a_routed[14 + 8] = 12;
     const auto b = ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 200, 17, 0xac);
     Burst burst({a, b, a_routed, a});
-    std::vector<DedupTable::Entry> memory(1024);
+    std::vector<DedupTable::Bucket> memory(256);
     DedupQueue dedup{DedupTable(memory), 1'000'000};
     uint64_t keep[4] = {262144, 262144, 262144, 262144}, scratch[4];
     const DedupOutcome first = apply_dedup(dedup, burst.ptrs.data(), 4, keep, 5'000'000'000, scratch);
@@ -337,6 +370,29 @@ TEST(Dedup, SuppressesCopiesWithinTheWindowOnly) {
     EXPECT_EQ(apply_dedup(dedup, burst.ptrs.data(), 4, keep3, 5'001'000'001, scratch).suppressed, 2u);
     EXPECT_NE(keep3[0], 0u);
     EXPECT_NE(keep3[1], 0u);
+}
+
+// A full bucket forgets its oldest packet (the first of equals), whichever way it is in;
+// a packet written again after the window keeps its own entry.
+TEST(DedupTable, AFullBucketForgetsItsOldest) {
+    std::vector<DedupTable::Bucket> memory(256);  // hashes equal in the low 8 bits share a bucket
+    DedupTable table(memory);
+    const uint64_t window = 1000;
+    const auto h = [](uint64_t n) { return (n << 32) | 1; };
+    // Written at 500, 100, 400, 300: the oldest is in the second way.
+    const uint64_t written[4] = {500, 100, 400, 300};
+    for (uint64_t w = 0; w < 4; ++w) EXPECT_FALSE(table.seen(h(w + 1), written[w], window));
+    EXPECT_FALSE(table.seen(h(9), 600, window));  // takes the entry written at 100
+    EXPECT_TRUE(table.seen(h(9), 601, window));
+    EXPECT_FALSE(table.seen(h(2), 602, window)) << "forgotten";
+    // h(2) took the entry written at 300 (h(4)), now the oldest.
+    EXPECT_TRUE(table.seen(h(1), 603, window));
+    EXPECT_TRUE(table.seen(h(3), 604, window));
+    EXPECT_FALSE(table.seen(h(4), 605, window)) << "forgotten";
+    // Outside its window a packet is written again, in its own entry: the others stay.
+    EXPECT_FALSE(table.seen(h(1), 1501, window));
+    EXPECT_TRUE(table.seen(h(1), 1502, window));
+    EXPECT_TRUE(table.seen(h(9), 1502, window));
 }
 
 }  // namespace
