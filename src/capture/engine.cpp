@@ -10,7 +10,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <map>
@@ -54,25 +53,11 @@ Result<std::unique_ptr<CaptureEngine>> CaptureEngine::start(const Config& config
 namespace {
 
 // The writer threads' CPUs and priority (output.writer_cpus, output.writer_priority):
-// "workers" = the CPUs of the lcores the plan gives workers; "control" = as inherited
-// from the control lcore.
-ThreadPlacement writer_placement(const Config& config, const CapturePlan& plan) {
+// "workers" = the worker lcores' CPUs; "control" = as inherited from the control lcore.
+ThreadPlacement writer_placement(const Config& config) {
     ThreadPlacement placement{{}, config.output.writer_priority};
-    if (config.output.writer_cpus != WriterCpus::workers) return placement;
-    for (const WorkerAssignment& worker : plan.workers) {
-        for (size_t i = 0; i < config.eal.lcore_ids.size(); ++i) {
-            if (config.eal.lcore_ids[i] == worker.lcore) placement.cpus.push_back(config.eal.cpu_ids[i]);
-        }
-    }
-    std::sort(placement.cpus.begin(), placement.cpus.end());
-    placement.cpus.erase(std::unique(placement.cpus.begin(), placement.cpus.end()), placement.cpus.end());
+    if (config.output.writer_cpus == WriterCpus::workers) placement.cpus = worker_cpus(config.eal);
     return placement;
-}
-
-std::string cpu_list_suffix(const std::vector<unsigned>& cpus) {
-    std::string list;
-    for (unsigned cpu : cpus) list += (list.empty() ? " " : ",") + std::to_string(cpu);
-    return list;
 }
 
 }  // namespace
@@ -127,7 +112,7 @@ Status CaptureEngine::init() {
         ports_.push_back(std::move(port.value()));
     }
 
-    if (Status s = build_writer(writer_placement(config_, plan)); !s) return s;
+    if (Status s = build_writer(writer_placement(config_)); !s) return s;
     std::vector<int> port_sockets;
     for (const PortInfo& info : infos) port_sockets.push_back(info.socket);
     if (Status s = build_stream_tables(port_sockets); !s) return s;
@@ -311,12 +296,13 @@ Status CaptureEngine::build_writer(const ThreadPlacement& placement) {
                             started.error().message);
     }
     spdlog::info("output {}: {} streams × {} blocks of {} KiB, rotate at {} MiB / {} s, format {}; writer on the {} "
-                 "CPUs{}, priority {}",
+                 "CPUs {}, priority {}",
                  config_.output.directory, specs.size(), config_.output.blocks_per_queue,
                  config_.output.block_size_kb, config_.output.rotate_size_bytes >> 20,
                  config_.output.rotate_interval_s, to_string(config_.output.format),
                  config_.output.writer_cpus == WriterCpus::workers ? "workers'" : "control lcore's",
-                 cpu_list_suffix(placement.cpus), to_string(placement.priority));
+                 placement.cpus.empty() ? "(as inherited)" : format_cpu_list(placement.cpus),
+                 to_string(placement.priority));
     return {};
 }
 

@@ -570,15 +570,11 @@ RetentionConfig read_retention(const YamlMap& retention) {
     return config;
 }
 
-bool realtime(const ThreadPriority& p) {
-    return p.kind == ThreadPriority::Kind::fifo || p.kind == ThreadPriority::Kind::rr;
-}
-
 // A writer on the workers' CPUs must rank below them: a real-time writer at or above a
 // real-time worker's priority would keep it from its rx ring for as long as it writes.
 void check_writer_below_workers(const YamlValue& value, const OutputConfig& output, const CaptureConfig& capture) {
-    if (output.writer_cpus != WriterCpus::workers || !realtime(output.writer_priority)) return;
-    if (!realtime(capture.worker_priority)) {
+    if (output.writer_cpus != WriterCpus::workers || !is_realtime(output.writer_priority)) return;
+    if (!is_realtime(capture.worker_priority)) {
         value.fail("a real-time writer on the workers' CPUs needs real-time workers above it (capture.worker_priority " +
                    to_string(capture.worker_priority) + "); use normal, or raise the workers to rr:" +
                    std::to_string(output.writer_priority.value + 1));
@@ -733,6 +729,10 @@ bool PortConfig::is_pci() const { return normalize_pci_address(device).has_value
 const char* to_string(RssMode mode) { return name_of(mode, kRssModes); }
 const char* to_string(FileFormat format) { return name_of(format, kFileFormats); }
 const char* to_string(WriterCpus cpus) { return name_of(cpus, kWriterCpus); }
+
+CpuSet worker_cpus(const EalConfig& eal) {
+    return eal.cpu_ids.size() > 1 ? CpuSet(eal.cpu_ids.begin() + 1, eal.cpu_ids.end()) : CpuSet{};
+}
 
 std::vector<std::string> config_key_paths() {
     std::vector<std::string> paths;

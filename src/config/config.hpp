@@ -10,6 +10,7 @@
 
 #include "config/file_template.hpp"
 #include "config/values.hpp"  // parse_lcore_list, parse_size, parse_duration, ...
+#include "util/cpu_set.hpp"
 #include "util/result.hpp"
 
 namespace linecap {
@@ -236,5 +237,8 @@ std::vector<std::string> config_key_paths();
 const char* to_string(RssMode mode);
 const char* to_string(FileFormat format);
 const char* to_string(WriterCpus cpus);
+
+// The CPUs of the worker lcores: every lcore but the first (the main, control lcore).
+CpuSet worker_cpus(const EalConfig& eal);
 
 }  // namespace linecap

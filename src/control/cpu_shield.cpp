@@ -105,23 +105,10 @@ void check_slices(const fs::path& cgroup_root, const CpuShieldPlan& plan, std::v
 
 }  // namespace
 
-std::string format_cpu_list(const CpuSet& cpus) {
-    std::string text;
-    for (auto it = cpus.begin(); it != cpus.end();) {
-        const unsigned first = *it;
-        unsigned last = first;
-        while (++it != cpus.end() && *it == last + 1) ++last;
-        if (!text.empty()) text += ',';
-        text += std::to_string(first);
-        if (last != first) text += '-' + std::to_string(last);
-    }
-    return text;
-}
-
 CpuShieldPlan cpu_shield_plan(const Config& config, const CpuSet& online) {
     CpuShieldPlan plan;
-    // cpu_ids[0] is the main lcore: a control thread that sleeps, free to share its CPU.
-    for (size_t i = 1; i < config.eal.cpu_ids.size(); ++i) plan.worker_cpus.insert(config.eal.cpu_ids[i]);
+    // The main lcore is a control thread that sleeps, free to share its CPU.
+    plan.worker_cpus = worker_cpus(config.eal);
     plan.other_cpus = difference(online, plan.worker_cpus);
     return plan;
 }

@@ -7,20 +7,14 @@
 // `linecapd --print-cpus`. README, "CPU shielding".
 #pragma once
 
-#include <set>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
 #include "control/preflight.hpp"
+#include "util/cpu_set.hpp"
 
 namespace linecap {
-
-using CpuSet = std::set<unsigned>;
-
-// The kernel's cpulist format ("0-3,8,10-11", as in /sys/devices/system/cpu/online and
-// cpuset.cpus.effective, and as AllowedCPUs= takes it); "" is the empty set.
-std::string format_cpu_list(const CpuSet& cpus);
 
 struct CpuShieldPlan {
     CpuSet worker_cpus;  // the CPUs of the worker lcores (every lcore but the first, main one)

@@ -147,8 +147,7 @@ void check_lcores(const Config& config, const PreflightOptions& options, Finding
 // control thread if they share it (output.writer_cpus: workers without an idle sleep),
 // and another worker if it is at the same priority under SCHED_FIFO.
 void check_worker_cpus(const Config& config, Findings& f) {
-    const ThreadPriority::Kind kind = config.capture.worker_priority.kind;
-    if (kind != ThreadPriority::Kind::fifo && kind != ThreadPriority::Kind::rr) return;
+    if (!is_realtime(config.capture.worker_priority)) return;
     if (config.output.writer_cpus == WriterCpus::workers && config.capture.idle_sleep_us == 0) {
         warning(f, "output.writer_cpus workers with capture.worker_priority " + to_string(config.capture.worker_priority) +
                        " and capture.idle_sleep_us 0: workers that never sleep leave the writer beside them 5 % of "

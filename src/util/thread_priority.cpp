@@ -23,7 +23,7 @@ Status apply_to_this_thread(const ThreadPriority& priority) {
     // What the thread inherited stays: resetting an inherited nice value could itself need
     // a privilege the process lacks.
     if (priority.kind == ThreadPriority::Kind::normal) return {};
-    const bool realtime = priority.kind == ThreadPriority::Kind::fifo || priority.kind == ThreadPriority::Kind::rr;
+    const bool realtime = is_realtime(priority);
     const int policy = priority.kind == ThreadPriority::Kind::fifo ? SCHED_FIFO
                        : priority.kind == ThreadPriority::Kind::rr ? SCHED_RR
                                                                    : SCHED_OTHER;
@@ -50,13 +50,12 @@ Status apply_to_this_thread(const ThreadPlacement& placement) {
     if (!placement.cpus.empty()) {
         cpu_set_t set;
         CPU_ZERO(&set);
-        std::string list;
         for (unsigned cpu : placement.cpus) {
             if (cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
-            list += (list.empty() ? "" : ",") + std::to_string(cpu);
         }
         if (sched_setaffinity(0, sizeof set, &set) != 0) {
-            return runtime_error("sched_setaffinity(CPUs " + list + "): " + std::strerror(errno));
+            return runtime_error("sched_setaffinity(CPUs " + format_cpu_list(placement.cpus) + "): " +
+                                 std::strerror(errno));
         }
     }
     return apply_to_this_thread(placement.priority);

@@ -8,8 +8,8 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
+#include "util/cpu_set.hpp"
 #include "util/result.hpp"
 
 namespace linecap {
@@ -22,6 +22,11 @@ struct ThreadPriority {
     bool operator==(const ThreadPriority&) const = default;
 };
 
+// SCHED_FIFO or SCHED_RR: above every normal thread of the machine.
+inline bool is_realtime(const ThreadPriority& priority) {
+    return priority.kind == ThreadPriority::Kind::fifo || priority.kind == ThreadPriority::Kind::rr;
+}
+
 // "normal", "nice:-5", "fifo:1", "rr:10": the form the configuration uses.
 std::string to_string(const ThreadPriority& priority);
 
@@ -32,7 +37,7 @@ Status apply_to_this_thread(const ThreadPriority& priority);
 // Where one of the daemon's own threads (not an EAL lcore) runs and how it ranks: `cpus`
 // empty = the CPUs it inherited.
 struct ThreadPlacement {
-    std::vector<unsigned> cpus;
+    CpuSet cpus;
     ThreadPriority priority;
 };
 
