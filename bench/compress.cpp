@@ -43,6 +43,7 @@
 #include "store/compress.hpp"
 #include "store/extract.hpp"
 #include "store/index_format.hpp"
+#include "util/thread_cpu.hpp"
 #include "xorshift.hpp"
 
 using namespace linecap;
@@ -241,12 +242,6 @@ struct ExtractTimes {
     uint64_t packets = 0;
     uint64_t blocks_read = 0, blocks_total = 0;
 };
-
-double thread_cpu_seconds() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
 
 store::ExtractReport run_extract_once(const std::string& dir, const std::string& filter, double* seconds,
                                       double* cpu_seconds) {

@@ -30,16 +30,11 @@
 #include "format/pcap_format.hpp"
 #include "store/index_format.hpp"
 #include "format/capture_reader.hpp"
+#include "util/thread_cpu.hpp"
 
 namespace {
 
 using namespace linecap;
-
-double thread_cpu_seconds() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
-}
 
 // A capture image as the daemon writes it: nanosecond pcap, IPv4 TCP/UDP over 4096
 // flows of random addresses and ports (the index's keys), frames of `size` bytes or IMIX

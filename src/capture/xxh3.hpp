@@ -23,8 +23,8 @@
 
 namespace linecap {
 
-// The longest input XXH3 hashes without its vector loop (XXH3_MIDSIZE_MAX).
-inline constexpr size_t kXxh3ShortMax = 240;
+// The longest input XXH3 hashes without its vector loop.
+inline constexpr size_t kXxh3ShortMax = XXH3_MIDSIZE_MAX;
 
 inline uint64_t xxh3_64(const void* data, size_t len) {
 #if defined(__x86_64__)

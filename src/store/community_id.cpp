@@ -11,10 +11,8 @@
 namespace linecap::store {
 namespace {
 
-constexpr uint16_t kEtherIPv4 = 0x0800, kEtherIPv6 = 0x86dd;
-constexpr uint8_t kIcmp = 1, kTcp = 6, kUdp = 17, kIcmp6 = 58, kSctp = 132;
-
-inline uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+using namespace wire;  // EtherTypes, protocol numbers, be16: packet_keys.hpp's
+constexpr uint8_t kIcmp = 1, kIcmp6 = 58;
 
 // The request/reply counterparts of ICMP and ICMPv6 types (the spec takes them from Zeek);
 // -1: a one-way message.
@@ -51,8 +49,6 @@ int icmp6_counterpart(uint8_t type) {
         default: return -1;
     }
 }
-
-inline bool has_ports(uint8_t proto) { return proto == kTcp || proto == kUdp || proto == kSctp; }
 
 // Ports (or ICMP type/code) of the upper-layer header at `off`; false when truncated.
 bool read_ports(const uint8_t* f, uint32_t caplen, uint64_t off, FlowTuple& t) {

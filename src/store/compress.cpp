@@ -22,6 +22,7 @@
 #include "output/sha256.hpp"
 #include "output/unique_fd.hpp"
 #include "store/index_format.hpp"
+#include "util/thread_cpu.hpp"
 #include "util/stat_time.hpp"
 
 namespace linecap::store {
@@ -29,12 +30,6 @@ namespace {
 
 constexpr mode_t kCompressedMode = 0640;  // like the capture file it replaces
 constexpr size_t kVerifyChunk = 4u << 20;
-
-double thread_cpu_seconds() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
 
 // Where the frames start: every index block (so a block read decompresses one frame),
 // else every kDefaultIndexBlockBytes; no frame longer than kMaxCompressFrameBytes.
