@@ -285,8 +285,9 @@ BENCHMARK(BM_Filter)->Arg(1)->Arg(0);
 // Frames are unique (a counter in the payload: dedup finds no copy) and the allowance is
 // never reached (nothing is cut): what is measured is the price of looking, which every
 // packet pays. The tables are in (transparent) huge pages, as the daemon's are in
-// hugepages. Only apply_dedup / apply_flow_cap and their tables are used, so this file
-// also builds against an older tree's headers (bench/policy_cost.sh: before/after in one run).
+// hugepages. Only apply_dedup / apply_flow_cap, their tables and xxh3_64 are used, so this
+// file also builds against older trees' headers (bench/policy_cost.sh: before/after in one
+// run) — back to 6c5924c, the first with capture/xxh3.hpp.
 // args: traffic (0: 64-byte frames, 1: IMIX-like 7:4:1 of 64, 590 and 1514 bytes, mean
 // 360; 2: 1514 bytes), flows (distinct source addresses cycled through: 2 stay in cache,
 // 65536 fill the flow table).

@@ -32,7 +32,6 @@ linecapd variant for A/B comparisons appends `+key=value` settings, e.g.
   linecapd+prio=normal            capture.worker_priority (normal, nice:-N, fifo:N, rr:N)
   linecapd+desc=8192              ports[].rx_descriptors
   linecapd+budget=64              the af_xdp PMD's busy_budget
-  linecapd+writer_cpu=1           the writer threads' CPU affinity set from outside (0, 1, all)
   linecapd+idle_us=50             capture.idle_sleep_us
   linecapd+below=32               capture.sleep_below
   linecapd+manifest=false         output.manifest (default true, as shipped)
@@ -77,8 +76,7 @@ LINECAP = os.path.join(os.path.dirname(bench.LINECAPD), "linecap")
 # burst (capture.sleep_below: 64) so the writer gets the time.
 XDP_ARGS = "start_queue=0,queue_count=1,busy_budget=0"
 LIVE_DEVICE = "net_af_xdp0,iface={iface}," + XDP_ARGS
-LIVE_SETTINGS = {"prio": None, "desc": 4096, "budget": 0, "writer_cpu": None, "idle_us": None,
-                 "xprio": None, "xwprio": None, "manifest": "true", "index": "true", "keep_s": "2", "lcores": "0-1", "bg_cpu": None,
+LIVE_SETTINGS = {"prio": None, "desc": 4096, "budget": 0, "idle_us": None, "manifest": "true", "index": "true", "keep_s": "2", "lcores": "0-1", "bg_cpu": None,
                  "wcpus": "workers", "wprio": None, "below": 64}
 AF_PACKET_DEVICE = "net_af_packet0,iface={iface},qpairs=1,blocksz=4096,framesz=2048,framecnt=65536"
 
@@ -213,18 +211,6 @@ def thread_ids(pid, *prefixes):
     return out
 
 
-def set_sched(tid, spec):
-    """normal | nice:N | fifo:N | rr:N on one thread."""
-    kind, _, n = spec.partition(":")
-    if kind == "nice":
-        os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
-        os.setpriority(os.PRIO_PROCESS, tid, int(n))
-    elif kind in ("fifo", "rr"):
-        os.sched_setscheduler(tid, os.SCHED_FIFO if kind == "fifo" else os.SCHED_RR, os.sched_param(int(n)))
-    elif kind != "normal":
-        raise ValueError(f"priority {spec}")
-
-
 class LinecapdTarget:
     def __init__(self, tool, outdir, workdir, o_direct=False, blocks=32):
         base, variant = parse_variant(tool)
@@ -277,17 +263,12 @@ metrics:
         self.janitor.start()
         bench.wait_until(lambda: "capture running" in self.proc.text(), 60, "linecapd start", self.proc)
         bench.wait_until(lambda: bench._scrape_ok(self.url), 30, "linecapd metrics", self.proc)
-        for key, prefixes in (("writer_cpu", ("lc-writer",)), ("bg_cpu", ("lc-hash", "lc-indexer"))):
-            if s[key] is not None:
-                cpus = set(range(os.cpu_count())) if s[key] == "all" else {int(s[key])}
-                for tid in thread_ids(self.proc.p.pid, *prefixes):
-                    os.sched_setaffinity(tid, cpus)
-        # From outside, for A/B before a setting is in the daemon: worker / writer threads.
-        # (DPDK names its lcore threads lcore-worker-N; Debian's 22.11 build rte-worker-N.)
-        for key, prefixes in (("xprio", ("lcore-worker", "rte-worker")), ("xwprio", ("lc-writer",))):
-            if s[key] is not None:
-                for tid in thread_ids(self.proc.p.pid, *prefixes):
-                    set_sched(tid, s[key])
+        # From outside, for A/B: the hasher and indexer have no CPU setting of their own (the
+        # writer and the workers do: wcpus, wprio, prio).
+        if s["bg_cpu"] is not None:
+            cpus = set(range(os.cpu_count())) if s["bg_cpu"] == "all" else {int(s["bg_cpu"])}
+            for tid in thread_ids(self.proc.p.pid, "lc-hash", "lc-indexer"):
+                os.sched_setaffinity(tid, cpus)
 
     def counters(self):
         s = bench.scrape(self.url)
