@@ -3,7 +3,9 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,6 +22,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr int64_t kMaxWaitMs = 50;
+
 // The watchdog is fed only while every worker's heartbeat moves: a wedged lcore then
 // makes systemd restart the daemon instead of it silently capturing nothing.
 class WatchdogFeeder {
@@ -31,20 +35,28 @@ public:
         last_ = heartbeats();
     }
 
+    // When tick() next has work: the control loop wakes for it instead of finding it
+    // late, so pings stay interval_ apart rather than interval_ plus the loop's wait.
+    Clock::time_point next_due() const { return interval_.count() == 0 ? Clock::time_point::max() : next_; }
+
     void tick() {
-        if (interval_.count() == 0 || Clock::now() < next_) return;
-        next_ = Clock::now() + interval_;
-        std::vector<uint64_t> now = heartbeats();
+        const Clock::time_point now = Clock::now();
+        if (interval_.count() == 0 || now < next_) return;
+        // A fixed schedule, not now + interval: a late wake-up must not push every later
+        // ping back too. After a long stall (a suspended VM) start afresh from now.
+        next_ += interval_;
+        if (next_ <= now) next_ = now + interval_;
+        std::vector<uint64_t> beats = heartbeats();
         bool all_advanced = true;
-        for (size_t i = 0; i < now.size(); ++i) {
-            if (now[i] == last_[i]) {
+        for (size_t i = 0; i < beats.size(); ++i) {
+            if (beats[i] == last_[i]) {
                 all_advanced = false;
                 if (!stalled_logged_) spdlog::error("worker lcore {} heartbeat stopped: withholding watchdog",
                                                     engine_.workers()[i].lcore);
                 stalled_logged_ = true;
             }
         }
-        last_ = std::move(now);
+        last_ = std::move(beats);
         if (all_advanced) {
             notifier_.watchdog();
             stalled_logged_ = false;
@@ -106,7 +118,12 @@ void run_control_loop(CaptureEngine& engine, SignalFd& signals, SystemdNotifier&
     Totals previous = hooks.snapshot ? totals(hooks.snapshot()) : Totals{};
 
     for (;;) {
-        if (auto sig = signals.wait(50)) {
+        // Wake for whichever comes first: a signal, the next watchdog ping, the next
+        // status second, or 50 ms (the readiness check below polls the workers).
+        const auto until_due = std::min(watchdog.next_due(), next_second) - Clock::now();
+        const auto wait_ms = std::clamp<int64_t>(
+            std::chrono::ceil<std::chrono::milliseconds>(until_due).count(), 0, kMaxWaitMs);
+        if (auto sig = signals.wait(static_cast<int>(wait_ms))) {
             if (*sig == SIGINT || *sig == SIGTERM) {
                 spdlog::info("{}: stopping capture", *sig == SIGINT ? "SIGINT" : "SIGTERM");
                 break;
