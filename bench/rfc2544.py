@@ -3,8 +3,9 @@
 rate for the highest one at which nothing is lost over a trial (default 10 s), for every
 cell of  tool × output file system × machine load,  in one run.
 
-Traffic: tcpreplay --pps from a network namespace into a veth pair this script creates
-(and removes), pinned to CPU 0; captured on the root-namespace end by
+Traffic: trafgen (netsniff-ng; --generator tcpreplay for the old one) from a network
+namespace into a veth pair this script creates (and removes), pinned to CPU 0, paced to
+the offered rate; captured on the root-namespace end by
   linecapd   through net_af_xdp (or net_af_packet), one queue, one worker on CPU 1, with the
              settings the README documents for net_af_xdp (LIVE_DEVICE, LIVE_CONFIG below);
              files into a directory; loss = sent - written
@@ -12,8 +13,17 @@ Traffic: tcpreplay --pps from a network namespace into a veth pair this script c
              large as linecapd's write blocks (the same memory); loss = sent - captured
   testpmd    dpdk-testpmd rxonly on the same vdev, forwarding core on CPU 1; loss = sent - rx
 
-File systems (--fs): tmpfs (--out-dir) and the real disk (--disk-dir; linecapd with
-output.o_direct there, tcpdump cannot).
+The rig's receive path (--rig): a veth hands each frame to its peer inside the sender's
+sendto(), so by default the receiving side's kernel work (the XDP program and its copies
+for linecapd, the packet socket's copy for tcpdump) runs on the generator's CPU and is
+charged to the generator, differently per tool. `--rig napi-thread` (the default) gives
+the receiving veth a NAPI instance run by a kernel thread of its own, for both tools alike
+(GRO on the receiving end, so the veth uses NAPI without XDP too; TSO and GSO off on the
+sending end, whose socket buffers would otherwise bypass it), as a NIC's receive work runs
+in its interrupt's context rather than in the sender. `--rig softirq` is the plain veth.
+
+File systems (--fs): tmpfs (--out-dir) and the real disk (--disk-dir). linecapd writes
+through the page cache as shipped, like tcpdump (--o-direct auto|on for output.o_direct).
 Loads (--load), started before the cell's tools and kept running through all their trials:
   quiet    nothing added (on a shared machine "quiet" is whatever else runs: the table
            records the load average)
@@ -43,11 +53,16 @@ linecapd variant for A/B comparisons appends `+key=value` settings, e.g.
   linecapd+bg_cpu=1               the hasher's and indexer's CPU affinity set from outside (0, 1, all)
   linecapd+keep_s=0               seconds the janitor keeps a finished file (default 2, for the indexer)
 
-First a trial at tcpreplay's top speed tells the generator's ceiling; a tool that loses
-nothing there is reported as ">= ceiling". Prints one line per trial and the table at the
-end; --json FILE keeps the results. Needs root, tcpreplay, tcpdump, hugepages and bpffs.
+Machine: kernel.sched_autogroup_enabled is 0 for the run, as the package sets it
+(--autogroup on to compare; restored after).
+
+First a trial at the generator's top speed tells its ceiling; a tool that loses nothing
+there is reported as ">= ceiling". Prints one line per trial and the table at the end;
+--json FILE keeps the results. Needs root, trafgen and netsniff-ng (or tcpreplay), ethtool,
+tcpdump, hugepages and bpffs.
 """
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -69,15 +84,15 @@ LINECAP = os.path.join(os.path.dirname(bench.LINECAPD), "linecap")
 
 # The documented net_af_xdp settings (README "Which settings to use where"): the device
 # string and the keys of the live-path configuration that differ from the defaults.
-# busy_budget=0: no preferred busy polling. On a veth the XDP program and the copy into the
-# socket's ring run in the sender's softirq, on the generator's CPU; the PMD's recvfrom()
-# kicks then only take cycles from it. For the same reason the writer runs beside the
-# worker (output.writer_cpus: workers), which sleeps after polls that bring less than a
-# burst (capture.sleep_below: 64) so the writer gets the time.
+# busy_budget=0: no preferred busy polling (the PMD's recvfrom() kicks measured no better).
+# Everything else as shipped: the writer on the control lcore's CPUs. (Stop 21 documented
+# output.writer_cpus: workers with capture.sleep_below: 64 while this rig charged the
+# receive work to the sender's CPU; with it in its own NAPI thread the writer beside the
+# worker lost 25 % writer_full at 0.23 Mpps where the shipped placement lost nothing.)
 XDP_ARGS = "start_queue=0,queue_count=1,busy_budget=0"
 LIVE_DEVICE = "net_af_xdp0,iface={iface}," + XDP_ARGS
 LIVE_SETTINGS = {"prio": None, "desc": 4096, "budget": 0, "idle_us": None, "manifest": "true", "index": "true", "keep_s": "2", "lcores": "0-1", "bg_cpu": None,
-                 "wcpus": "workers", "wprio": None, "below": 64}
+                 "wcpus": None, "wprio": None, "below": None}
 AF_PACKET_DEVICE = "net_af_packet0,iface={iface},qpairs=1,blocksz=4096,framesz=2048,framecnt=65536"
 
 ALL_CPUS = f"0-{os.cpu_count() - 1}"
@@ -91,20 +106,41 @@ def log(*a):
     print(f"[{time.strftime('%H:%M:%S')}]", *a, file=sys.stderr, flush=True)
 
 
-def veth_up():
+def veth_up(rig):
+    """The veth pair, set up for `rig` (see --rig); returns the receive path's state as read
+    back from the kernel."""
     sh("ip", "netns", "add", NS)
     sh("ip", "link", "add", A, "type", "veth", "peer", "name", B, "netns", NS)
-    for cmd in (["sysctl", "-qw", f"net.ipv6.conf.{A}.disable_ipv6=1"],
-                ["ip", "netns", "exec", NS, "sysctl", "-qw", f"net.ipv6.conf.{B}.disable_ipv6=1"],
-                ["ip", "link", "set", "dev", A, "up"],
-                ["ip", "-n", NS, "link", "set", "dev", B, "up"]):
+    cmds = [["sysctl", "-qw", f"net.ipv6.conf.{A}.disable_ipv6=1"],
+            ["ip", "netns", "exec", NS, "sysctl", "-qw", f"net.ipv6.conf.{B}.disable_ipv6=1"]]
+    if rig == "napi-thread":
+        cmds += [["ethtool", "-K", A, "gro", "on"],
+                 ["ip", "netns", "exec", NS, "ethtool", "-K", B, "tso", "off", "gso", "off"]]
+    cmds += [["ip", "link", "set", "dev", A, "up"], ["ip", "-n", NS, "link", "set", "dev", B, "up"]]
+    for cmd in cmds:
         sh(*cmd)
+    if rig == "napi-thread":
+        with open(f"/sys/class/net/{A}/threaded", "w") as fh:
+            fh.write("1")
     deadline = time.time() + 5
-    while time.time() < deadline:
-        if open(f"/sys/class/net/{A}/operstate").read().strip() == "up":
-            return
+    while open(f"/sys/class/net/{A}/operstate").read().strip() != "up":
+        if time.time() > deadline:
+            raise RuntimeError("veth did not come up")
         time.sleep(0.05)
-    raise RuntimeError("veth did not come up")
+    return rig_state()
+
+
+def rig_state():
+    """What the kernel says of the receive path: NAPI threaded, GRO on the receiving end,
+    TSO on the sending end."""
+    def feature(cmd, name):
+        line = next((ln for ln in sh(*cmd).stdout.splitlines() if ln.strip().startswith(name + ":")), "")
+        return line.split(":")[1].split()[0] if line else "?"
+    with open(f"/sys/class/net/{A}/threaded") as fh:
+        threaded = fh.read().strip() == "1"
+    return {"napi_threaded": threaded,
+            "receiver_gro": feature(["ethtool", "-k", A], "generic-receive-offload"),
+            "sender_tso": feature(["ip", "netns", "exec", NS, "ethtool", "-k", B], "tcp-segmentation-offload")}
 
 
 def veth_down():
@@ -122,22 +158,87 @@ def generator_priority():
     os.nice(GEN_NICE)
 
 
-def replay(pcap, pps, seconds, frames_in_file):
-    """tcpreplay from NS at `pps` (or 'top') for about `seconds`; returns (sent, achieved pps)."""
-    loops = max(1, int(round((pps if pps != "top" else 1_500_000) * seconds / frames_in_file)))
-    args = bench.NICE + ["ip", "netns", "exec", NS, "taskset", "-c", "0", "tcpreplay", "-i", B, f"--loop={loops}",
-                         "--preload-pcap"]
-    if pps == "top":
-        args += ["--topspeed", f"--duration={int(seconds)}"]
-    else:
-        args += [f"--pps={pps}"]
-    out = subprocess.run(args + [pcap], capture_output=True, text=True, start_new_session=GEN_NICE is not None,
-                         preexec_fn=generator_priority if GEN_NICE is not None else None).stdout
-    m = re.search(r"Successful packets:\s+(\d+)", out)
-    sent = int(m.group(1)) if m else 0
-    m = re.search(r"Actual: \d+ packets .* sent in ([\d.]+) seconds", out)
-    secs = float(m.group(1)) if m else seconds
-    return sent, sent / secs if secs else 0.0
+def tx_packets():
+    """Frames the generator's end of the veth has handed to the receiving end."""
+    return int(sh("ip", "netns", "exec", NS, "cat", f"/sys/class/net/{B}/statistics/tx_packets").stdout)
+
+
+class Tcpreplay:
+    """tcpreplay --pps (or --topspeed) of the traffic file: one sendto() per frame."""
+    name = "tcpreplay"
+
+    def __init__(self, pcap, frames):
+        self.pcap, self.frames = pcap, frames
+
+    def command(self, pps, seconds):
+        loops = max(1, int(round((pps if pps != "top" else 1_500_000) * seconds / self.frames)))
+        args = ["tcpreplay", "-i", B, f"--loop={loops}", "--preload-pcap"]
+        args += ["--topspeed", f"--duration={int(seconds)}"] if pps == "top" else [f"--pps={pps}"]
+        return args + [self.pcap]
+
+
+class Trafgen:
+    """netsniff-ng's trafgen: frames from a packet socket's mmap'd TX ring, many per sendto(),
+    about 2.4 times tcpreplay's rate into this veth, so both capture tools can be pushed past
+    their limits on 2 vCPUs. The frames are the first `TRAFGEN_FRAMES` of the traffic file
+    (one per flow), converted by netsniff-ng; `--rate N pps` paces them. Its TX ring stalls
+    with EAGAIN on the default 208 KiB socket buffers, and it cannot raise them from inside a
+    network namespace: main() raises net.core.wmem_default for the run."""
+    name = "trafgen"
+
+    def __init__(self, pcap, workdir):
+        self.cfg = os.path.join(workdir, "traffic.trafgen")
+        sh("netsniff-ng", "--in", pcap, "--out", self.cfg, "--num", str(TRAFGEN_FRAMES))
+
+    def command(self, pps, seconds):
+        args = ["trafgen", "--dev", B, "--conf", self.cfg, "--cpus", "1", "--qdisc-path", "--no-cpu-stats"]
+        if pps == "top":
+            return ["timeout", "-s", "INT", str(seconds)] + args
+        return args + ["--rate", f"{pps}pps", "--num", str(int(pps * seconds))]
+
+
+TRAFGEN_FRAMES = 256
+TRAFGEN_SNDBUF = 4 << 20
+
+
+class Sysctl:
+    """A kernel setting changed for the run and restored after (also on SIGTERM, which main()
+    turns into SystemExit)."""
+
+    def __init__(self, name, value):
+        self.name, self.path, self.value = name, Sysctl.path(name), str(value)
+
+    @staticmethod
+    def path(name):
+        return "/proc/sys/" + name.replace(".", "/")
+
+    @staticmethod
+    def read(name):
+        with open(Sysctl.path(name)) as fh:
+            return fh.read().strip()
+
+    def __enter__(self):
+        self.saved = Sysctl.read(self.name)
+        with open(self.path, "w") as fh:
+            fh.write(self.value)
+        return self
+
+    def __exit__(self, *exc):
+        with open(self.path, "w") as fh:
+            fh.write(self.saved)
+
+
+def replay(gen, pps, seconds):
+    """The generator from NS, on CPU 0, at `pps` (or 'top') for about `seconds`; returns
+    (frames the veth delivered, their rate). Sent = the sending veth's tx_packets, the same
+    count for every generator (a frame the veth could not hand on is not sent)."""
+    args = bench.NICE + ["ip", "netns", "exec", NS, "taskset", "-c", "0"] + gen.command(pps, seconds)
+    before, t0 = tx_packets(), time.monotonic()
+    subprocess.run(args, capture_output=True, text=True, start_new_session=GEN_NICE is not None,
+                   preexec_fn=generator_priority if GEN_NICE is not None else None)
+    elapsed = time.monotonic() - t0
+    sent = tx_packets() - before
+    return sent, sent / elapsed if elapsed else 0.0
 
 
 # --- machine load ----------------------------------------------------------------------------------
@@ -384,9 +485,9 @@ def make_target(tool, out_dir, work, args, fs):
 
 # --- the search ------------------------------------------------------------------------------------
 
-def trial(target, pcap, pps, seconds, frames, tag):
+def trial(target, gen, pps, seconds, tag):
     target.trial_begin()
-    sent, achieved = replay(pcap, pps, seconds, frames)
+    sent, achieved = replay(gen, pps, seconds)
     got, drops = target.trial_end(sent)
     lost = sent - got
     log(f"{tag} {target.name}: offered {pps if pps == 'top' else f'{pps:,}'} pps (achieved {achieved:,.0f}): "
@@ -397,17 +498,17 @@ def trial(target, pcap, pps, seconds, frames, tag):
 WARMUP_S = 3
 
 
-def warm_up(target, pcap, frames, tag):
+def warm_up(target, gen, tag):
     """RFC 2544's learning frames: a short top-speed trial whose result is not counted, so the
     first measured trial does not pay for the capture tool's first touch of its memory
     (on these VMs the host backs never-touched memory lazily)."""
-    t = trial(target, pcap, "top", WARMUP_S, frames, tag + " warm-up, not counted")
+    t = trial(target, gen, "top", WARMUP_S, tag + " warm-up, not counted")
     return {"warm_up": True, **t}
 
 
-def search(target, pcap, seconds, frames, resolution, max_trials, tag):
-    trials = [warm_up(target, pcap, frames, tag)]
-    top = trial(target, pcap, "top", seconds, frames, tag)
+def search(target, gen, seconds, resolution, max_trials, tag):
+    trials = [warm_up(target, gen, tag)]
+    top = trial(target, gen, "top", seconds, tag)
     trials.append(top)
     ceiling = int(top["achieved_pps"])
     if top["lost"] <= 0:
@@ -415,9 +516,9 @@ def search(target, pcap, seconds, frames, resolution, max_trials, tag):
     lo, hi, best = 0, ceiling, 0
     rate = int(ceiling * 0.9)
     for _ in range(max_trials):
-        t = trial(target, pcap, rate, seconds, frames, tag)
+        t = trial(target, gen, rate, seconds, tag)
         trials.append(t)
-        # A trial counts by what tcpreplay achieved, which can fall short of what was asked.
+        # A trial counts by what the generator achieved, which can fall short of what was asked.
         achieved = int(min(rate, t["achieved_pps"]))
         if t["lost"] <= 0:
             best = max(best, achieved)
@@ -431,9 +532,9 @@ def search(target, pcap, seconds, frames, resolution, max_trials, tag):
             "loss_at_ceiling_pct": 100 * top["lost"] / max(top["sent"], 1), "trials": trials}
 
 
-def probe(target, pcap, seconds, frames, count, tag):
+def probe(target, gen, seconds, count, tag):
     """A/B mode: `count` trials at top speed; the loss of each."""
-    trials = [trial(target, pcap, "top", seconds, frames, tag) for _ in range(count)]
+    trials = [trial(target, gen, "top", seconds, tag) for _ in range(count)]
     return {"probe": True, "trials": trials,
             "loss_pct": [round(100 * t["lost"] / max(t["sent"], 1), 3) for t in trials],
             "achieved_pps": [int(t["achieved_pps"]) for t in trials]}
@@ -498,12 +599,14 @@ def write_markdown(path, results, args):
                     f" → {t['achieved_pps'] / 1e6:.3f} Mpps {100 * t['lost'] / max(t['sent'], 1):.2f} %"
                     for t in r["trials"]))
     md = [f"## Live path: zero-loss throughput ({args.size}-byte frames, {args.trial:.0f} s trials)", "",
-          "tcpreplay `--pps` from a network namespace into a veth pair (generator pinned to CPU 0), captured on the "
+          f"{results['generator']} from a network namespace into a veth pair (generator pinned to CPU 0; the receiving "
+          f"veth's kernel work in {RIG_TEXT[args.rig]}), captured on the "
           f"other end: linecapd through `{results['live_device'].format(iface='IFACE')}` with the documented "
           f"settings (one worker on CPU 1), tcpdump `-w` pinned to CPU 1 with `-B` = linecapd's write blocks "
           f"({args.blocks} MiB each). Load *busy*: two `python3 -c 'while True: pass'`, normal priority, "
           "unpinned; *extract*: `linecap extract` of a 200 MB store in a loop. Binary search over the offered "
-          "rate; *generator max* = what tcpreplay reaches at `--topspeed` with that tool attached. "
+          "rate; *generator max* = what the generator reaches at top speed with that tool attached; "
+          f"kernel.sched_autogroup_enabled {results['rig']['autogroup']}. "
           f"{c['cpu_model']}, {c['cpus']} vCPUs, kernel {c['kernel']}, DPDK {c['dpdk']}, linecap {c['linecap']}, "
           f"{c['date']}; load average {results['load_start']['loadavg']} → {results['load_end']['loadavg']}.", "",
           md_table(HEADERS, cell_rows(results, args.size)), ""]
@@ -512,6 +615,8 @@ def write_markdown(path, results, args):
         fh.write("\n".join(md))
 
 
+RIG_TEXT = {"napi-thread": "a NAPI kernel thread of its own for both tools (`--rig napi-thread`)",
+            "softirq": "the sender's transmit call (`--rig softirq`)"}
 HEADERS = ["fs", "load", "tool", "zero-loss Mpps", "Gbit/s", "generator max Mpps", "loss at max", "load avg"]
 
 
@@ -526,8 +631,8 @@ def main():
     ap.add_argument("--blocks", type=int, default=256,
                     help="linecapd output.blocks_per_queue (1 MiB each); tcpdump gets the same memory (-B). "
                          "Default 256: a disk's write stalls outlast 32 MiB at these rates")
-    ap.add_argument("--o-direct", choices=["auto", "on", "off"], default="auto",
-                    help="linecapd output.o_direct (auto: on into the disk)")
+    ap.add_argument("--o-direct", choices=["auto", "on", "off"], default="off",
+                    help="linecapd output.o_direct (default off, as shipped; auto: on into the disk)")
     ap.add_argument("--workdir", default="/tmp")
     ap.add_argument("--size", type=int, default=1024, help="frame size in bytes (default 1024)")
     ap.add_argument("--trial", type=float, default=10, help="seconds per trial (default 10)")
@@ -541,6 +646,13 @@ def main():
     ap.add_argument("--gen-nice", type=int, default=None, metavar="N",
                     help="A/B: the generator alone in a session of its own at this nice level (e.g. -20: it stands "
                          "in for the network and takes CPU 0 from everything else); default: as the tools")
+    ap.add_argument("--generator", choices=["trafgen", "tcpreplay"], default="trafgen",
+                    help="what sends the frames (default trafgen: fast enough to find both tools' limits)")
+    ap.add_argument("--autogroup", choices=["off", "on"], default="off",
+                    help="kernel.sched_autogroup_enabled for the run (default off, as the package's "
+                         "/usr/lib/sysctl.d/60-linecapd.conf sets it; restored after)")
+    ap.add_argument("--rig", choices=["napi-thread", "softirq"], default="napi-thread",
+                    help="where the receiving veth's kernel work runs (see above; default napi-thread)")
     ap.add_argument("--nice", type=int, default=0,
                     help="nice level (and autogroup nice) for the generator and every capture tool alike")
     args = ap.parse_args()
@@ -553,6 +665,10 @@ def main():
         bench.set_autogroup_nice(os.getpid(), args.nice)
     os.sched_setaffinity(0, {0})
     fss, loads, tools = args.fs.split(","), args.load.split(","), args.tools.split(",")
+    for needed, command in ((args.rig == "napi-thread", "ethtool"), (args.generator == "trafgen", "trafgen"),
+                            (args.generator == "trafgen", "netsniff-ng")):
+        if needed and shutil.which(command) is None:
+            ap.error(f"{command} is not installed (scripts/install-deps.sh installs it)")
     if "disk" in fss and not args.disk_dir:
         ap.error("--fs disk needs --disk-dir")
     work = os.path.join(args.workdir, f"lc-rfc2544-{os.getpid()}")
@@ -561,55 +677,65 @@ def main():
     frames = 20000
     subprocess.run([sys.executable, bench.GEN_PCAP, "-q", "--count", str(frames), "--size", str(args.size),
                     "--flows", "256", "--out", pcap], check=True)
+    gen = Trafgen(pcap, work) if args.generator == "trafgen" else Tcpreplay(pcap, frames)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     results = {"size": args.size, "trial_s": args.trial, "nice": args.nice, "blocks": args.blocks,
+               "generator": gen.name,
                "live_device": LIVE_DEVICE, "live_settings": LIVE_SETTINGS,
                "conditions": bench.machine_conditions(), "load_start": bench.load_now(), "cells": []}
-    load = None
-    try:
-        veth_up()
-        for fs in fss:
-            out_dir = args.disk_dir if fs == "disk" else args.out_dir
-            for kind in loads:
-                cell = {"fs": fs, "load": kind, "out_dir": bench.fs_of(out_dir), "tools": {}}
-                results["cells"].append(cell)
-                tag = f"[{fs}/{kind}]"
-                try:
-                    load = Load(kind, work, pcap)
-                except Exception as e:
-                    log(f"{tag} load: {e}")
-                    cell["tools"] = {t: {"error": f"load {kind}: {e}"} for t in tools}
-                    continue
-                try:
-                    for tool in tools:
-                        log(f"--- {tag} {tool}")
-                        target = None
-                        try:
-                            target = make_target(tool, out_dir, work, args, fs)
-                            if args.probe:
-                                cell["tools"][tool] = probe(target, pcap, args.trial, frames, args.probe, tag)
-                            else:
-                                cell["tools"][tool] = search(target, pcap, args.trial, frames, args.resolution,
-                                                             args.max_trials, tag)
-                        except Exception as e:
-                            log(f"{tag} {tool}: {e}")
-                            cell["tools"][tool] = {"error": str(e)}
-                        finally:
-                            if target is not None:
-                                target.close()
-                    cell["loadavg"] = round(os.getloadavg()[0], 1)
-                finally:
-                    load.stop()
-                    load = None
-    finally:
-        if load is not None:
-            load.stop()
-        bench.stop_all()
-        veth_down()
-        subprocess.run(["rm", "-rf", work])
+    with contextlib.ExitStack() as restore:
+        if args.generator == "trafgen":
+            restore.enter_context(Sysctl("net.core.wmem_default", TRAFGEN_SNDBUF))
+        if args.autogroup == "off":
+            restore.enter_context(Sysctl("kernel.sched_autogroup_enabled", 0))
+        load = None
+        try:
+            results["rig"] = {"receive_path": args.rig, **veth_up(args.rig),
+                          "autogroup": Sysctl.read("kernel.sched_autogroup_enabled")}
+            log(f"rig: {results['rig']}")
+            for fs in fss:
+                out_dir = args.disk_dir if fs == "disk" else args.out_dir
+                for kind in loads:
+                    cell = {"fs": fs, "load": kind, "out_dir": bench.fs_of(out_dir), "tools": {}}
+                    results["cells"].append(cell)
+                    tag = f"[{fs}/{kind}]"
+                    try:
+                        load = Load(kind, work, pcap)
+                    except Exception as e:
+                        log(f"{tag} load: {e}")
+                        cell["tools"] = {t: {"error": f"load {kind}: {e}"} for t in tools}
+                        continue
+                    try:
+                        for tool in tools:
+                            log(f"--- {tag} {tool}")
+                            target = None
+                            try:
+                                target = make_target(tool, out_dir, work, args, fs)
+                                if args.probe:
+                                    cell["tools"][tool] = probe(target, gen, args.trial, args.probe, tag)
+                                else:
+                                    cell["tools"][tool] = search(target, gen, args.trial, args.resolution,
+                                                                 args.max_trials, tag)
+                            except Exception as e:
+                                log(f"{tag} {tool}: {e}")
+                                cell["tools"][tool] = {"error": str(e)}
+                            finally:
+                                if target is not None:
+                                    target.close()
+                        cell["loadavg"] = round(os.getloadavg()[0], 1)
+                    finally:
+                        load.stop()
+                        load = None
+        finally:
+            if load is not None:
+                load.stop()
+            bench.stop_all()
+            veth_down()
+            subprocess.run(["rm", "-rf", work])
     results["load_end"] = bench.load_now()
-    print(f"Zero-loss throughput, {args.size}-byte frames, {args.trial:.0f} s trials, tcpreplay from a netns "
-          f"into a veth (generator on CPU 0, capture on CPU 1), {args.blocks} MiB of buffer for each tool; "
+    print(f"Zero-loss throughput, {args.size}-byte frames, {args.trial:.0f} s trials, {gen.name} from a netns "
+          f"into a veth (generator on CPU 0, capture on CPU 1, receive path {args.rig}), {args.blocks} MiB of buffer "
+          f"for each tool; "
           f"load {results['load_start']['loadavg']} → {results['load_end']['loadavg']}")
     print(text_table(HEADERS, cell_rows(results, args.size)))
     for v in verdicts(results):

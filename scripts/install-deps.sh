@@ -11,7 +11,7 @@ PACKAGES=(
     libssl-dev nlohmann-json3-dev libzstd-dev libxxhash-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
     libcpp-httplib-dev libcurl4-openssl-dev
     # integration tests and tools
-    tcpreplay tshark tcpdump zstd prometheus iproute2 systemd python3 python3-yaml util-linux kmod procps curl coreutils
+    tcpreplay tshark tcpdump zstd prometheus iproute2 ethtool netsniff-ng systemd python3 python3-yaml util-linux kmod procps curl coreutils
     chromium openssl
 )
 

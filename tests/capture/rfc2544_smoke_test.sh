@@ -2,11 +2,13 @@
 # The live-path benchmark as a user runs it, shortest form: bench/rfc2544.py over every
 # cell of the table (tmpfs and disk × quiet and busy × linecapd and tcpdump), one 2 s trial
 # at top speed per cell (--probe 1). Checks that it produces the whole table without an
-# error, writes the markdown and JSON, and leaves no veth or namespace
-# behind. (Numbers are not judged here; bench/run.sh rfc2544 measures.)
+# error, writes the markdown and JSON, that the kernel ran the receiving veth's work in a
+# NAPI thread of its own and autogroups were off (the default rig: read back from sysfs,
+# ethtool and /proc), that trafgen sent the frames, and that it leaves no veth or
+# namespace behind and the kernel settings it changed as they were. (Numbers are not judged here; bench/run.sh rfc2544 measures.)
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 need_root
-need_cmd tcpreplay tcpdump
+need_cmd tcpreplay tcpdump ethtool trafgen netsniff-ng
 need_hugepages 512
 need_bpffs
 make_tmpdir
@@ -17,6 +19,8 @@ on_exit "umount '$TEST_TMPDIR/tmpfs'"
 disk=$(mktemp -d /var/tmp/linecap-smoke-disk.XXXXXX)
 on_exit "rm -rf '$disk'"
 
+sysctls=(/proc/sys/kernel/sched_autogroup_enabled /proc/sys/net/core/wmem_default)
+sysctls_before=$(cat "${sysctls[@]}")
 links_before=$(ip -o link | wc -l)
 netns_before=$(ip netns list | wc -l)
 rc=0
@@ -40,7 +44,15 @@ done
 grep -q '^## Live path: zero-loss throughput' "$TEST_TMPDIR/table.md" || fail "no markdown table"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["cells"]) == 4, d["cells"]' \
     "$TEST_TMPDIR/table.json" || fail "the JSON does not hold the 4 cells"
+python3 -c 'import json, sys
+d = json.load(open(sys.argv[1])); r = d["rig"]
+assert d["generator"] == "trafgen", d["generator"]
+assert r == {"receive_path": "napi-thread", "napi_threaded": True, "receiver_gro": "on", "sender_tso": "off",
+             "autogroup": "0"}, r' \
+    "$TEST_TMPDIR/table.json" || fail "the rig is not the default one (trafgen, threaded NAPI, no autogroups)"
 
 (($(ip -o link | wc -l) == links_before)) || fail "a veth was left behind"
 (($(ip netns list | wc -l) == netns_before)) || fail "a network namespace was left behind"
+[[ $(cat "${sysctls[@]}") == "$sysctls_before" ]] \
+    || fail "autogroup / wmem_default not restored: $(cat "${sysctls[@]}" | tr '\n' ' ') (before: $(tr '\n' ' ' <<<"$sysctls_before"))"
 log "OK: the whole table (2 file systems x 2 loads x 2 tools) in one run"
