@@ -50,12 +50,10 @@ eal:
   lcores: "0-1"
 ports:
   - name: demo
+    # the documented net_af_xdp settings (README "Which settings to use where")
     device: "net_af_xdp0,iface=$CAP_IF,start_queue=0,queue_count=1,busy_budget=0"
     rx_descriptors: 4096
-capture:
-  sleep_below: 64      # the documented net_af_xdp settings (README "Which settings to use where")
 output:
-  writer_cpus: workers
   directory: "$out"
   rotate: { size_mb: 64, interval_s: 10 }
 metrics:

@@ -26,7 +26,7 @@ for f in /usr/sbin/linecapd /usr/bin/linecap \
     /usr/sbin/linecap-bind /usr/sbin/linecap-hugepages /usr/sbin/linecap-shield \
     /lib/systemd/system/linecapd.service /lib/systemd/system/linecap-bind.service \
     /lib/systemd/system/linecap-hugepages.service /lib/systemd/system/linecap-shield.service \
-    /lib/systemd/system/linecap.slice /usr/lib/modules-load.d/linecap.conf \
+    /lib/systemd/system/linecap.slice /usr/lib/modules-load.d/linecap.conf /usr/lib/sysctl.d/60-linecap.conf \
     /etc/linecap/linecap.yaml /usr/share/man/man8/linecapd.8.gz \
     /usr/share/linecap/prometheus/linecap-rules.yml /usr/share/linecap/grafana/linecap.json; do
     grep -qx -- "$f" "$T/contents" || fail "the package lacks $f"

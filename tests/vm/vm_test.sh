@@ -494,6 +494,10 @@ phase "capturing after the reboot"
 g "[ \"\$(basename \$(readlink /sys/bus/pci/devices/$CAP_PCI/driver))\" = vfio-pci ]" \
     || fail "after the reboot the capture NIC $CAP_PCI is not bound to vfio-pci"
 [[ $(cpus system.slice) == 0 ]] || fail "after the reboot system.slice is not shielded"
+# The package's /usr/lib/sysctl.d/60-linecap.conf, applied at boot: no autogroups, so the
+# hasher's and indexer's idle priority holds machine-wide.
+[[ $(g 'cat /proc/sys/kernel/sched_autogroup_enabled') == 0 ]] \
+    || fail "after the reboot kernel.sched_autogroup_enabled is not 0 (60-linecap.conf not applied)"
 wait_for "http_get $METRICS_URL 5" 120 || fail "metrics not back after the reboot"
 inject 300 300 3
 for q in 0 1; do
