@@ -106,6 +106,9 @@ def log(*a):
     print(f"[{time.strftime('%H:%M:%S')}]", *a, file=sys.stderr, flush=True)
 
 
+DEFAULT_RIG = "napi-thread"
+
+
 def veth_up(rig):
     """The veth pair, set up for `rig` (see --rig); returns the receive path's state as read
     back from the kernel."""
@@ -651,7 +654,7 @@ def main():
     ap.add_argument("--autogroup", choices=["off", "on"], default="off",
                     help="kernel.sched_autogroup_enabled for the run (default off, as the package's "
                          "/usr/lib/sysctl.d/60-linecapd.conf sets it; restored after)")
-    ap.add_argument("--rig", choices=["napi-thread", "softirq"], default="napi-thread",
+    ap.add_argument("--rig", choices=["napi-thread", "softirq"], default=DEFAULT_RIG,
                     help="where the receiving veth's kernel work runs (see above; default napi-thread)")
     ap.add_argument("--nice", type=int, default=0,
                     help="nice level (and autogroup nice) for the generator and every capture tool alike")

@@ -2,8 +2,8 @@
 """Capture rate with and without four streaming API queries, in one run (part 2 of
 bench/api/run.sh; run through it, which starts `linecap serve` on the store).
 
-The capture side is the live-path rig of bench/rfc2544.py: tcpreplay in a network
-namespace sends a fixed rate (--pps, default 20 kpps of 512-byte frames; `--timer nano`,
+The capture side is the live-path rig of bench/rfc2544.py (its default receive path: the
+veth's kernel work in a NAPI thread of its own): tcpreplay in a network namespace sends a fixed rate (--pps, default 20 kpps of 512-byte frames; `--timer nano`,
 bursts of pps/200 packets, so the generator sleeps between bursts) into a veth; linecapd
 takes it through net_af_xdp with the documented live settings (worker on CPU 1 at its
 real-time priority with idle sleep, writer on CPU 0, manifests and the background indexer
@@ -179,7 +179,7 @@ def main():
     gen = target = None
     rows, failures = [], []
     try:
-        rfc2544.veth_up()
+        rfc2544.veth_up(rfc2544.DEFAULT_RIG)
         target = rfc2544.LinecapdTarget("linecapd", args.out_dir, args.workdir)
         gen = bench.Proc(["ip", "netns", "exec", rfc2544.NS, "taskset", "-c", "0", "tcpreplay", "-i", rfc2544.B,
                           "--loop=0", "--preload-pcap", "--timer=nano", f"--pps={args.pps}",
