@@ -162,8 +162,11 @@ def generator_priority():
 
 
 def tx_packets():
-    """Frames the generator's end of the veth has handed to the receiving end."""
-    return int(sh("ip", "netns", "exec", NS, "cat", f"/sys/class/net/{B}/statistics/tx_packets").stdout)
+    """Frames the generator's end of the veth has handed to the receiving end (root reads
+    the other namespace's counters)."""
+    out = subprocess.run(["ip", "-n", NS, "-s", "-j", "link", "show", B],
+                         capture_output=True, text=True, check=True, timeout=10).stdout
+    return json.loads(out)[0]["stats64"]["tx"]["packets"]
 
 
 class Tcpreplay:
@@ -209,26 +212,29 @@ class Sysctl:
     turns into SystemExit)."""
 
     def __init__(self, name, value):
-        self.name, self.path, self.value = name, Sysctl.path(name), str(value)
+        self.name, self.value = name, str(value)
 
     @staticmethod
-    def path(name):
+    def file(name):
         return "/proc/sys/" + name.replace(".", "/")
 
     @staticmethod
     def read(name):
-        with open(Sysctl.path(name)) as fh:
+        with open(Sysctl.file(name)) as fh:
             return fh.read().strip()
+
+    @staticmethod
+    def write(name, value):
+        with open(Sysctl.file(name), "w") as fh:
+            fh.write(value)
 
     def __enter__(self):
         self.saved = Sysctl.read(self.name)
-        with open(self.path, "w") as fh:
-            fh.write(self.value)
+        Sysctl.write(self.name, self.value)
         return self
 
     def __exit__(self, *exc):
-        with open(self.path, "w") as fh:
-            fh.write(self.saved)
+        Sysctl.write(self.name, self.saved)
 
 
 def replay(gen, pps, seconds):

@@ -44,13 +44,6 @@ from stream import token_of  # noqa: E402
 STREAM_START_S = 60  # longest wait for the queries' first bytes before a "with" window
 
 
-def generator_sent():
-    """Packets the generator's veth end has transmitted (root can read the other namespace)."""
-    out = subprocess.run(["ip", "-n", rfc2544.NS, "-s", "-j", "link", "show", rfc2544.B],
-                         capture_output=True, text=True, check=True, timeout=10).stdout
-    return json.loads(out)[0]["stats64"]["tx"]["packets"]
-
-
 def api_get(url, token):
     req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
     with urllib.request.urlopen(req, timeout=5) as r:
@@ -135,9 +128,9 @@ def window(target, seconds, clients, args):
     try:
         for p in procs:
             os.killpg(p.pid, signal.SIGUSR1)  # their counts start with the window
-        t0, c0, g0 = time.monotonic(), counters(target), generator_sent()
+        t0, c0, g0 = time.monotonic(), counters(target), rfc2544.tx_packets()
         time.sleep(seconds)
-        t1, c1, g1 = time.monotonic(), counters(target), generator_sent()
+        t1, c1, g1 = time.monotonic(), counters(target), rfc2544.tx_packets()
     finally:
         streamed = stop_clients(procs)
     for i, s in enumerate(streamed):
@@ -212,7 +205,7 @@ def main():
         gen.stop()
         # Settled when the port delivers nothing new and all it delivered is in a file or
         # counted as dropped (partial blocks reach the files within the flush interval).
-        sent1, c1, last_rx, deadline = generator_sent(), None, -1, time.monotonic() + 30
+        sent1, c1, last_rx, deadline = rfc2544.tx_packets(), None, -1, time.monotonic() + 30
         while time.monotonic() < deadline:
             time.sleep(0.3)
             c1 = counters(target)
