@@ -10,7 +10,10 @@ the offered rate; captured on the root-namespace end by
              settings the README documents for net_af_xdp (LIVE_DEVICE, LIVE_CONFIG below);
              files into a directory; loss = sent - written
   tcpdump    -w into the same directory, pinned to CPU 1, with a kernel buffer (-B) as
-             large as linecapd's write blocks (the same memory); loss = sent - captured
+             large as linecapd's write blocks (the same memory), its files rotated at
+             linecapd's size and only the newest TCPDUMP_FILES kept (-C, -W: as the
+             harness's janitor keeps linecapd's, so neither tool's page cache outgrows the
+             other's); loss = sent - captured
   testpmd    dpdk-testpmd rxonly on the same vdev, forwarding core on CPU 1; loss = sent - rx
 
 The rig's receive path (--rig): a veth hands each frame to its peer inside the sender's
@@ -20,7 +23,18 @@ charged to the generator, differently per tool. `--rig napi-thread` (the default
 the receiving veth a NAPI instance run by a kernel thread of its own, for both tools alike
 (GRO on the receiving end, so the veth uses NAPI without XDP too; TSO and GSO off on the
 sending end, whose socket buffers would otherwise bypass it), as a NIC's receive work runs
-in its interrupt's context rather than in the sender. `--rig softirq` is the plain veth.
+in its interrupt's context rather than in the sender. That thread runs on the capture CPU
+(1) at SCHED_FIFO NAPI_RT_PRIORITY, above every thread there, as a NIC's softirq on the
+CPU its interrupt is steered to preempts them. (At normal priority, unpinned, it ran
+beside linecapd's real-time worker and got 30 % of CPU 1 while always runnable: the
+veth's queue stayed full, and the generator, sending refused frames again, reached less
+beside linecapd than beside tcpdump: the "generator-bound" cells of earlier tables.)
+`--rig softirq` is the plain veth.
+
+Sent = the frames the sending veth handed to the receiving end (its tx_packets). When the
+receiving end's queue (256 frames) is full the veth refuses a frame and trafgen sends it
+again: a receive path that falls behind slows the generator instead of losing frames, so
+a tool whose receive work is slower is shown a lower ceiling, not a loss.
 
 File systems (--fs): tmpfs (--out-dir) and the real disk (--disk-dir). linecapd writes
 through the page cache as shipped, like tcpdump (--o-direct auto|on for output.o_direct).
@@ -130,18 +144,52 @@ def veth_up(rig):
         if time.time() > deadline:
             raise RuntimeError("veth did not come up")
         time.sleep(0.05)
+    place_napi_threads()
     return rig_state()
 
 
+# The receiving veth's NAPI thread: on the capture CPU, above linecapd's real-time worker
+# (rr:1) and everything else there, as a NIC's softirq is (and below the kernel's own
+# per-CPU threads at 99).
+NAPI_CPU = 1
+NAPI_RT_PRIORITY = 50
+
+
+def napi_threads():
+    """The kernel threads running the receiving veth's NAPI (none on the softirq rig)."""
+    prefix = f"napi/{A}-"[:15]  # a task's comm can be cut to 15 characters
+    tids = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/comm") as fh:
+                if pid.isdigit() and fh.read().startswith(prefix):
+                    tids.append(int(pid))
+        except OSError:
+            pass
+    return tids
+
+
+def place_napi_threads():
+    """Pins the NAPI threads to NAPI_CPU at SCHED_FIFO NAPI_RT_PRIORITY. Called before every
+    trial: attaching or removing an XDP program can restart a veth's NAPI."""
+    for tid in napi_threads():
+        os.sched_setaffinity(tid, {NAPI_CPU})
+        os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(NAPI_RT_PRIORITY))
+
+
 def rig_state():
-    """What the kernel says of the receive path: NAPI threaded, GRO on the receiving end,
-    TSO on the sending end."""
+    """What the kernel says of the receive path: NAPI threaded (and where and how its threads
+    run), GRO on the receiving end, TSO on the sending end."""
     def feature(cmd, name):
         line = next((ln for ln in sh(*cmd).stdout.splitlines() if ln.strip().startswith(name + ":")), "")
         return line.split(":")[1].split()[0] if line else "?"
     with open(f"/sys/class/net/{A}/threaded") as fh:
         threaded = fh.read().strip() == "1"
+    threads = [{"cpus": sorted(os.sched_getaffinity(t)), "policy": os.sched_getscheduler(t),
+                "priority": os.sched_getparam(t).sched_priority} for t in napi_threads()]
     return {"napi_threaded": threaded,
+            "napi_threads": [{**t, "policy": "fifo" if t["policy"] == os.SCHED_FIFO else str(t["policy"])}
+                             for t in threads],
             "receiver_gro": feature(["ethtool", "-k", A], "generic-receive-offload"),
             "sender_tso": feature(["ip", "netns", "exec", NS, "ethtool", "-k", B], "tcp-segmentation-offload")}
 
@@ -161,12 +209,25 @@ def generator_priority():
     os.nice(GEN_NICE)
 
 
-def tx_packets():
-    """Frames the generator's end of the veth has handed to the receiving end (root reads
-    the other namespace's counters)."""
-    out = subprocess.run(["ip", "-n", NS, "-s", "-j", "link", "show", B],
+def link_stats(name, netns=None):
+    """A link's stats64 (root reads the other namespace's)."""
+    out = subprocess.run(["ip"] + (["-n", netns] if netns else []) + ["-s", "-j", "link", "show", name],
                          capture_output=True, text=True, check=True, timeout=10).stdout
-    return json.loads(out)[0]["stats64"]["tx"]["packets"]
+    return json.loads(out)[0]["stats64"]
+
+
+def tx_packets():
+    """Frames the generator's end of the veth has handed to the receiving end."""
+    return link_stats(B, NS)["tx"]["packets"]
+
+
+def kernel_drops():
+    """For the log: how often the sending veth found the receiving end's queue full (its
+    tx_dropped; trafgen sends such a frame again, so for trafgen these are retries, not
+    losses: measured, the tools captured exactly the frames trafgen was asked for while
+    this rose), and what the receiving veth dropped (rx_dropped; with XDP, a redirect into
+    the AF_XDP socket that failed: a loss, within `lost`)."""
+    return {"veth_queue_full": link_stats(B, NS)["tx"]["dropped"], "receiver_rx_dropped": link_stats(A)["rx"]["dropped"]}
 
 
 class Tcpreplay:
@@ -239,8 +300,8 @@ class Sysctl:
 
 def replay(gen, pps, seconds):
     """The generator from NS, on CPU 0, at `pps` (or 'top') for about `seconds`; returns
-    (frames the veth delivered, their rate). Sent = the sending veth's tx_packets, the same
-    count for every generator (a frame the veth could not hand on is not sent)."""
+    (frames the veth delivered, their rate). Sent = tx_packets(), the same count for every
+    generator."""
     args = bench.NICE + ["ip", "netns", "exec", NS, "taskset", "-c", "0"] + gen.command(pps, seconds)
     before, t0 = tx_packets(), time.monotonic()
     subprocess.run(args, capture_output=True, text=True, start_new_session=GEN_NICE is not None,
@@ -355,7 +416,7 @@ ports:
     rx_descriptors: {s['desc']}
 {"capture:" + chr(10) + capture if capture else ""}output:
   directory: "{self.outdir}"
-  rotate: {{ size_mb: 256, interval_s: 0 }}
+  rotate: {{ size_mb: {ROTATE_MIB}, interval_s: 0 }}
   blocks_per_queue: {blocks}
   block_size_kb: 1024
   o_direct: {"true" if o_direct else "false"}
@@ -420,6 +481,15 @@ metrics:
         self.janitor.stop()
 
 
+# linecapd's files rotate at ROTATE_MIB and the harness's janitor deletes each KEEP_S after
+# it is finished (for the indexer); at the rates here that keeps about four files, so
+# tcpdump rotates at the same size (-C, in millions of bytes) and keeps four (-W overwrites
+# the oldest). Without it tcpdump's one growing file passed the kernel's dirty-page
+# thresholds within a 10 s trial (writeback, then throttling) where linecapd's never did.
+ROTATE_MIB = 256
+TCPDUMP_FILES = 4
+
+
 class TcpdumpTarget:
     name = "tcpdump"
 
@@ -430,9 +500,10 @@ class TcpdumpTarget:
         self.workdir = workdir
 
     def trial_begin(self):
-        self.out = os.path.join(self.outdir, "t.pcap")
+        self.out = os.path.join(self.outdir, "t.pcap")  # with -W: t.pcap0, t.pcap1, ...
         self.proc = bench.Proc(bench.NICE + ["taskset", "-c", "1", "tcpdump", "-i", A, "-n", "-B", str(self.buffer_kib),
-                                             "-w", self.out],
+                                             "-C", str(ROTATE_MIB * 2**20 // 10**6), "-W", str(TCPDUMP_FILES),
+                                             "-Z", "root", "-w", self.out],
                                os.path.join(self.workdir, "tcpdump.log"))
         bench.RUNNING.append(self.proc)
         bench.wait_until(lambda: "listening on" in self.proc.text(), 10, "tcpdump start", self.proc)
@@ -444,7 +515,8 @@ class TcpdumpTarget:
         text = self.proc.text()
         m = re.search(r"(\d+) packets captured", text)
         k = re.search(r"(\d+) packets dropped by kernel", text)
-        os.unlink(self.out)
+        for name in os.listdir(self.outdir):  # -W numbers them: t.pcap0, t.pcap1, ...
+            os.unlink(os.path.join(self.outdir, name))
         got = int(m.group(1)) if m else 0
         return got, ({"kernel": int(k.group(1))} if k and int(k.group(1)) else {})
 
@@ -495,9 +567,16 @@ def make_target(tool, out_dir, work, args, fs):
 # --- the search ------------------------------------------------------------------------------------
 
 def trial(target, gen, pps, seconds, tag):
+    # Every trial starts with nothing dirty in the page cache: none pays for the writeback
+    # of the one before (another tool's, into the disk).
+    os.sync()
+    place_napi_threads()
     target.trial_begin()
+    k0 = kernel_drops()
     sent, achieved = replay(gen, pps, seconds)
     got, drops = target.trial_end(sent)
+    # The kernel's own counts, for the log (kernel_drops).
+    drops.update({k: v - k0[k] for k, v in kernel_drops().items() if v != k0[k]})
     lost = sent - got
     log(f"{tag} {target.name}: offered {pps if pps == 'top' else f'{pps:,}'} pps (achieved {achieved:,.0f}): "
         f"sent {sent:,}, captured {got:,}, lost {lost:,} ({100 * lost / max(sent, 1):.2f}%) {drops or ''}")
@@ -580,7 +659,8 @@ def verdicts(results):
         if lc is None or td is None or "zero_loss_pps" not in td:
             continue
         if lc["zero_loss_pps"] >= td["zero_loss_pps"]:
-            verdict = "linecapd >= tcpdump"
+            verdict = ("linecapd >= tcpdump's lower bound (tcpdump lost nothing at the most the generator reached "
+                       "beside it)" if td["at_ceiling"] else "linecapd >= tcpdump")
         elif lc["at_ceiling"]:
             # Nothing lost at the most the generator reached with linecapd attached: the
             # generator, not the capture, ended the search (on a veth the XDP program and

@@ -3,8 +3,8 @@
 # cell of the table (tmpfs and disk × quiet and busy × linecapd and tcpdump), one 2 s trial
 # at top speed per cell (--probe 1). Checks that it produces the whole table without an
 # error, writes the markdown and JSON, that the kernel ran the receiving veth's work in a
-# NAPI thread of its own and autogroups were off (the default rig: read back from sysfs,
-# ethtool and /proc), that trafgen sent the frames, and that it leaves no veth or
+# NAPI thread of its own, on the capture CPU at SCHED_FIFO 50, and autogroups were off (the
+# default rig: read back from sysfs, ethtool and /proc), that trafgen sent the frames, and that it leaves no veth or
 # namespace behind and the kernel settings it changed as they were. (Numbers are not judged here; bench/run.sh rfc2544 measures.)
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 need_root
@@ -48,8 +48,9 @@ python3 -c 'import json, sys
 d = json.load(open(sys.argv[1])); r = d["rig"]
 assert d["generator"] == "trafgen", d["generator"]
 assert r == {"receive_path": "napi-thread", "napi_threaded": True, "receiver_gro": "on", "sender_tso": "off",
-             "autogroup": "0"}, r' \
-    "$TEST_TMPDIR/table.json" || fail "the rig is not the default one (trafgen, threaded NAPI, no autogroups)"
+             "napi_threads": [{"cpus": [1], "policy": "fifo", "priority": 50}], "autogroup": "0"}, r' \
+    "$TEST_TMPDIR/table.json" \
+    || fail "the rig is not the default one (trafgen, threaded NAPI on CPU 1 at SCHED_FIFO 50, no autogroups)"
 
 (($(ip -o link | wc -l) == links_before)) || fail "a veth was left behind"
 (($(ip netns list | wc -l) == netns_before)) || fail "a network namespace was left behind"
