@@ -10,6 +10,7 @@ prepares the machine (build, hugepages, a tmpfs) and undoes it afterwards.
   bench.py report --results results.json                     re-render a run's tables
   bench.py ab --baseline OLD/linecapd [--repeat N]            two binaries alternated on the
                                                              capture path (64 B and IMIX)
+  bench.py manifest-ab [--baseline OLD/linecapd] --fs F ...  manifest on/off alternated
 
 One module per job (see bench/README.md): harness (programs, processes), machine
 (conditions), metrics (scraping linecapd), sources (traffic), capture (linecapd runs), refs
@@ -31,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # The live-path search (rfc2544.py) uses these through `import bench`.
 from harness import (GEN_PCAP, LINECAPD, NICE, ROOT, RUNNING, TESTPMD, Janitor, Proc,  # noqa: E402,F401
                      free_port, log, set_autogroup_nice, stop_all, wait_until)
-from machine import fs_of, load_now, machine_conditions  # noqa: E402,F401
+from machine import delayed_page_reporting, fs_of, load_now, machine_conditions  # noqa: E402,F401
 from metrics import msum, scrape, scrape_ok  # noqa: E402,F401
 from ab import ab  # noqa: E402
 import defaults  # noqa: E402
@@ -89,7 +90,12 @@ def main():
     ap.add_argument("--no-limits", action="store_true", help="skip the raw fs / memcpy measurements")
     ap.add_argument("--duration", type=float, default=600, help="soak: seconds")
     ap.add_argument("--results", help="report: re-render from a results.json")
-    ap.add_argument("--baseline", help="ab: the linecapd binary to compare this tree's against")
+    ap.add_argument("--page-reporting-delay-ms", type=int, default=None,
+                    help="on a VM whose kernel reports free memory to the host (page_reporting): keep freed "
+                         "memory unreported this long during the run (at most 60000; restored after), so rows "
+                         "are not slowed by the host taking back what the row before freed")
+    ap.add_argument("--baseline", help="ab, manifest-ab: the linecapd binary to compare this tree's against "
+                    "(manifest-ab without it: this tree's alone)")
     args = ap.parse_args()
     args.sizes_given = any(a == "--sizes" or a.startswith("--sizes=") for a in sys.argv[1:])
     if args.quick:
@@ -102,28 +108,31 @@ def main():
         set_autogroup_nice(os.getpid(), args.nice)  # fsbench and the micro benchmarks run in this session
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
-        if args.mode == "suite":
-            report(suite(args), args.out)
-        elif args.mode == "soak":
-            soak(args)
-        elif args.mode == "manifest-ab":
-            if not args.baseline:
-                ap.error("manifest-ab needs --baseline PATH-TO-LINECAPD")
-            for fs in args.fs:
-                defaults.manifest_ab(args, args.workdir, fs, args.tmpfs_dir if fs == "tmpfs" else args.disk_dir,
-                                     args.packets)
-        elif args.mode == "ab":
-            if not args.baseline:
-                ap.error("ab needs --baseline PATH-TO-LINECAPD")
-            if not any(a.startswith("--repeat") for a in sys.argv[1:]):
-                args.repeat = 5
-            ab(args)
-        else:
-            with open(args.results) as fh:
-                results = json.load(fh)
-            report(results, args.out)
+        with delayed_page_reporting(args.page_reporting_delay_ms):
+            run_mode(ap, args)
     finally:
         stop_all()
+
+
+def run_mode(ap, args):
+    if args.mode == "suite":
+        report(suite(args), args.out)
+    elif args.mode == "soak":
+        soak(args)
+    elif args.mode == "manifest-ab":
+        for fs in args.fs:
+            defaults.manifest_ab(args, args.workdir, fs, args.tmpfs_dir if fs == "tmpfs" else args.disk_dir,
+                                 args.packets)
+    elif args.mode == "ab":
+        if not args.baseline:
+            ap.error("ab needs --baseline PATH-TO-LINECAPD")
+        if not any(a.startswith("--repeat") for a in sys.argv[1:]):
+            args.repeat = 5
+        ab(args)
+    else:
+        with open(args.results) as fh:
+            results = json.load(fh)
+        report(results, args.out)
 
 
 if __name__ == "__main__":

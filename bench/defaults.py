@@ -25,7 +25,8 @@ import statistics
 import capture
 from capture import run_linecapd
 from harness import ROOT, log
-from machine import load_now
+from machine import load_now, page_reporting_delay
+from report import reporting_text
 from limits import fsbench_write
 from sources import gen_source, record_bytes_for
 
@@ -121,11 +122,12 @@ def run(args, workdir, filesystems, packets):
 
 
 def manifest_ab(args, workdir, fs, fs_dir, packets):
-    """Manifest on/off of two linecapd binaries, alternated in one run (A-on A-off B-on B-off,
-    then A-off A-on B-off B-on, repeated), so that a shared machine's load falls on every cell alike: the shipped defaults
-    against the same with manifest off, per binary, per size. Prints the medians and on/off."""
+    """Manifest on/off of two linecapd binaries (or, without --baseline, of this tree's alone),
+    alternated in one run (A-on A-off B-on B-off, then A-off A-on B-off B-on, repeated), so that
+    a shared machine's load and memory fall on every cell alike: the shipped defaults against
+    the same with manifest off, per binary, per size. Prints the medians and on/off."""
     output, rx_descriptors, burst = shipped()
-    sides = [("before", args.baseline), ("after", capture.LINECAPD)]
+    sides = ([("before", args.baseline)] if args.baseline else []) + [("after", capture.LINECAPD)]
     cells = {}
     loads = []
     for size in args.sizes:
@@ -149,10 +151,11 @@ def manifest_ab(args, workdir, fs, fs_dir, packets):
                     cells.setdefault((size, side, cfg), []).append(r["written_mpps"])
                     log(f"{tag}: written {r['written_mpps']:.2f} Mpps of rx {r['rx_mpps']:.2f}; writer CPU "
                         f"{r['writer_cpu_pct']:.0f}%, hash CPU {r['hash_cpu_pct']:.0f}%; load {loads[-1]}")
-    capture.LINECAPD = sides[1][1]
+    capture.LINECAPD = sides[-1][1]
     med = {k: statistics.median(v) for k, v in cells.items()}
     print(f"manifest on/off A/B on {fs}, {args.repeat} alternations, {args.seconds:g} s windows; "
-          f"before = {args.baseline}, after = {sides[1][1]}; load (1-min) {min(loads)}..{max(loads)}")
+          f"before = {args.baseline}, after = {sides[-1][1]}; load (1-min) {min(loads)}..{max(loads)}; "
+          f"free memory reported to the host {reporting_text(page_reporting_delay())}")
     print(f"{'size':<6}{'side':<8}{'on Mpps':<22}{'off Mpps':<22}{'on/off'}")
     for size in args.sizes:
         for side, _ in sides:

@@ -1,5 +1,6 @@
 """The conditions a figure was measured under: CPU, kernel, load, file systems."""
 
+import contextlib
 import datetime
 import os
 import re
@@ -31,6 +32,40 @@ def load_now():
     return {"loadavg": [round(x, 2) for x in la], "cpu_busy_pct": round(100 * busy, 1)}
 
 
+# A VM with a virtio balloon reports free memory to the host, which takes it back; the next
+# write to such a page faults in the host, and a file system written into just-freed memory
+# writes at a quarter of its speed (the field notes: 0.9 against 3.8 GB/s). min_free_ms is
+# how long a freed block stays unreported (this kernel's page_reporting; 0 here: at once).
+PAGE_REPORTING_DELAY = "/sys/module/page_reporting/parameters/min_free_ms"
+
+
+def page_reporting_delay():
+    """This VM's free page reporting delay in ms, or None (no such parameter: not reported)."""
+    try:
+        with open(PAGE_REPORTING_DELAY) as fh:
+            return int(fh.read().strip())
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def delayed_page_reporting(ms):
+    """For the run, freed memory stays unreported to the host for `ms` (None: as it is), so
+    that what a row writes into memory another row freed is not slowed by the host; restored
+    after (also on SIGTERM, which bench.py turns into SystemExit)."""
+    saved = page_reporting_delay()
+    if ms is None or saved is None:
+        yield saved
+        return
+    with open(PAGE_REPORTING_DELAY, "w") as fh:
+        fh.write(str(ms))
+    try:
+        yield ms
+    finally:
+        with open(PAGE_REPORTING_DELAY, "w") as fh:
+            fh.write(str(saved))
+
+
 def machine_conditions():
     lscpu = sh("lscpu")
     model = re.search(r"Model name:\s*(.*)", lscpu)
@@ -47,6 +82,7 @@ def machine_conditions():
         "mem_total_gib": round(int(re.search(r"MemTotal:\s*(\d+)", open("/proc/meminfo").read()).group(1)) / 2**20, 1),
         "dpdk": sh("pkg-config --modversion libdpdk") or "?",
         "linecap": sh(f"git -C {ROOT} describe --always --dirty 2>/dev/null") or "?",
+        "page_reporting_delay_ms": page_reporting_delay(),
     }
 
 

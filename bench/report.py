@@ -88,13 +88,21 @@ def refs_rows(results):
     return rows
 
 
+def reporting_text(ms):
+    """bench/machine.py page_reporting_delay(): how soon this VM hands freed memory back."""
+    if ms is None:
+        return "never (no page_reporting)"
+    return "at once" if ms == 0 else f"after {ms} ms (--page-reporting-delay-ms)"
+
+
 def conditions_text(results):
     c = results["conditions"]
     a = results["args"]
     lines = [
         f"- {c['date']}, linecap {c['linecap']}, DPDK {c['dpdk']}, kernel {c['kernel']}",
         f"- CPU: {c['cpu_model']}, {c['cpus']} vCPUs ({c['hypervisor']}), {c['cpu_mhz']} MHz, L2 {c['l2']}, "
-        f"L3 {c['l3']}; {c['mem_total_gib']} GiB RAM",
+        f"L3 {c['l3']}; {c['mem_total_gib']} GiB RAM; free memory reported to the host "
+        f"{reporting_text(c.get('page_reporting_delay_ms'))}",
         f"- load (1/5/15 min) at start {c['load_start']['loadavg']} ({c['load_start']['cpu_busy_pct']}% CPU busy), "
         f"at end {c['load_end']['loadavg']} ({c['load_end']['cpu_busy_pct']}% busy)",
         f"- source: net_pcap infinite_rx, one file of {a['packets']} frames per queue, UDP/IPv4, 1024 flows; "

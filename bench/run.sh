@@ -16,9 +16,9 @@
 #                                     busy loops), 1024-byte frames, 10 s trials (~35 min);
 #                                     --quick: 3 s trials (~10 min); writes
 #                                     bench/results/rfc2544-table.{md,json}
-#   bench/run.sh manifest-ab --baseline OLD/linecapd --fs tmpfs --sizes 64,1514 --repeat 3
-#                                     manifest on/off (shipped defaults vs manifest off) of OLD
-#                                     and of this tree's linecapd, alternated in one run
+#   bench/run.sh manifest-ab [--baseline OLD/linecapd] --fs tmpfs --sizes 64,1514 --repeat 3
+#                                     manifest on/off (shipped defaults vs manifest off) of this
+#                                     tree's linecapd (and OLD's), alternated in one run, medians
 #   bench/run.sh api                  the retrieval API (bench/api/run.sh): time to first
 #                                     byte / total for one conversation from a 10 GB store
 #                                     (API vs linecap extract vs tcpdump -r, cold = page

@@ -240,9 +240,11 @@ bool ManifestHasher::advance(Lane& lane) {
             case Open::failed: return done(Gone::failed);
         }
     }
-    if (state == Tracked::finished && !file->deleted_checked) {
-        file->deleted_checked = true;
-        // Retention took it while it was hashed: its manifest is not needed any more.
+    if (state == Tracked::finished) {
+        // Retention took it while it was hashed: its manifest is not needed any more, and
+        // this descriptor is all that keeps its space (a whole rotation's worth of page
+        // cache or tmpfs) from being freed. Asked before every chunk: a hasher that lags
+        // behind a busy writer is the one most likely to be reading a deleted file.
         struct stat st {};
         if (::fstat(file->fd.get(), &st) == 0 && st.st_nlink == 0) return done(Gone::deleted);
     }

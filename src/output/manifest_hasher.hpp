@@ -122,7 +122,6 @@ private:
         UniqueFd fd;
         Sha256 hash;
         uint64_t hashed = 0;
-        bool deleted_checked = false;
         bool failed = false;                // could not be read back: no manifest
     };
     struct Lane {  // one stream
