@@ -32,7 +32,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # The live-path search (rfc2544.py) uses these through `import bench`.
 from harness import (GEN_PCAP, LINECAPD, NICE, ROOT, RUNNING, TESTPMD, Janitor, Proc,  # noqa: E402,F401
                      free_port, log, set_autogroup_nice, stop_all, wait_until)
-from machine import delayed_page_reporting, fs_of, load_now, machine_conditions  # noqa: E402,F401
+from machine import (KernelSetting, delayed_page_reporting, fs_of, load_now, machine_conditions,  # noqa: E402,F401
+                     sysctl)
 from metrics import msum, scrape, scrape_ok  # noqa: E402,F401
 from ab import ab  # noqa: E402
 import defaults  # noqa: E402

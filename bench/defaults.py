@@ -25,8 +25,7 @@ import statistics
 import capture
 from capture import run_linecapd
 from harness import ROOT, log
-from machine import load_now, page_reporting_delay
-from report import reporting_text
+from machine import load_now, page_reporting_delay, reporting_text
 from limits import fsbench_write
 from sources import gen_source, record_bytes_for
 

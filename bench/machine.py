@@ -32,6 +32,41 @@ def load_now():
     return {"loadavg": [round(x, 2) for x in la], "cpu_busy_pct": round(100 * busy, 1)}
 
 
+class KernelSetting:
+    """A kernel setting (a file under /proc/sys or /sys) changed for a run and restored after
+    (also on SIGTERM, which the benchmark programs turn into SystemExit)."""
+
+    def __init__(self, path, value):
+        self.path, self.value = path, str(value)
+
+    @staticmethod
+    def read(path):
+        """The setting's value, or None when this kernel has no such file."""
+        try:
+            with open(path) as fh:
+                return fh.read().strip()
+        except FileNotFoundError:
+            return None
+
+    @staticmethod
+    def write(path, value):
+        with open(path, "w") as fh:
+            fh.write(value)
+
+    def __enter__(self):
+        self.saved = KernelSetting.read(self.path)
+        KernelSetting.write(self.path, self.value)
+        return self
+
+    def __exit__(self, *exc):
+        KernelSetting.write(self.path, self.saved)
+
+
+def sysctl(name):
+    """The file of a sysctl: "kernel.sched_autogroup_enabled" -> /proc/sys/kernel/..."""
+    return "/proc/sys/" + name.replace(".", "/")
+
+
 # A VM with a virtio balloon reports free memory to the host, which takes it back; the next
 # write to such a page faults in the host, and a file system written into just-freed memory
 # writes at a quarter of its speed (the field notes: 0.9 against 3.8 GB/s). min_free_ms is
@@ -41,29 +76,23 @@ PAGE_REPORTING_DELAY = "/sys/module/page_reporting/parameters/min_free_ms"
 
 def page_reporting_delay():
     """This VM's free page reporting delay in ms, or None (no such parameter: not reported)."""
-    try:
-        with open(PAGE_REPORTING_DELAY) as fh:
-            return int(fh.read().strip())
-    except OSError:
-        return None
+    value = KernelSetting.read(PAGE_REPORTING_DELAY)
+    return None if value is None else int(value)
 
 
-@contextlib.contextmanager
 def delayed_page_reporting(ms):
     """For the run, freed memory stays unreported to the host for `ms` (None: as it is), so
-    that what a row writes into memory another row freed is not slowed by the host; restored
-    after (also on SIGTERM, which bench.py turns into SystemExit)."""
-    saved = page_reporting_delay()
-    if ms is None or saved is None:
-        yield saved
-        return
-    with open(PAGE_REPORTING_DELAY, "w") as fh:
-        fh.write(str(ms))
-    try:
-        yield ms
-    finally:
-        with open(PAGE_REPORTING_DELAY, "w") as fh:
-            fh.write(str(saved))
+    that what a row writes into memory another row freed is not slowed by the host."""
+    if ms is None or page_reporting_delay() is None:
+        return contextlib.nullcontext()
+    return KernelSetting(PAGE_REPORTING_DELAY, ms)
+
+
+def reporting_text(ms):
+    """page_reporting_delay() in words, for the conditions of a table."""
+    if ms is None:
+        return "never (no page_reporting)"
+    return "at once" if ms == 0 else f"after {ms} ms (--page-reporting-delay-ms)"
 
 
 def machine_conditions():

@@ -6,6 +6,7 @@ import os
 
 from capture import yaml_value
 from harness import log
+from machine import reporting_text
 
 
 def f(x, fmt="{:.2f}"):
@@ -86,13 +87,6 @@ def refs_rows(results):
         rows.append([size, f(tp.get("rx_mpps")), f(dc.get("written_mpps")), f(dc.get("drop_pct"), "{:.0f}%"),
                      f(dc.get("primary_rx_mpps")), tp.get("error", "") or dc.get("error", "") or dc.get("note", "")])
     return rows
-
-
-def reporting_text(ms):
-    """bench/machine.py page_reporting_delay(): how soon this VM hands freed memory back."""
-    if ms is None:
-        return "never (no page_reporting)"
-    return "at once" if ms == 0 else f"after {ms} ms (--page-reporting-delay-ms)"
 
 
 def conditions_text(results):

@@ -185,11 +185,10 @@ def rig_state():
         return line.split(":")[1].split()[0] if line else "?"
     with open(f"/sys/class/net/{A}/threaded") as fh:
         threaded = fh.read().strip() == "1"
-    threads = [{"cpus": sorted(os.sched_getaffinity(t)), "policy": os.sched_getscheduler(t),
+    threads = [{"cpus": sorted(os.sched_getaffinity(t)),
+                "policy": "fifo" if os.sched_getscheduler(t) == os.SCHED_FIFO else str(os.sched_getscheduler(t)),
                 "priority": os.sched_getparam(t).sched_priority} for t in napi_threads()]
-    return {"napi_threaded": threaded,
-            "napi_threads": [{**t, "policy": "fifo" if t["policy"] == os.SCHED_FIFO else str(t["policy"])}
-                             for t in threads],
+    return {"napi_threaded": threaded, "napi_threads": threads,
             "receiver_gro": feature(["ethtool", "-k", A], "generic-receive-offload"),
             "sender_tso": feature(["ip", "netns", "exec", NS, "ethtool", "-k", B], "tcp-segmentation-offload")}
 
@@ -266,36 +265,6 @@ class Trafgen:
 
 TRAFGEN_FRAMES = 256
 TRAFGEN_SNDBUF = 4 << 20
-
-
-class Sysctl:
-    """A kernel setting changed for the run and restored after (also on SIGTERM, which main()
-    turns into SystemExit)."""
-
-    def __init__(self, name, value):
-        self.name, self.value = name, str(value)
-
-    @staticmethod
-    def file(name):
-        return "/proc/sys/" + name.replace(".", "/")
-
-    @staticmethod
-    def read(name):
-        with open(Sysctl.file(name)) as fh:
-            return fh.read().strip()
-
-    @staticmethod
-    def write(name, value):
-        with open(Sysctl.file(name), "w") as fh:
-            fh.write(value)
-
-    def __enter__(self):
-        self.saved = Sysctl.read(self.name)
-        Sysctl.write(self.name, self.value)
-        return self
-
-    def __exit__(self, *exc):
-        Sysctl.write(self.name, self.saved)
 
 
 def replay(gen, pps, seconds):
@@ -481,8 +450,8 @@ metrics:
         self.janitor.stop()
 
 
-# linecapd's files rotate at ROTATE_MIB and the harness's janitor deletes each KEEP_S after
-# it is finished (for the indexer); at the rates here that keeps about four files, so
+# linecapd's files rotate at ROTATE_MIB and the harness's janitor deletes each keep_s
+# (LIVE_SETTINGS, 2 s) after it is finished (for the indexer); at the rates here that keeps about four files, so
 # tcpdump rotates at the same size (-C, in millions of bytes) and keeps four (-W overwrites
 # the oldest). Without it tcpdump's one growing file took up to 3.5 GB of dirty page cache
 # in a 10 s trial, past the background writeback threshold (10 % of available memory, about
@@ -664,8 +633,8 @@ def verdicts(results):
                        "beside it)" if td["at_ceiling"] else "linecapd >= tcpdump")
         elif lc["at_ceiling"]:
             # Nothing lost at the most the generator reached with linecapd attached: the
-            # generator, not the capture, ended the search (on a veth the XDP program and
-            # its copy run on the sender's CPU).
+            # generator, not the capture, ended the search (on the softirq rig the XDP
+            # program and its copy run on the sender's CPU).
             verdict = ("both lossless at the generator's ceiling: generator-bound, no verdict" if td["at_ceiling"] else
                        "linecapd lossless at the most the generator reached beside it, below tcpdump's "
                        "zero-loss rate: generator-bound, no verdict")
@@ -705,7 +674,8 @@ def write_markdown(path, results, args):
         fh.write("\n".join(md))
 
 
-RIG_TEXT = {"napi-thread": "a NAPI kernel thread of its own for both tools (`--rig napi-thread`)",
+RIG_TEXT = {"napi-thread": "a NAPI kernel thread of its own for both tools, on the capture CPU at SCHED_FIFO "
+                           f"{NAPI_RT_PRIORITY} (`--rig napi-thread`)",
             "softirq": "the sender's transmit call (`--rig softirq`)"}
 HEADERS = ["fs", "load", "tool", "zero-loss Mpps", "Gbit/s", "generator max Mpps", "loss at max", "load avg"]
 
@@ -740,7 +710,7 @@ def main():
                     help="what sends the frames (default trafgen: fast enough to find both tools' limits)")
     ap.add_argument("--autogroup", choices=["off", "on"], default="off",
                     help="kernel.sched_autogroup_enabled for the run (default off, as the package's "
-                         "/usr/lib/sysctl.d/60-linecapd.conf sets it; restored after)")
+                         "/usr/lib/sysctl.d/60-linecap.conf sets it; restored after)")
     ap.add_argument("--rig", choices=["napi-thread", "softirq"], default=DEFAULT_RIG,
                     help="where the receiving veth's kernel work runs (see above; default napi-thread)")
     ap.add_argument("--nice", type=int, default=0,
@@ -775,13 +745,13 @@ def main():
                "conditions": bench.machine_conditions(), "load_start": bench.load_now(), "cells": []}
     with contextlib.ExitStack() as restore:
         if args.generator == "trafgen":
-            restore.enter_context(Sysctl("net.core.wmem_default", TRAFGEN_SNDBUF))
+            restore.enter_context(bench.KernelSetting(bench.sysctl("net.core.wmem_default"), TRAFGEN_SNDBUF))
         if args.autogroup == "off":
-            restore.enter_context(Sysctl("kernel.sched_autogroup_enabled", 0))
+            restore.enter_context(bench.KernelSetting(bench.sysctl("kernel.sched_autogroup_enabled"), 0))
         load = None
         try:
             results["rig"] = {"receive_path": args.rig, **veth_up(args.rig),
-                          "autogroup": Sysctl.read("kernel.sched_autogroup_enabled")}
+                          "autogroup": bench.KernelSetting.read(bench.sysctl("kernel.sched_autogroup_enabled"))}
             log(f"rig: {results['rig']}")
             for fs in fss:
                 out_dir = args.disk_dir if fs == "disk" else args.out_dir

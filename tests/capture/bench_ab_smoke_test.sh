@@ -9,13 +9,12 @@ need_hugepages 512
 need_linecapd
 make_tmpdir
 
-mkdir -p "$TEST_TMPDIR/tmpfs" "$TEST_TMPDIR/work"
-mount -t tmpfs -o size=1G,mode=0700 linecap-ab-smoke "$TEST_TMPDIR/tmpfs"
-on_exit "umount '$TEST_TMPDIR/tmpfs'"
+mkdir -p "$TEST_TMPDIR/work"
+mount_small_fs tmpfs 1G
 
 rc=0
 python3 "$LINECAP_SRC/bench/bench.py" ab --baseline "$LINECAPD" --workdir "$TEST_TMPDIR/work" \
-    --tmpfs-dir "$TEST_TMPDIR/tmpfs" --sizes 64 --repeat 1 --seconds 1 --warmup 0.5 --packets 1024 \
+    --tmpfs-dir "$tmpfs" --sizes 64 --repeat 1 --seconds 1 --warmup 0.5 --packets 1024 \
     >"$TEST_TMPDIR/stdout" 2>"$TEST_TMPDIR/stderr" || rc=$?
 show_on_failure "$TEST_TMPDIR/stderr"
 ((rc == 0)) || fail "bench.py ab exited $rc"
@@ -23,5 +22,5 @@ cat "$TEST_TMPDIR/stdout" >&2
 # "64    5.46 (5.40-6.24)    6.19 (5.60-6.89)    1.134    385    33    1/1"
 grep -Eq '^64 +[0-9.]+ \([0-9.]+-[0-9.]+\) +[0-9.]+ \([0-9.]+-[0-9.]+\) +[0-9.]+ +[0-9]+ +[0-9]+ +1/1$' \
     "$TEST_TMPDIR/stdout" || fail "no A/B row with one run per side"
-[[ -z $(ls -A "$TEST_TMPDIR/tmpfs/linecap-out" 2>/dev/null) ]] || fail "capture files left in the output directory"
+[[ -z $(ls -A "$tmpfs/linecap-out" 2>/dev/null) ]] || fail "capture files left in the output directory"
 log "OK: both binaries ran, alternated, and the ratio row is printed"

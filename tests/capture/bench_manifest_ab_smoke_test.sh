@@ -11,15 +11,14 @@ need_hugepages 512
 need_linecapd
 make_tmpdir
 
-mkdir -p "$TEST_TMPDIR/tmpfs" "$TEST_TMPDIR/work"
-mount -t tmpfs -o size=1G,mode=0700 linecap-mab-smoke "$TEST_TMPDIR/tmpfs"
-on_exit "umount '$TEST_TMPDIR/tmpfs'"
+mkdir -p "$TEST_TMPDIR/work"
+mount_small_fs tmpfs 1G
 
 delay=/sys/module/page_reporting/parameters/min_free_ms
 delay_before=$(cat "$delay" 2>/dev/null || echo absent)
 rc=0
 LINECAPD="$LINECAPD" python3 "$LINECAP_SRC/bench/bench.py" manifest-ab --workdir "$TEST_TMPDIR/work" \
-    --tmpfs-dir "$TEST_TMPDIR/tmpfs" --fs tmpfs --sizes 64 --repeat 1 --seconds 1 --warmup 0.5 --packets 1024 \
+    --tmpfs-dir "$tmpfs" --fs tmpfs --sizes 64 --repeat 1 --seconds 1 --warmup 0.5 --packets 1024 \
     --budget-mib 256 --page-reporting-delay-ms 1000 >"$TEST_TMPDIR/stdout" 2>"$TEST_TMPDIR/stderr" || rc=$?
 show_on_failure "$TEST_TMPDIR/stderr"
 ((rc == 0)) || fail "bench.py manifest-ab exited $rc"
@@ -33,5 +32,5 @@ else
         || fail "header does not name the reporting delay of the run"
     [[ $(cat "$delay") == "$delay_before" ]] || fail "page reporting delay not restored: $(cat "$delay") (before: $delay_before)"
 fi
-[[ -z $(ls -A "$TEST_TMPDIR/tmpfs/linecap-out" 2>/dev/null) ]] || fail "capture files left in the output directory"
+[[ -z $(ls -A "$tmpfs/linecap-out" 2>/dev/null) ]] || fail "capture files left in the output directory"
 log "OK: manifest on and off ran, the on/off row is printed, the reporting delay restored"

@@ -13,9 +13,8 @@ need_hugepages 512
 need_bpffs
 make_tmpdir
 
-mkdir -p "$TEST_TMPDIR/tmpfs" "$TEST_TMPDIR/work"
-mount -t tmpfs -o size=1G,mode=0700 linecap-smoke "$TEST_TMPDIR/tmpfs"
-on_exit "umount '$TEST_TMPDIR/tmpfs'"
+mkdir -p "$TEST_TMPDIR/work"
+mount_small_fs tmpfs 1G
 disk=$(mktemp -d /var/tmp/linecap-smoke-disk.XXXXXX)
 on_exit "rm -rf '$disk'"
 
@@ -24,7 +23,7 @@ sysctls_before=$(cat "${sysctls[@]}")
 links_before=$(ip -o link | wc -l)
 netns_before=$(ip netns list | wc -l)
 rc=0
-python3 "$LINECAP_SRC/bench/rfc2544.py" --out-dir "$TEST_TMPDIR/tmpfs" --disk-dir "$disk" \
+python3 "$LINECAP_SRC/bench/rfc2544.py" --out-dir "$tmpfs" --disk-dir "$disk" \
     --workdir "$TEST_TMPDIR/work" --probe 1 --trial 2 --blocks 32 \
     --json "$TEST_TMPDIR/table.json" --md "$TEST_TMPDIR/table.md" \
     >"$TEST_TMPDIR/stdout" 2>"$TEST_TMPDIR/stderr" || rc=$?

@@ -163,6 +163,18 @@ make_tmpdir() {
     fi
 }
 
+# mount_small_fs VAR SIZE: a private tmpfs of SIZE under $TEST_TMPDIR, its path in VAR;
+# unmounted on exit (and by the reaper if the test is killed).
+mount_small_fs() {
+    local var=${1:?mount_small_fs VAR SIZE} size=${2:?mount_small_fs VAR SIZE} dir
+    [[ -n $TEST_TMPDIR ]] || make_tmpdir
+    dir=$(mktemp -d "$TEST_TMPDIR/fs.XXXXXX")
+    mount -t tmpfs -o "size=$size,mode=0755" tmpfs "$dir" || skip "cannot mount a tmpfs (needs root)"
+    on_exit "umount -l '$dir' 2>/dev/null || true"
+    _lc_reaper_add "umount -l '$dir'"
+    printf -v "$var" '%s' "$dir"
+}
+
 # --- polling -------------------------------------------------------------------------------
 
 _lc_now_us() { echo "${EPOCHREALTIME/[.,]/}"; }

@@ -1,9 +1,7 @@
 # shellcheck shell=bash
 # tests/storage/storage_lib.sh: helpers shared by the storage integration tests (sourced
-# after tests/lib/common.sh).
+# after tests/lib/common.sh, whose mount_small_fs they use for small file systems).
 #
-#   mount_small_fs VAR SIZE      tmpfs of SIZE (e.g. 16m) on a new dir under $TEST_TMPDIR,
-#                                path in VAR; unmounted on exit (and by the reaper)
 #   storage_config FILE DEVICE QUEUES OUTDIR OUTPUT_YAML
 #                                a one-port config ("st"), EAL in memory, metrics on
 #                                $METRICS_LISTEN; OUTPUT_YAML is indented under output:
@@ -14,16 +12,6 @@
 #   linecapd_verify DIR [ARGS…]  `linecapd verify`, output to $TEST_TMPDIR/verify.out;
 #                                returns its exit status
 STORAGE_CHECK="$LINECAP_SRC/tests/storage/storage_check.py"
-
-mount_small_fs() {
-    local var=${1:?mount_small_fs VAR SIZE} size=${2:?mount_small_fs VAR SIZE} dir
-    [[ -n $TEST_TMPDIR ]] || make_tmpdir
-    dir=$(mktemp -d "$TEST_TMPDIR/fs.XXXXXX")
-    mount -t tmpfs -o "size=$size,mode=0755" tmpfs "$dir" || skip "cannot mount a tmpfs (needs root)"
-    on_exit "umount -l '$dir' 2>/dev/null || true"
-    _lc_reaper_add "umount -l '$dir'"
-    printf -v "$var" '%s' "$dir"
-}
 
 storage_config() {
     local file=$1 device=$2 queues=$3 outdir=$4 output_yaml=$5
