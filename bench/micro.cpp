@@ -1,8 +1,8 @@
 // Micro benchmarks of the per-packet pieces of the capture hot path (Google Benchmark):
 // record header encoding, appending a record to a write block, a whole burst as the worker
-// handles it (prefetch + append, no rx), duplicate suppression and per-flow caps on vs off
-// (and XXH3 of each packet alone, the floor of dedup's price), filter execution (JIT and interpreter),
-// TSC → UTC nanoseconds, and plain memcpy into a block (the memory-bandwidth floor).
+// handles it (prefetch + append, no rx), duplicate suppression and per-flow caps on vs off,
+// filter execution (JIT and interpreter), TSC → UTC nanoseconds, and plain memcpy into a
+// block (the memory-bandwidth floor).
 //
 //   linecap_micro [--benchmark_filter=REGEX] [--benchmark_format=json] ...
 //
@@ -32,7 +32,6 @@
 #include "capture/flow_cap.hpp"
 #include "capture/record_copy.hpp"
 #include "capture/tsc_clock.hpp"
-#include "capture/xxh3.hpp"
 #include "filter/bpf_filter.hpp"
 #include "format/pcap_format.hpp"
 
@@ -284,13 +283,14 @@ BENCHMARK(BM_Filter)->Arg(1)->Arg(0);
 // less. The order of the four rotates from one iteration to the next.
 // Frames are unique (a counter in the payload: dedup finds no copy) and the allowance is
 // never reached (nothing is cut): what is measured is the price of looking, which every
-// packet pays. The tables are in (transparent) huge pages, as the daemon's are in
-// hugepages. Only apply_dedup / apply_flow_cap, their tables and xxh3_64 are used, so this
-// file also builds against older trees' headers (bench/policy_cost.sh: before/after in one
-// run) — back to 6c5924c, the first with capture/xxh3.hpp.
+// packet pays. With copies, every other frame is the one before with another TTL (a SPAN
+// port's duplicate): dedup compares and does not write it, off writes both. The tables
+// are in (transparent) huge pages, as the daemon's are in hugepages. Only apply_dedup /
+// apply_flow_cap and their tables are used, so this file also builds against older trees'
+// headers (bench/policy_cost.sh: before/after in one run), back to 6c5924c.
 // args: traffic (0: 64-byte frames, 1: IMIX-like 7:4:1 of 64, 590 and 1514 bytes, mean
 // 360; 2: 1514 bytes), flows (distinct source addresses cycled through: 2 stay in cache,
-// 65536 fill the flow table).
+// 65536 fill the flow table), copies (1: every other frame a copy).
 
 // Memory in huge pages where the kernel gives them (THP), zeroed.
 template <typename T>
@@ -318,6 +318,46 @@ auto table_memory(size_t entries) {
         return HugeArray<typename Table::Entry>(entries);
 }
 
+// Dedup as the tree under test builds it: since the originals are compared in the write
+// block, a queue over one piece of memory (table and records) whose burst's records are
+// noted after the append; before, a table alone (bench/policy_cost.sh --baseline).
+template <class Queue>
+constexpr bool kDedupHasRecords = requires { Queue::memory_bytes(1u); };
+
+template <class Queue>
+auto dedup_memory(uint32_t entries) {
+    if constexpr (kDedupHasRecords<Queue>)
+        return HugeArray<uint8_t>(Queue::memory_bytes(entries));
+    else
+        return table_memory<DedupTable>(entries);
+}
+
+template <class Queue, class Memory>
+Queue make_dedup(Memory& memory, uint32_t entries, uint64_t window_ns) {
+    if constexpr (kDedupHasRecords<Queue>)
+        return Queue(memory.span().data(), entries, window_ns);
+    else
+        return Queue{DedupTable(memory.span()), window_ns};
+}
+
+// The append as the worker makes it for a queue with dedup (its records, then the burst's
+// end), and the block taken again (the same block memory cycles through every way).
+template <class Queue>
+void append_with_dedup(WriteBlock& block, rte_mbuf* const* pkts, const uint64_t* keep, uint64_t ts, const BurstSize& s,
+                       Queue& dedup) {
+    if constexpr (kDedupHasRecords<Queue>) {
+        append_burst<FileFormat::pcap>(block, pkts, kBurst, keep, 262144, ts, s, dedup.recorder(ts, &block));
+        end_dedup_burst(dedup, true);
+    } else {
+        append_burst<FileFormat::pcap>(block, pkts, kBurst, keep, 262144, ts, s);
+    }
+}
+
+template <class Queue>
+void block_taken(Queue& dedup, WriteBlock& block) {
+    if constexpr (kDedupHasRecords<Queue>) dedup.block_taken(block);
+}
+
 double load_average() {
     double load = 0;
     if (FILE* f = std::fopen("/proc/loadavg", "r")) {
@@ -330,17 +370,19 @@ double load_average() {
 void BM_CapturePolicies(benchmark::State& state) {
     const int traffic = int(state.range(0));
     const uint32_t flows = uint32_t(state.range(1));
+    const bool copies = state.range(2) != 0;
     static constexpr size_t kImix[12] = {64, 590, 64, 64, 1514, 64, 590, 64, 64, 590, 64, 590};
-    FakeBurst burst(kBurst, [&](size_t i) { return traffic == 0 ? 64 : traffic == 2 ? 1514 : kImix[i % 12]; });
+    FakeBurst burst(kBurst, [&](size_t i) {
+        return traffic == 0 ? 64 : traffic == 2 ? 1514 : kImix[(copies ? i / 2 : i) % 12];
+    });
     CycledBlock cycled(32u << 20);
     WriteBlock& block = cycled.block;
 
-    // kHash, the floor of dedup's price: XXH3 over the bytes of each packet, nothing else.
-    enum Mode { kOff, kDedup, kCap, kBoth, kHash, kModes };
+    enum Mode { kOff, kDedup, kCap, kBoth, kModes };
     struct Tables {
-        decltype(table_memory<DedupTable>(0)) dedup_memory = table_memory<DedupTable>(16384);
+        decltype(dedup_memory<DedupQueue>(0)) dedup_memory = ::linecap::dedup_memory<DedupQueue>(16384);
         decltype(table_memory<FlowTable>(0)) flow_memory = table_memory<FlowTable>(65536);
-        DedupQueue dedup{DedupTable(dedup_memory.span()), 1'000'000};
+        DedupQueue dedup = make_dedup<DedupQueue>(dedup_memory, 16384, 1'000'000);
         FlowCapQueue cap;
         Tables() {
             cap.table = FlowTable(flow_memory.span());
@@ -354,17 +396,30 @@ void BM_CapturePolicies(benchmark::State& state) {
     uint64_t items = 0, seq = 0, iteration = 0;
     std::vector<uint32_t> cycles[kModes];  // per burst
     uint64_t keep[kBurst], scratch[kBurst];
-    const auto append = [&](const uint64_t* k) {
+    // dedup: the queue of a way with dedup on (its records written, and forgotten when the
+    // block cycles, as the worker does).
+    const auto append = [&](const uint64_t* k, DedupQueue* dedup = nullptr) {
         rte_mbuf** pkts = burst.ptrs.data();
         const BurstSize s = measure_burst<FileFormat::pcap>(pkts, kBurst, k, 262144);
-        if (unlikely(block.room() < s.record_bytes)) cycled.next();
+        if (unlikely(block.room() < s.record_bytes)) {
+            cycled.next();
+            if (dedup != nullptr) block_taken(*dedup, block);
+        }
         if (block.packets == 0) block.first_ts_ns = ts;
-        append_burst<FileFormat::pcap>(block, pkts, kBurst, k, 262144, ts, s);
+        if (dedup != nullptr)
+            append_with_dedup(block, pkts, k, ts, s, *dedup);
+        else
+            append_burst<FileFormat::pcap>(block, pkts, kBurst, k, 262144, ts, s);
     };
     const double load_before = load_average();
     for (auto _ : state) {
         for (unsigned i = 0; i < kBurst; ++i) {
             uint8_t* f = rte_pktmbuf_mtod(burst.ptrs[i], uint8_t*);
+            if (copies && i % 2 == 1) {
+                std::memcpy(f, rte_pktmbuf_mtod(burst.ptrs[i - 1], const uint8_t*), burst.ptrs[i]->data_len);
+                f[14 + 8] -= 1;  // one router further
+                continue;
+            }
             const uint32_t src = 0xc6120000u + uint32_t(seq % flows);
             f[26] = uint8_t(src >> 24), f[27] = uint8_t(src >> 16), f[28] = uint8_t(src >> 8), f[29] = uint8_t(src);
             std::memcpy(f + 42, &seq, sizeof seq);
@@ -376,16 +431,11 @@ void BM_CapturePolicies(benchmark::State& state) {
             const uint64_t t0 = rte_rdtsc();
             if (mode == kOff) {
                 append(nullptr);
-            } else if (mode == kHash) {
-                uint64_t h = 0;
-                for (rte_mbuf* m : burst.ptrs) h ^= xxh3_64(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
-                benchmark::DoNotOptimize(h);
-                append(nullptr);
             } else {
                 for (unsigned i = 0; i < kBurst; ++i) keep[i] = 262144;
                 if (mode != kCap) benchmark::DoNotOptimize(apply_dedup(t.dedup, burst.ptrs.data(), kBurst, keep, ts, scratch));
                 if (mode != kDedup) benchmark::DoNotOptimize(apply_flow_cap(t.cap, burst.ptrs.data(), kBurst, keep, ts, scratch));
-                append(keep);
+                append(keep, mode == kCap ? nullptr : &t.dedup);
             }
             cycles[mode].push_back(uint32_t(std::min<uint64_t>(rte_rdtsc() - t0, UINT32_MAX)));
         }
@@ -403,7 +453,7 @@ void BM_CapturePolicies(benchmark::State& state) {
     };
     const double off = median(cycles[kOff]);
     state.counters["off"] = off;
-    const char* names[kModes] = {"off", "dedup", "cap", "both", "hash"};
+    const char* names[kModes] = {"off", "dedup", "cap", "both"};
     for (int w = kDedup; w < kModes; ++w) {
         const double on = median(cycles[w]);
         state.counters[names[w]] = on;
@@ -413,15 +463,18 @@ void BM_CapturePolicies(benchmark::State& state) {
     state.counters["load1"] = (load_before + load_average()) / 2;
     state.SetItemsProcessed(int64_t(items) * kModes);
     state.SetLabel(std::string(traffic == 0 ? "64 B" : traffic == 2 ? "1514 B" : "IMIX") + ", " +
-                   std::to_string(flows) + " flows; cycles/packet, delta and ratio vs off");
+                   std::to_string(flows) + " flows" + (copies ? ", every other a copy" : "") +
+                   "; cycles/packet, delta and ratio vs off");
 }
 BENCHMARK(BM_CapturePolicies)
-    ->ArgNames({"traffic", "flows"})
-    ->Args({0, 2})
-    ->Args({0, 65536})
-    ->Args({1, 2})
-    ->Args({1, 65536})
-    ->Args({2, 65536});
+    ->ArgNames({"traffic", "flows", "copies"})
+    ->Args({0, 2, 0})
+    ->Args({0, 65536, 0})
+    ->Args({1, 2, 0})
+    ->Args({1, 65536, 0})
+    ->Args({2, 65536, 0})
+    ->Args({1, 65536, 1})
+    ->Args({2, 65536, 1});
 
 // --- timestamps ----------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The capture policies' price per packet in the worker (bench/micro.cpp BM_CapturePolicies:
-# cycles per packet off / dedup / flow cap / both, 64-byte and IMIX-like traffic, delta and
-# ratio against the off row of the same run, and the floor of dedup's price: XXH3 over every
-# byte of each packet alone), optionally before/after in one run:
+# cycles per packet off / dedup / flow cap / both, 64-byte, IMIX-like and 1514-byte traffic,
+# unique or with every other packet a copy, delta and ratio against the off row of the same
+# run), optionally before/after in one run:
 #
 #   bench/policy_cost.sh [--baseline REV] [--repeat N] [--cpu C] [--nice N] [--min-time S]
 #
@@ -87,13 +87,12 @@ for p, name in enumerate(names):
                 rows[key] = {}
                 order.append(key)
             for c in ("off", "dedup", "cap", "both", "dedup_delta", "cap_delta", "both_delta",
-                      "dedup_ratio", "cap_ratio", "both_ratio", "hash_delta", "load1"):
+                      "dedup_ratio", "cap_ratio", "both_ratio", "load1"):
                 rows[key].setdefault(c, []).append(b[c])
 print(f"cycles per packet, median of {repeat} runs (each the median over its bursts); "
       "delta and ratio against the off row of the same run")
-print(f"| traffic | program | off | dedup | dedup delta (ratio) | flow cap | cap delta (ratio) | both | both delta (ratio) "
-      "| XXH3 of the packet alone, delta | load |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+print("| traffic | program | off | dedup | dedup delta (ratio) | flow cap | cap delta (ratio) | both | both delta (ratio) | load |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 med = statistics.median
 for bench in dict.fromkeys(k[0] for k in order):
     for name in names:
@@ -101,6 +100,5 @@ for bench in dict.fromkeys(k[0] for k in order):
         cells = [f"{med(c['off']):.1f}"]
         for m in ("dedup", "cap", "both"):
             cells += [f"{med(c[m]):.1f}", f"{med(c[m + '_delta']):+.1f} ({med(c[m + '_ratio']):.2f}x)"]
-        cells.append(f"{med(c['hash_delta']):+.1f}")
         print(f"| {bench} | {name} | " + " | ".join(cells) + f" | {min(c['load1']):.1f}-{max(c['load1']):.1f} |")
 EOF

@@ -3,19 +3,26 @@
 // and header checksum and the IPv6 hop limit — is counted and not written. SPAN ports and
 // packet brokers deliver such copies, often within microseconds.
 //
-// Each queue remembers its recent packets in a fixed table filled only by its worker (no
-// locks, nothing allocated after start; hugepages sized by the capture plan): `entries`
-// slots in buckets of kWays (one 64-byte cache line), each holding a 64-bit XXH3 hash of
-// the packet's masked bytes and its length (dedup_hash), and when it was written.
+// Equal means equal: a candidate is compared byte for byte with the original's record in
+// the queue's write block, so no packet that is not a copy is ever suppressed, whatever
+// its bytes (a hash alone could be made to collide by whoever chooses the packets, and
+// hiding a packet from the record is what an intruder would want). What finds candidates
+// is cheap and reads only the head: each queue remembers its recent packets in a fixed
+// table filled only by its worker (no locks, nothing allocated after start; hugepages
+// sized by the capture plan), `entries` slots in buckets of kWays (one 64-byte cache
+// line), each holding a 64-bit keyed hash of the packet's masked first kDedupHeadBytes
+// and its length (dedup_head_hash), and the packet's sequence number on the queue. The
+// sequence number names the packet's DedupRecord in a ring of as many: where its bytes
+// are (its record's packet data, while its block is not reused) and when it was written.
+// The head holds the addresses, ports, IP identification and TCP sequence numbers, so
+// for anything but a copy a candidate is rare, and comparing costs only the candidates.
 //
-// Collisions: "equal" is decided on that hash, not on the bytes (keeping every packet of
-// the window to compare would cost far more memory and time). Two different packets of
-// the same length are taken for copies only when their hashes agree in all 64 bits; the
-// bucket index already fixes log2(entries / kWays) of them, so for the default table
-// about 2^-52 per comparison, a handful of comparisons per packet: at 10 Mpps, on the
-// order of one wrongly suppressed packet per thousand years. A full bucket forgets its
-// oldest packet, so a table too small for the traffic of one window lets copies through
-// (written, as without dedup); it never suppresses a packet that is not a copy.
+// What lets a copy through (it is written, as without dedup), never the reverse: a full
+// bucket forgets its oldest packet, and the ring its oldest record, so a table too small
+// for the traffic of one window misses copies; a different packet with the same head
+// replaces its bucket's entry; an original not written whole (cut by the snap length or
+// the flow cap, dropped by the flow cap or for want of a block, longer than 65535 bytes)
+// leaves nothing to compare with, nor one whose block the worker has taken again.
 //
 // The window counts from the copy that was written: copies do not refresh it, so a packet
 // repeated forever is written once per window.
@@ -29,9 +36,11 @@
 #include <cstring>
 #include <span>
 
+#include "capture/keyed_hash.hpp"
+#include "capture/policy.hpp"
 #include "capture/record_copy.hpp"
 #include "capture/table_bucket.hpp"
-#include "capture/xxh3.hpp"
+#include "output/block.hpp"
 #include "store/packet_keys.hpp"
 
 namespace linecap {
@@ -40,14 +49,12 @@ class DedupTable {
 public:
     static constexpr unsigned kWays = kBucketWays;
 
-    // Laid out by field (capture/table_bucket.hpp): the four hashes compared at once, the
-    // oldest of the four times found with three comparisons of values already loaded.
+    // Laid out by field (capture/table_bucket.hpp): the four hashes compared at once.
     struct alignas(64) Bucket {
-        uint64_t hash[kWays];   // 0: free (hashes are made non-zero)
-        uint64_t ts_ns[kWays];  // when the packet was written
+        uint64_t hash[kWays];  // 0: free (hashes are made non-zero)
+        uint64_t seq[kWays];   // the packet's sequence number on the queue (its DedupRecord)
     };
     static_assert(sizeof(Bucket) == 64, "one bucket per cache line");
-    static constexpr size_t kEntryBytes = sizeof(Bucket) / kWays;  // the memory of one packet
 
     DedupTable() = default;
     // `buckets`: zeroed memory, a power of two of them, 64-byte aligned.
@@ -56,32 +63,18 @@ public:
     Bucket& bucket(uint64_t hash) const { return buckets_[hash & bucket_mask_]; }
     void prefetch(uint64_t hash) const { rte_prefetch0(&bucket(hash)); }
 
-    // True when a packet with this hash was written within `window_ns` before `now_ns`;
-    // otherwise the packet is remembered (it will be written) and false returned.
-    // A hash is in its bucket at most once (it is only added when not there). Which way
-    // matches and which is oldest are computed without branches (they are data); the one
-    // branch is the verdict, which the caller takes anyway.
-    bool seen(uint64_t hash, uint64_t now_ns, uint64_t window_ns) {
-        Bucket& b = bucket(hash);
-        const unsigned match = find_way(b.hash, hash);
-        // The oldest (free entries are 0), the first of equals: a tournament of two pairs in
-        // arithmetic, because which way is oldest is data and the compiler turned selects
-        // into branches. Times are below 2^63 (until 2262), so the sign of a difference says
-        // which is older: all ones when y is older than x.
+    // The way of `b` a new packet takes: the oldest (free entries have sequence number 0),
+    // the first of equals. A tournament of two pairs in arithmetic, because which way is
+    // oldest is data and the compiler turned selects into branches. Sequence numbers are
+    // below 2^63, so the sign of a difference says which is older: all ones when y is.
+    static unsigned oldest(const Bucket& b) {
         static_assert(kWays == 4);
         const auto older = [](uint64_t x, uint64_t y) { return static_cast<uint64_t>(static_cast<int64_t>(y - x) >> 63); };
-        const uint64_t t0 = b.ts_ns[0], t1 = b.ts_ns[1], t2 = b.ts_ns[2], t3 = b.ts_ns[3];
-        const uint64_t pick01 = older(t0, t1), pick23 = older(t2, t3);
-        const uint64_t pick = older(t0 + ((t1 - t0) & pick01), t2 + ((t3 - t2) & pick23));
+        const uint64_t s0 = b.seq[0], s1 = b.seq[1], s2 = b.seq[2], s3 = b.seq[3];
+        const uint64_t pick01 = older(s0, s1), pick23 = older(s2, s3);
+        const uint64_t pick = older(s0 + ((s1 - s0) & pick01), s2 + ((s3 - s2) & pick23));
         const uint64_t first = pick01 & 1, second = 2 + (pick23 & 1);
-        const unsigned oldest = static_cast<unsigned>(first ^ ((first ^ second) & pick));
-        if (match != kWays && now_ns - b.ts_ns[match] <= window_ns) return true;
-        // A new packet takes the oldest entry; the same packet outside the window (written
-        // again) its own.
-        const unsigned w = match != kWays ? match : oldest;
-        b.hash[w] = hash;
-        b.ts_ns[w] = now_ns;
-        return false;
+        return static_cast<unsigned>(first ^ ((first ^ second) & pick));
     }
 
 private:
@@ -89,8 +82,27 @@ private:
     uint64_t bucket_mask_ = 0;
 };
 
-// The leading bytes dedup masks: the fields it ignores lie within them (Ethernet, up to 4
-// VLAN tags, the IPv4 header up to its checksum: at most 42 bytes; the IPv6 hop limit: 38).
+// Where a remembered packet's bytes can be compared with a candidate copy's: its record's
+// packet data in the queue's write block, and when it was written. 16 bytes, because the
+// worker writes one per packet it writes: the address (below 2^47 in user space) and the
+// length (up to 65535; longer packets are not remembered) share one word.
+struct DedupRecord {
+    static constexpr unsigned kLenShift = 48;
+    uint64_t where = 0;  // bytes | len << kLenShift; 0: nothing to compare with
+    uint64_t ts_ns = 0;
+
+    static uint64_t pack(const uint8_t* bytes, uint32_t len) {
+        const auto address = reinterpret_cast<uintptr_t>(bytes);
+        return len <= UINT16_MAX && address >> kLenShift == 0 ? address | uint64_t{len} << kLenShift : 0;
+    }
+    const uint8_t* bytes() const { return reinterpret_cast<const uint8_t*>(where & ((uint64_t{1} << kLenShift) - 1)); }
+    uint32_t len() const { return static_cast<uint32_t>(where >> kLenShift); }
+};
+static_assert(sizeof(DedupRecord) == 16);
+
+// The leading bytes dedup hashes and masks: the fields it ignores lie within them
+// (Ethernet, up to 4 VLAN tags, the IPv4 header up to its checksum: at most 42 bytes;
+// the IPv6 hop limit: 38).
 inline constexpr uint32_t kDedupHeadBytes = 64;
 
 namespace dedup_detail {
@@ -119,43 +131,130 @@ consteval HeadMasks make_head_masks() {
 }
 inline constexpr HeadMasks kHeadMasks = make_head_masks();
 
-}  // namespace dedup_detail
-
-// The hash of a packet as dedup compares it: its bytes with TTL / hop limit and the IPv4
-// header checksum zeroed, and its length. The bytes after the first kDedupHeadBytes are
-// hashed where they lie (XXH3; a chained mbuf's further segments each seeded with the
-// hash so far); the head, masked, is hashed seeded with that and the length. Never 0.
-inline uint64_t dedup_hash(const rte_mbuf* m) {
-    const uint8_t* data = rte_pktmbuf_mtod(m, const uint8_t*);
-    const uint32_t first = m->data_len;
-    const uint32_t head_len = std::min(first, kDedupHeadBytes);
-
-    uint64_t rest = 0;
-    if (first > head_len) rest = xxh3_64(data + head_len, first - head_len);
-    for (const rte_mbuf* seg = m->next; seg != nullptr; seg = seg->next)
-        rest = xxh3_64(rte_pktmbuf_mtod(seg, const uint8_t*), seg->data_len, rest);
-
+// The mask of the head of a packet whose first segment is `data`, `len` bytes.
+inline const uint8_t* head_mask(const uint8_t* data, uint32_t len) {
     uint16_t type = 0;
     uint32_t l3 = 14;
     unsigned kind = 0;  // what the head masks: nothing, IPv4 fields, IPv6 hop limit
-    if (store::link_layer(data, first, type, l3))
+    if (store::link_layer(data, len, type, l3))
         kind = type == store::wire::kEtherIPv4 ? 1 : type == store::wire::kEtherIPv6 ? 2 : 0;
-    const uint8_t* mask = dedup_detail::kHeadMasks.bytes[kind][(l3 - 14) / 4];  // link_layer: <= kMaxVlanTags tags
-    alignas(16) uint8_t head[kDedupHeadBytes];
-    if (likely(head_len == kDedupHeadBytes)) {
-        for (unsigned k = 0; k < kDedupHeadBytes; ++k) head[k] = data[k] & mask[k];
-        return xxh3_64(head, kDedupHeadBytes, rest ^ m->pkt_len) | 1;  // a constant length: XXH3's path inlined
-    }
-    // A runt: what it has of the fields is masked.
-    std::memset(head, 0, sizeof head);
-    std::memcpy(head, data, head_len);
-    for (unsigned k = 0; k < kDedupHeadBytes; ++k) head[k] &= mask[k];
-    return xxh3_64(head, head_len, rest ^ m->pkt_len) | 1;
+    return kHeadMasks.bytes[kind][(l3 - 14) / 4];  // link_layer: <= kMaxVlanTags tags
 }
 
+}  // namespace dedup_detail
+
+// The hash dedup files a packet under: its first kDedupHeadBytes (of the first segment)
+// with TTL / hop limit and the IPv4 header checksum zeroed, and its length; the masked
+// words go straight into the keyed hash (capture/keyed_hash.hpp), no copy of the head.
+// Only finds candidates: same_packet decides.
+inline uint64_t dedup_head_hash(const rte_mbuf* m, const KeyedHash& hash) {
+    static_assert(kDedupHeadBytes == 8 * KeyedHash::kWords);
+    const uint8_t* data = rte_pktmbuf_mtod(m, const uint8_t*);
+    const uint32_t first = m->data_len;
+    const uint8_t* mask = dedup_detail::head_mask(data, first);
+    alignas(16) uint8_t runt[kDedupHeadBytes];
+    if (unlikely(first < kDedupHeadBytes)) {  // what it has of the fields is masked, the rest is 0
+        std::memset(runt, 0, sizeof runt);
+        std::memcpy(runt, data, first);
+        data = runt;
+    }
+    const auto word = [&](unsigned k) {
+        uint64_t w, keep;
+        std::memcpy(&w, data + 8 * k, 8);
+        std::memcpy(&keep, mask + 8 * k, 8);
+        return w & keep;
+    };
+    return hash.finish(hash.pair(0, word(0), word(1)) + hash.pair(2, word(2), word(3)) + hash.pair(4, word(4), word(5)) +
+                           hash.pair(6, word(6), word(7)),
+                       m->pkt_len);
+}
+
+// Whether `m` is the same packet as the original, `len` bytes at `bytes` (its record) or
+// the mbuf `original` (earlier in the same burst): the same length and every byte the same
+// but those the head's mask ignores. Contiguous packets (nearly all) are compared in one
+// pass; chained mbufs in pieces of up to 256 bytes (rte_pktmbuf_read copies a piece only
+// when it spans segments).
+inline bool same_packet(const rte_mbuf* m, const uint8_t* bytes, const rte_mbuf* original, uint32_t len) {
+    if (m->pkt_len != len || len == 0) return false;
+    const uint8_t* mask = dedup_detail::head_mask(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
+    const auto same_head_and_rest = [mask](const uint8_t* a, const uint8_t* b, uint32_t n) {
+        const uint32_t head = std::min(n, kDedupHeadBytes);
+        uint8_t differs = 0;
+        for (uint32_t k = 0; k < head; ++k) differs |= (a[k] ^ b[k]) & mask[k];
+        return differs == 0 && std::memcmp(a + head, b + head, n - head) == 0;
+    };
+    if (bytes == nullptr && original->data_len == len) bytes = rte_pktmbuf_mtod(original, const uint8_t*);
+    if (likely(m->data_len == len && bytes != nullptr)) return same_head_and_rest(rte_pktmbuf_mtod(m, const uint8_t*), bytes, len);
+
+    constexpr uint32_t kPiece = 256;
+    alignas(16) uint8_t ours[kPiece], theirs[kPiece];
+    for (uint32_t off = 0; off < len; off += kPiece) {
+        const uint32_t piece = std::min(kPiece, len - off);
+        const auto* a = static_cast<const uint8_t*>(rte_pktmbuf_read(m, off, piece, ours));
+        const auto* b = bytes != nullptr ? bytes + off : static_cast<const uint8_t*>(rte_pktmbuf_read(original, off, piece, theirs));
+        if (off == 0 ? !same_head_and_rest(a, b, piece) : std::memcmp(a, b, piece) != 0) return false;
+    }
+    return true;
+}
+
+struct DedupQueue;
+
+// What append_burst (or the worker, packet by packet) calls with dedup on for each packet
+// of the burst (DedupQueue::recorder): the record of a remembered packet, where it was
+// written whole (`bytes`, in `block`), else none.
+struct DedupRecorder {
+    DedupQueue& dedup;
+    uint64_t ts_ns;
+    WriteBlock* block;
+    void operator()(uint16_t i, const uint8_t* bytes, uint32_t caplen, const rte_mbuf* m) const;
+};
+
+// One rx queue's dedup: its table, the ring of records the table's entries name, and the
+// current burst's sequence numbers until its records are written.
+//
+// When a record's bytes are gone: the worker fills its blocks one after another and the
+// writer hands them back in that order, so when the worker takes a block again every
+// record up to the last one written into that block is gone (WriteBlock::dedup_last_seq;
+// valid_after only grows, so a block handed back early only forgets more).
 struct DedupQueue {
+    // Bytes of hugepage memory for `entries` remembered packets: the table's share of a
+    // bucket and a record each.
+    static constexpr size_t kEntryBytes = sizeof(DedupTable::Bucket) / DedupTable::kWays + sizeof(DedupRecord);
+    static constexpr size_t memory_bytes(uint32_t entries) { return size_t{entries} * kEntryBytes; }
+
+    DedupQueue() = default;
+    // `memory`: memory_bytes(entries) zeroed bytes, 64-byte aligned; `entries` a power of
+    // two of at least kMaxBurst.
+    DedupQueue(void* memory, uint32_t entries, uint64_t window)
+        : table({static_cast<DedupTable::Bucket*>(memory), entries / DedupTable::kWays}),
+          records(reinterpret_cast<DedupRecord*>(static_cast<uint8_t*>(memory) + size_t{entries} / DedupTable::kWays *
+                                                                               sizeof(DedupTable::Bucket))),
+          record_mask(entries - 1),
+          window_ns(window) {}
+
+    // Whether the record of the packet with sequence number `seq` is still there: neither
+    // given to a later packet by the ring nor in a block taken again since.
+    bool holds(uint64_t seq) const { return seq > valid_after && next_seq - seq <= record_mask + 1; }
+    // The recorder of records written at ts_ns into `block`.
+    DedupRecorder recorder(uint64_t ts_ns, WriteBlock* block) { return {*this, ts_ns, block}; }
+    // The worker took `block` from the writer again: what it held is gone.
+    void block_taken(WriteBlock& block) {
+        valid_after = std::max(valid_after, block.dedup_last_seq);
+        block.dedup_last_seq = 0;
+    }
+
     DedupTable table;
+    KeyedHash hash = KeyedHash::random();
+    DedupRecord* records = nullptr;
+    uint64_t record_mask = 0;
     uint64_t window_ns = 1000000;
+    uint64_t next_seq = 1;
+    uint64_t valid_after = 0;
+    // The burst being captured: its packets' sequence numbers (0: none), the first of them,
+    // and which packet has each (a copy in the same burst is compared with that mbuf).
+    uint64_t burst_first_seq = 1;
+    uint64_t burst_seq[kMaxBurst]{};
+    uint16_t packet_of[kMaxBurst]{};
 };
 
 struct DedupOutcome {
@@ -163,23 +262,70 @@ struct DedupOutcome {
     uint64_t saved_bytes = 0;  // packet bytes not written (record headers not included)
 };
 
+inline void DedupRecorder::operator()(uint16_t i, const uint8_t* bytes, uint32_t caplen, const rte_mbuf* m) const {
+    const uint64_t seq = dedup.burst_seq[i];
+    if (seq == 0) return;
+    const bool whole = bytes != nullptr && caplen == m->pkt_len;
+    dedup.records[seq & dedup.record_mask] = DedupRecord{whole ? DedupRecord::pack(bytes, caplen) : 0, ts_ns};
+    if (whole) block->dedup_last_seq = seq;  // the burst's sequence numbers only grow
+}
+
+// Ends the burst's dedup. `recorded`: the recorder saw every packet of the burst (else
+// none of its packets is remembered: the burst kept nothing, or was never written). Before
+// the burst's mbufs are freed: until then the table names them.
+inline void end_dedup_burst(DedupQueue& dedup, bool recorded) {
+    if (!recorded)
+        for (uint64_t seq = dedup.burst_first_seq; seq < dedup.next_seq; ++seq) dedup.records[seq & dedup.record_mask].where = 0;
+    dedup.burst_first_seq = dedup.next_seq;
+}
+
 // Dedup over one burst: keep[i] as in apply_flow_cap (0 = not written); a copy's keep[i]
 // becomes 0. Hashes first with each bucket prefetched, then the table, in packet order
-// (a copy in the same burst as its original is found).
+// (a copy in the same burst as its original is found, compared with the original's mbuf).
+// end_dedup_burst must follow, before the mbufs are freed.
 inline DedupOutcome apply_dedup(DedupQueue& dedup, rte_mbuf* const* pkts, uint16_t n, uint64_t* keep,
                                 uint64_t ts_ns, uint64_t* hashes) {
+    if (unlikely(dedup.burst_first_seq != dedup.next_seq)) end_dedup_burst(dedup, false);  // a burst never ended
     DedupOutcome out;
     for (uint16_t i = 0; i < n; ++i) {
         // The first reader of the packet's bytes after rx: fetch ahead as append_burst does.
         if (i + kAppendPrefetch < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kAppendPrefetch], void*));
-        hashes[i] = keep[i] == 0 ? 0 : dedup_hash(pkts[i]);
+        hashes[i] = keep[i] == 0 ? 0 : dedup_head_hash(pkts[i], dedup.hash);
         if (hashes[i] != 0) dedup.table.prefetch(hashes[i]);
     }
+    const uint64_t first = dedup.burst_first_seq;
     for (uint16_t i = 0; i < n; ++i) {
-        if (hashes[i] == 0 || !dedup.table.seen(hashes[i], ts_ns, dedup.window_ns)) continue;
-        out.suppressed += 1;
-        out.saved_bytes += std::min<uint64_t>(pkts[i]->pkt_len, keep[i]);
-        keep[i] = 0;
+        dedup.burst_seq[i] = 0;
+        if (hashes[i] == 0) continue;
+        DedupTable::Bucket& b = dedup.table.bucket(hashes[i]);
+        unsigned w = find_way(b.hash, hashes[i]);
+        if (w != DedupTable::kWays) {
+            // A candidate: a copy when its original was written within the window and its
+            // bytes are still there (or it is earlier in this burst).
+            const uint64_t seq = b.seq[w];
+            bool copy = false;
+            if (seq >= first) {
+                const rte_mbuf* original = pkts[dedup.packet_of[seq - first]];
+                copy = same_packet(pkts[i], nullptr, original, original->pkt_len);
+            } else if (dedup.holds(seq)) {
+                const DedupRecord& r = dedup.records[seq & dedup.record_mask];
+                copy = r.where != 0 && ts_ns - r.ts_ns <= dedup.window_ns && same_packet(pkts[i], r.bytes(), nullptr, r.len());
+            }
+            if (copy) {
+                out.suppressed += 1;
+                out.saved_bytes += std::min<uint64_t>(pkts[i]->pkt_len, keep[i]);
+                keep[i] = 0;
+                continue;
+            }
+            // Not a copy (or its original is gone): this packet takes the entry.
+        } else {
+            w = DedupTable::oldest(b);
+        }
+        const uint64_t seq = dedup.next_seq++;
+        b.hash[w] = hashes[i];
+        b.seq[w] = seq;
+        dedup.burst_seq[i] = seq;
+        dedup.packet_of[seq - first] = i;
     }
     return out;
 }

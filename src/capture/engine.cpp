@@ -226,10 +226,7 @@ Status CaptureEngine::build_stream_tables(const std::vector<int>& port_sockets) 
             if (dedup.applies_to(pc.name)) {
                 auto memory = allocate("linecap_dedup_table", dedup_table_bytes(dedup), port_sockets[p]);
                 if (!memory) return memory.error();
-                dedup_queue = std::make_unique<DedupQueue>();
-                dedup_queue->table =
-                    DedupTable({static_cast<DedupTable::Bucket*>(memory.value()), dedup.entries / DedupTable::kWays});
-                dedup_queue->window_ns = uint64_t{dedup.window_us} * 1000;
+                dedup_queue = std::make_unique<DedupQueue>(memory.value(), dedup.entries, uint64_t{dedup.window_us} * 1000);
             }
             flow_caps_.push_back(std::move(flow_cap));
             dedups_.push_back(std::move(dedup_queue));

@@ -8,7 +8,7 @@
 // it and --print-plan shows it) and never grows: the worker allocates nothing.
 //
 // The table: `flows` entries in buckets of kWays (one 64-byte cache line each), indexed by
-// a 64-bit hash (XXH3) of the direction-independent store::FlowKey. An entry holds the
+// a 64-bit keyed hash (capture/keyed_hash.hpp) of the direction-independent store::FlowKey. An entry holds the
 // hash itself, the flow's count so far (saturating at 2^32 - 1) and when it was last seen.
 // Flows are told apart by the full 64-bit hash: two flows whose keys hash alike (about one
 // pair in 2^64 / flows) share one count. A flow not seen for idle_timeout starts over
@@ -26,10 +26,10 @@
 #include <span>
 
 #include "capture/counters.hpp"
+#include "capture/keyed_hash.hpp"
 #include "capture/record_copy.hpp"
 #include "capture/table_bucket.hpp"
 #include "filter/bpf_filter.hpp"
-#include "capture/xxh3.hpp"
 #include "store/packet_keys.hpp"
 
 namespace linecap {
@@ -68,12 +68,12 @@ public:
     explicit FlowTable(std::span<Bucket> buckets) : buckets_(buckets.data()), bucket_mask_(buckets.size() - 1) {}
 
     static uint32_t ticks(uint64_t ns) { return static_cast<uint32_t>(ns >> kTickShift); }
-    // Each layout's length a constant: its XXH3 path is inlined without length branches.
-    static uint64_t hash_key(const store::FlowKey& key) {
+    // The key's words as they are (capture/keyed_hash.hpp); the IPv6 key's fifth pairs with 0.
+    static uint64_t hash_key(const store::FlowKey& key, const KeyedHash& hash) {
         using store::FlowKey;
-        return (key.size == FlowKey::kIpv4Size ? xxh3_64(key.data(), FlowKey::kIpv4Size)
-                                                : xxh3_64(key.data(), FlowKey::kIpv6Size)) |
-               1;
+        const auto& w = key.words;
+        if (likely(key.size == FlowKey::kIpv4Size)) return hash.finish(hash.pair(0, w[0], w[1]), FlowKey::kIpv4Size);
+        return hash.finish(hash.pair(0, w[0], w[1]) + hash.pair(2, w[2], w[3]) + hash.pair(4, w[4], 0), FlowKey::kIpv6Size);
     }
 
     Bucket& bucket(uint64_t hash) const { return buckets_[hash & bucket_mask_]; }
@@ -122,6 +122,7 @@ private:
 // One rx queue's cap: its table and the port's rule and filter.
 struct FlowCapQueue {
     FlowTable table;
+    KeyedHash hash = KeyedHash::random();
     FlowCapRule rule;
     const BpfFilter* filter = nullptr;  // null: every packet is subject to the cap
 };
@@ -150,7 +151,7 @@ inline FlowCapOutcome apply_flow_cap(FlowCapQueue& cap, rte_mbuf* const* pkts, u
         const rte_mbuf* m = pkts[i];
         store::FlowKey key;
         if (!store::flow_key(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, key)) continue;
-        hashes[i] = FlowTable::hash_key(key);
+        hashes[i] = FlowTable::hash_key(key, cap.hash);
         cap.table.prefetch(hashes[i]);
     }
     const FlowCapRule& rule = cap.rule;

@@ -85,7 +85,7 @@ uint64_t CapturePlan::table_bytes() const {
 }
 
 uint64_t flow_table_bytes(const FlowCapConfig& config) { return uint64_t(config.flows) * FlowTable::kEntryBytes; }
-uint64_t dedup_table_bytes(const DedupConfig& config) { return uint64_t(config.entries) * DedupTable::kEntryBytes; }
+uint64_t dedup_table_bytes(const DedupConfig& config) { return DedupQueue::memory_bytes(config.entries); }
 
 Result<CapturePlan> plan_capture(const Config& config, const std::vector<PortInfo>& ports) {
     CapturePlan plan;
@@ -187,7 +187,7 @@ std::string describe_plan(const Config& config, const CapturePlan& plan) {
                                   : "") +
                (s.dedup_queues ? "; dedup tables " + std::to_string(s.dedup_queues) + " × " +
                                      std::to_string(config.capture.dedup.entries) + " × " +
-                                     std::to_string(DedupTable::kEntryBytes) + " B = " +
+                                     std::to_string(DedupQueue::kEntryBytes) + " B = " +
                                      std::to_string(mib_up(s.dedup_table_bytes)) + " MiB"
                                : "") +
                "; hugepages_2m=" +

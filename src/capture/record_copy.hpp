@@ -110,17 +110,32 @@ static inline BurstSize measure_burst(rte_mbuf* const* pkts, uint16_t n, const u
     return s;
 }
 
+// Where a record's packet bytes start, from the record's start.
+template <FileFormat F>
+inline constexpr uint32_t record_data_offset = F == FileFormat::pcap ? sizeof(pcap::RecordHeader) : pcapng::kEpbHeaderSize;
+
 // Appends the kept packets of a burst, all stamped ts_ns. The caller has checked that the
 // block has room for measure_burst(...).record_bytes and set first_ts_ns on an empty block.
-template <FileFormat F>
+// `on_record(i, bytes, caplen, m)` learns where packet i's bytes went (bytes == nullptr:
+// not written); capture/dedup.hpp's DedupRecorder remembers them, NoRecorder compiles away.
+struct NoRecorder {
+    void operator()(uint16_t, const uint8_t*, uint32_t, const rte_mbuf*) const {}
+};
+
+template <FileFormat F, class Recorder = NoRecorder>
 static inline void append_burst(WriteBlock& block, rte_mbuf* const* pkts, uint16_t n, const uint64_t* keep,
-                                uint32_t snaplen, uint64_t ts_ns, const BurstSize& size) {
+                                uint32_t snaplen, uint64_t ts_ns, const BurstSize& size, Recorder on_record = {}) {
     uint8_t* dst = block.tail();
     const pcap::RecordTime t = pcap::record_time(ts_ns);
     for (uint16_t i = 0; i < n; ++i) {
         if (i + kAppendPrefetch < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kAppendPrefetch], void*));
-        if (keep != nullptr && keep[i] == 0) continue;
-        dst = write_record<F>(dst, pkts[i], record_caplen(pkts[i], kept_snaplen(keep, i, snaplen)), ts_ns, t);
+        if (keep != nullptr && keep[i] == 0) {
+            on_record(i, nullptr, 0, pkts[i]);
+            continue;
+        }
+        const uint32_t caplen = record_caplen(pkts[i], kept_snaplen(keep, i, snaplen));
+        on_record(i, dst + record_data_offset<F>, caplen, pkts[i]);
+        dst = write_record<F>(dst, pkts[i], caplen, ts_ns, t);
     }
     block.used += size.record_bytes;
     block.packets += size.kept;

@@ -23,10 +23,18 @@ inline void hand_off(WorkerQueue& q) {
     q.block = nullptr;
 }
 
+// A block from the writer's free ring, or nullptr when it has none. From here the worker
+// writes into it again: what it held is gone, also for dedup.
+inline WriteBlock* take_free_block(WorkerQueue& q) {
+    WriteBlock* block = q.stream->free_blocks.pop();
+    if (block != nullptr && q.dedup != nullptr) q.dedup->block_taken(*block);
+    return block;
+}
+
 // Delivers a pending rotation mark: on the current block, or on an empty one.
 inline void deliver_rotation(WorkerQueue& q) {
     if (q.block == nullptr) {
-        q.block = q.stream->free_blocks.pop();
+        q.block = take_free_block(q);
         if (q.block == nullptr) return;  // writer busy: retry at the next housekeeping
     }
     q.block->rotate_after = true;
@@ -53,7 +61,7 @@ inline WriteBlock* block_with_room(WorkerQueue& q, uint32_t need) {
         deliver_rotation(q);
         if (q.rotation_pending) return nullptr;
     }
-    q.block = q.stream->free_blocks.pop();
+    q.block = take_free_block(q);
     return q.block;
 }
 
@@ -97,6 +105,7 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
     const BurstSize size = measure_burst<F>(pkts, n, keep, policy->snaplen);
     uint32_t dropped = 0;
     WriteBlock* const current = q.block;
+    bool dedup_recorded = false;  // dedup's recorder saw every packet
     if (likely(current != nullptr && current->room() >= size.record_bytes)) {
         // Fast path: the whole burst fits the current block (every burst but the one
         // that fills a block).
@@ -105,27 +114,41 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
                 current->first_ts_ns = ts_ns;
                 current->first_tsc = now_tsc;
             }
-            append_burst<F>(*current, pkts, n, keep, policy->snaplen, ts_ns, size);
+            if (q.dedup != nullptr) {
+                append_burst<F>(*current, pkts, n, keep, policy->snaplen, ts_ns, size, q.dedup->recorder(ts_ns, current));
+                dedup_recorded = true;
+            } else {
+                append_burst<F>(*current, pkts, n, keep, policy->snaplen, ts_ns, size);
+            }
         }
     } else {
+        // The burst that fills a block: packet by packet, into this block and the next.
         for (uint16_t i = 0; i < n; ++i) {
             const rte_mbuf* m = pkts[i];
             if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
-            if (keep != nullptr && keep[i] == 0) continue;
-            const uint32_t caplen = record_caplen(m, kept_snaplen(keep, i, policy->snaplen));
-            WriteBlock* block = block_with_room(q, record_bytes<F>(caplen));
-            if (unlikely(block == nullptr)) {
-                ++dropped;
-                continue;
+            WriteBlock* block = nullptr;
+            const uint8_t* bytes = nullptr;
+            uint32_t caplen = 0;
+            if (keep == nullptr || keep[i] != 0) {
+                caplen = record_caplen(m, kept_snaplen(keep, i, policy->snaplen));
+                block = block_with_room(q, record_bytes<F>(caplen));
+                if (likely(block != nullptr)) {
+                    if (block->packets == 0) {
+                        block->first_ts_ns = ts_ns;
+                        block->first_tsc = now_tsc;
+                    }
+                    block->last_ts_ns = ts_ns;
+                    bytes = block->tail() + record_data_offset<F>;
+                    append_record<F>(*block, m, caplen, ts_ns);
+                } else {
+                    ++dropped;
+                }
             }
-            if (block->packets == 0) {
-                block->first_ts_ns = ts_ns;
-                block->first_tsc = now_tsc;
-            }
-            block->last_ts_ns = ts_ns;
-            append_record<F>(*block, m, caplen, ts_ns);
+            if (q.dedup != nullptr) q.dedup->recorder(ts_ns, block)(i, bytes, caplen, m);
         }
+        dedup_recorded = true;
     }
+    if (q.dedup != nullptr) end_dedup_burst(*q.dedup, dedup_recorded);  // before the mbufs go
     rte_pktmbuf_free_bulk(pkts, n);
 
     q.counters->rx_packets.add(n);

@@ -22,6 +22,10 @@ struct WriteBlock {
     // on-demand rotation) after this block, so the writer finalises the current file once
     // the block is written. A block may be empty and only carry this flag.
     bool rotate_after = false;
+    // The last duplicate-suppression record written into the block (capture/dedup.hpp),
+    // which forgets everything up to it when the worker takes the block again. Only the
+    // worker reads or writes it.
+    uint64_t dedup_last_seq = 0;
 
     uint32_t room() const { return capacity - used; }
     uint8_t* tail() { return data + used; }

@@ -101,9 +101,9 @@ Ipv6UpperLayer ipv6_upper_layer(const uint8_t* frame, uint32_t caplen, uint32_t 
 // and for fragments after the first (so those count under their address pair and
 // protocol). Two layouts, told apart by their length (the hash covers it):
 //
-//   IPv4 (16 bytes, most packets: short enough for XXH3's cheapest path): two 64-bit
-//        words, each end as address << 16 | port, the lower one first with the protocol
-//        in its top byte (an end takes 48 bits).
+//   IPv4 (16 bytes, most packets: one pair of words for capture/keyed_hash.hpp): two
+//        64-bit words, each end as address << 16 | port, the lower one first with the
+//        protocol in its top byte (an end takes 48 bits).
 //   IPv6 (40 bytes): version (6), protocol, port_lo, port_hi, 0 (16 bits), addr_lo,
 //        addr_hi (16 bytes each, as on the wire).
 //

@@ -245,13 +245,13 @@ capture:
     EXPECT_EQ(s.flow_cap_queues, 4u);
     EXPECT_EQ(s.dedup_queues, 8u);
     EXPECT_EQ(s.flow_table_bytes, 4ull * 65536 * 16);
-    EXPECT_EQ(s.dedup_table_bytes, 8ull * 16384 * 16);
+    EXPECT_EQ(s.dedup_table_bytes, 8ull * 16384 * 32);  // a 16-byte table entry and a 16-byte record
     EXPECT_EQ(plan->hugepage_bytes, base->hugepage_bytes + s.table_bytes());
     const std::string text = describe_plan(config, plan.value());
-    EXPECT_NE(text.find("; flow tables 4 × 65536 × 16 B = 4 MiB; dedup tables 8 × 16384 × 16 B = 2 MiB; hugepages_2m="),
+    EXPECT_NE(text.find("; flow tables 4 × 65536 × 16 B = 4 MiB; dedup tables 8 × 16384 × 32 B = 4 MiB; hugepages_2m="),
               std::string::npos)
         << text;
-    EXPECT_NE(text.find(" + flow/dedup tables 6.0 MiB"), std::string::npos) << text;
+    EXPECT_NE(text.find(" + flow/dedup tables 8.0 MiB"), std::string::npos) << text;
 }
 
 }  // namespace

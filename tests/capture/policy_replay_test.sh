@@ -8,9 +8,13 @@
 #      cut; the summary, manifest and metrics count the cut packets.
 #   2. flow cap by packets, then not written: the same checks, and the packets the cap kept
 #      out are counted as such (not as drops, not as filtered).
-#   3. dedup: the input with a copy injected after every 7th packet (every other copy with
-#      another TTL and IPv4 header checksum, or IPv6 hop limit): the files equal the input
-#      without the copies, in order, and exactly the injected number is counted.
+#   3. dedup: the input with a copy of every 7th packet, right after it (compared in the
+#      same burst) or, every other one, 100 packets later (compared with the original's
+#      record in the write block); every other copy with another TTL and IPv4 header
+#      checksum, or IPv6 hop limit. The files equal the input without the copies, in order,
+#      and exactly the injected number is counted. In the smallest write blocks (64 KiB),
+#      so that many bursts fill a block (the worker's packet-by-packet path) and many
+#      originals are in blocks already handed to the writer.
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 need_root
 need_hugepages 256
@@ -20,11 +24,11 @@ REF="$LINECAP_SRC/tests/tools/policy_reference.py"
 gen_pcap --count 3000 --mix --both-directions --flows 40 --seed 21 --out "$TEST_TMPDIR/in.pcap"
 total=3000
 
-# run NAME EXTRA_CAPTURE_YAML INPUT PACKETS: one daemon run over INPUT, until its one
-# worker received PACKETS packets; the files end in $TEST_TMPDIR/NAME, the log in
+# run NAME EXTRA_CAPTURE_YAML INPUT PACKETS [BLOCK_KB]: one daemon run over INPUT, until
+# its one worker received PACKETS packets; the files end in $TEST_TMPDIR/NAME, the log in
 # $TEST_TMPDIR/NAME.log.
 run() {
-    local name=$1 capture=$2 input=$3 packets=$4
+    local name=$1 capture=$2 input=$3 packets=$4 block_kb=${5:-256}
     mkdir "$TEST_TMPDIR/$name"
     METRICS_LISTEN=127.0.0.1:$(free_tcp_port)
     cat >"$TEST_TMPDIR/$name.yaml" <<YAML
@@ -40,7 +44,7 @@ output:
   directory: "$TEST_TMPDIR/$name"
   format: pcapng
   blocks_per_queue: 64
-  block_size_kb: 256
+  block_size_kb: $block_kb
   rotate: { size_mb: 1, interval_s: 0 }
   # Not under test here; their idle-priority threads would only slow the stop on a
   # loaded machine.
@@ -126,10 +130,10 @@ check_flowcap packets --packets 5 --snaplen-after 0
 
 # 3. Dedup. A 1 s window: the copies follow their originals at once, and a loaded machine
 # must not make the test depend on the worker never pausing for a millisecond.
-copies=$(python3 "$REF" dupes "$TEST_TMPDIR/in.pcap" "$TEST_TMPDIR/dupes.pcap" --every 7 --seed 5)
+copies=$(python3 "$REF" dupes "$TEST_TMPDIR/in.pcap" "$TEST_TMPDIR/dupes.pcap" --every 7 --later 100 --seed 5)
 run dedup '  dedup:
     enabled: true
-    window_us: 1000000' "$TEST_TMPDIR/dupes.pcap" $((total + copies))
+    window_us: 1000000' "$TEST_TMPDIR/dupes.pcap" $((total + copies)) 64
 pcap_compare same-order "$TEST_TMPDIR/in.pcap" "$TEST_TMPDIR/dedup.out.pcap" \
     || fail "dedup: the files are not the input without its injected copies"
 summary_of dedup | grep -q "$((total + copies)) packets reached the port, $total written, 0 filtered, .*also not written by policy: flow_cap=0 dedup=$copies\$" \

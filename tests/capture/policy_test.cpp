@@ -1,10 +1,11 @@
 // The capture policies after the filter, without a port: the direction-independent flow
-// key, the flow table (allowance, idle ageing, eviction), duplicate suppression's hash
-// (TTL / hop limit / IPv4 checksum ignored, nothing else) and table, and both passes over
-// a burst of fake mbufs as the worker runs them.
+// key, the flow table (allowance, idle ageing, eviction), duplicate suppression (TTL / hop
+// limit / IPv4 checksum ignored, nothing else; originals compared in the write block or
+// in the same burst) and its table, over bursts of fake mbufs as the worker runs them.
 #include <gtest/gtest.h>
 #include <rte_mbuf.h>
 
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -89,6 +90,9 @@ struct Burst {
     uint16_t size() const { return uint16_t(ptrs.size()); }
 };
 
+// The flow table's hash key of these tests (each queue draws its own).
+const KeyedHash kHash = KeyedHash::random();
+
 store::FlowKey key_of(const std::vector<uint8_t>& f) {
     store::FlowKey k;
     EXPECT_TRUE(store::flow_key(f.data(), uint32_t(f.size()), k));
@@ -106,7 +110,7 @@ TEST(FlowKey, IsTheSameForBothDirections) {
     const auto b = key_of(ipv4_frame(0xc6130002, 0xc6120001, 443, 40000, 60));
     EXPECT_EQ(a.size, store::FlowKey::kIpv4Size);
     EXPECT_EQ(key_bytes(a), key_bytes(b));
-    EXPECT_EQ(FlowTable::hash_key(a), FlowTable::hash_key(b));
+    EXPECT_EQ(FlowTable::hash_key(a, kHash), FlowTable::hash_key(b, kHash));
     // One address at both ends: the ports decide the order.
     EXPECT_EQ(key_bytes(key_of(ipv4_frame(0xc6120001, 0xc6120001, 40000, 443, 100))),
               key_bytes(key_of(ipv4_frame(0xc6120001, 0xc6120001, 443, 40000, 100))));
@@ -115,13 +119,13 @@ TEST(FlowKey, IsTheSameForBothDirections) {
     const auto v6b = key_of(ipv6_frame(2, 1, 80, 5000, 80));
     EXPECT_EQ(v6a.size, store::FlowKey::kIpv6Size);
     EXPECT_EQ(key_bytes(v6a), key_bytes(v6b));
-    EXPECT_EQ(FlowTable::hash_key(v6a), FlowTable::hash_key(v6b));
+    EXPECT_EQ(FlowTable::hash_key(v6a, kHash), FlowTable::hash_key(v6b, kHash));
 }
 
 // Every field of the flow counts: another protocol, address or port at either end is
 // another flow.
 TEST(FlowKey, EveryFieldCounts) {
-    const uint64_t h = FlowTable::hash_key(key_of(ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 100)));
+    const uint64_t h = FlowTable::hash_key(key_of(ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 100)), kHash);
     for (const auto& other : {ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 100, 6),
                               ipv4_frame(0xc6120002, 0xc6130002, 40000, 443, 100),
                               ipv4_frame(0xc6120001, 0xc6130003, 40000, 443, 100),
@@ -129,11 +133,11 @@ TEST(FlowKey, EveryFieldCounts) {
                               ipv4_frame(0xc6120001, 0xc6130002, 40000, 444, 100),
                               // the ends' ports swapped: not the reverse direction
                               ipv4_frame(0xc6120001, 0xc6130002, 443, 40000, 100)})
-        EXPECT_NE(FlowTable::hash_key(key_of(other)), h);
-    const uint64_t v6 = FlowTable::hash_key(key_of(ipv6_frame(1, 2, 5000, 80, 120)));
-    EXPECT_NE(FlowTable::hash_key(key_of(ipv6_frame(1, 3, 5000, 80, 120))), v6);
-    EXPECT_NE(FlowTable::hash_key(key_of(ipv6_frame(1, 2, 5001, 80, 120))), v6);
-    EXPECT_NE(FlowTable::hash_key(key_of(ipv6_frame(1, 2, 80, 5000, 120))), v6);
+        EXPECT_NE(FlowTable::hash_key(key_of(other), kHash), h);
+    const uint64_t v6 = FlowTable::hash_key(key_of(ipv6_frame(1, 2, 5000, 80, 120)), kHash);
+    EXPECT_NE(FlowTable::hash_key(key_of(ipv6_frame(1, 3, 5000, 80, 120)), kHash), v6);
+    EXPECT_NE(FlowTable::hash_key(key_of(ipv6_frame(1, 2, 5001, 80, 120)), kHash), v6);
+    EXPECT_NE(FlowTable::hash_key(key_of(ipv6_frame(1, 2, 80, 5000, 120)), kHash), v6);
 }
 
 // The key's bytes, as the table hashes them: every one set (IPv4: each end as address <<
@@ -270,39 +274,88 @@ TEST(FlowCap, CutsEveryPacketAfterTheAllowanceInBothDirections) {
     EXPECT_EQ(keep[6], 262144u);
 }
 
-uint64_t hash_of(const std::vector<uint8_t>& frame) {
-    Burst b({frame});
-    return dedup_hash(b.ptrs[0]);
-}
+// One queue's dedup and write block as the worker runs them: dedup over a burst, the kept
+// packets appended to the block (cut to keep_each when that is shorter), the records noted.
+class DedupRig {
+public:
+    explicit DedupRig(uint32_t entries = 1024, uint64_t window_ns = 1'000'000)
+        : memory_(DedupQueue::memory_bytes(entries) / sizeof(Line)), block_bytes_(256 << 10),
+          dedup(memory_.data(), entries, window_ns) {
+        block.data = block_bytes_.data();
+        block.capacity = uint32_t(block_bytes_.size());
+    }
+    // What dedup left of each packet (0: suppressed), and the outcome in `last`.
+    std::vector<uint64_t> run(const Burst& burst, uint64_t ts_ns, uint64_t keep_each = 262144) {
+        const uint16_t n = burst.size();
+        std::vector<uint64_t> keep(n, keep_each), scratch(n);
+        last = apply_dedup(dedup, burst.ptrs.data(), n, keep.data(), ts_ns, scratch.data());
+        const BurstSize size = measure_burst<FileFormat::pcap>(burst.ptrs.data(), n, keep.data(), 262144);
+        EXPECT_GE(block.room(), size.record_bytes);
+        append_burst<FileFormat::pcap>(block, burst.ptrs.data(), n, keep.data(), 262144, ts_ns, size, dedup.recorder(ts_ns, &block));
+        end_dedup_burst(dedup, true);
+        return keep;
+    }
+    // Whether `copy`, after `original` was written (in an earlier burst, or earlier in the
+    // same one), is taken for a copy. Each call starts from a new block, later than the
+    // window of every earlier call.
+    bool suppresses(const std::vector<uint8_t>& original, const std::vector<uint8_t>& copy, bool same_burst) {
+        block.reset();
+        dedup.block_taken(block);
+        ts_ += 10 * dedup.window_ns;
+        if (same_burst) return run(Burst({original, copy}), ts_)[1] == 0;
+        EXPECT_NE(run(Burst({original}), ts_)[0], 0u);
+        return run(Burst({copy}), ts_ + 1)[0] == 0;
+    }
+
+    WriteBlock block;
+    DedupOutcome last;
+
+private:
+    struct alignas(64) Line {
+        uint8_t bytes[64];
+    };
+    std::vector<Line> memory_;
+    std::vector<uint8_t> block_bytes_;
+    uint64_t ts_ = 1'000'000'000;
+
+public:
+    DedupQueue dedup;
+};
 
 TEST(Dedup, IgnoresTtlHopLimitAndIpv4ChecksumOnly) {
+    DedupRig rig;
     const auto original = ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 200);
     auto routed = original;
     routed[14 + 8] = 63;     // TTL
     routed[14 + 10] = 0x77;  // header checksum
     routed[14 + 11] = 0x88;
-    EXPECT_EQ(hash_of(original), hash_of(routed));
-    for (size_t at : {size_t(0), size_t(14 + 1), size_t(14 + 4), size_t(14 + 9), size_t(14 + 12), size_t(60), size_t(199)}) {
-        auto other = original;
-        other[at] ^= 1;
-        EXPECT_NE(hash_of(original), hash_of(other)) << "byte " << at;
-    }
-    const std::vector<uint8_t> shorter(original.begin(), original.end() - 1);
-    EXPECT_NE(hash_of(original), hash_of(shorter));
+    for (const bool same_burst : {false, true}) {
+        EXPECT_TRUE(rig.suppresses(original, original, same_burst));
+        EXPECT_TRUE(rig.suppresses(original, routed, same_burst));
+        for (size_t at : {size_t(0), size_t(14 + 1), size_t(14 + 4), size_t(14 + 9), size_t(14 + 12), size_t(60), size_t(199)}) {
+            auto other = original;
+            other[at] ^= 1;
+            EXPECT_FALSE(rig.suppresses(original, other, same_burst)) << "byte " << at;
+        }
+        const std::vector<uint8_t> shorter(original.begin(), original.end() - 1);
+        EXPECT_FALSE(rig.suppresses(original, shorter, same_burst));
 
-    const auto v6 = ipv6_frame(1, 2, 5000, 80, 120);
-    auto v6_routed = v6;
-    v6_routed[14 + 7] = 1;  // hop limit
-    EXPECT_EQ(hash_of(v6), hash_of(v6_routed));
-    auto v6_other = v6;
-    v6_other[14 + 6] = 17;
-    EXPECT_NE(hash_of(v6), hash_of(v6_other));
+        const auto v6 = ipv6_frame(1, 2, 5000, 80, 120);
+        auto v6_routed = v6;
+        v6_routed[14 + 7] = 1;  // hop limit
+        EXPECT_TRUE(rig.suppresses(v6, v6_routed, same_burst));
+        auto v6_other = v6;
+        v6_other[14 + 6] = 17;
+        EXPECT_FALSE(rig.suppresses(v6, v6_other, same_burst));
+    }
 }
 
-// Every byte counts except the ignored fields, at every size the hash treats differently
-// (runts, exactly the masked head, just past it, short and long XXH3 inputs) and with the
-// fields moved by VLAN tags.
+// Every byte counts except the ignored fields, at every size the comparison treats
+// differently (runts, exactly the hashed head, just past it, past its first 256-byte
+// piece) and with the fields moved by VLAN tags; against an original in the block and
+// one earlier in the same burst.
 TEST(Dedup, EveryOtherByteCountsAtEverySizeAndTagDepth) {
+    DedupRig rig;
     for (const size_t size : {size_t(42), size_t(60), size_t(64), size_t(65), size_t(300), size_t(1514)}) {
         for (const unsigned tags : {0u, 2u}) {
             for (const bool v6 : {false, true}) {
@@ -317,32 +370,48 @@ TEST(Dedup, EveryOtherByteCountsAtEverySizeAndTagDepth) {
                 const size_t l3 = 14 + 4 * tags;
                 f[l3 - 2] = v6 ? 0x86 : 0x08;  // the EtherType after the tags
                 f[l3 - 1] = v6 ? 0xdd : 0x00;
-                const uint64_t h = hash_of(f);
                 for (size_t at = 0; at < f.size(); ++at) {
                     auto g = f;
                     g[at] ^= 0x10;
                     const bool ignored = v6 ? at == l3 + 7 : (at == l3 + 8 || at == l3 + 10 || at == l3 + 11);
-                    if (ignored)
-                        EXPECT_EQ(hash_of(g), h) << "size " << size << " tags " << tags << " byte " << at;
-                    else
-                        EXPECT_NE(hash_of(g), h) << "size " << size << " tags " << tags << " byte " << at;
+                    for (const bool same_burst : {false, true})
+                        EXPECT_EQ(rig.suppresses(f, g, same_burst), ignored)
+                            << "size " << size << " tags " << tags << " byte " << at << (same_burst ? " same burst" : "");
                 }
             }
         }
     }
 }
 
-// A chained mbuf: the bytes of its further segments count too.
-TEST(Dedup, HashesEverySegment) {
+// A chained mbuf: the bytes of its further segments count too, whether the original is in
+// the block or is itself chained in the same burst.
+TEST(Dedup, ComparesEverySegment) {
     const auto frame = ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 1000);
-    Burst b({std::vector<uint8_t>(frame.begin(), frame.begin() + 600), std::vector<uint8_t>(frame.begin() + 600, frame.end())});
-    b.mbufs[0].next = &b.mbufs[1];
-    b.mbufs[0].nb_segs = 2;
-    b.mbufs[0].pkt_len = 1000;
-    const uint64_t h = dedup_hash(b.ptrs[0]);
-    EXPECT_EQ(dedup_hash(b.ptrs[0]), h);
-    b.buffers[1][RTE_PKTMBUF_HEADROOM + 399] ^= 1;
-    EXPECT_NE(dedup_hash(b.ptrs[0]), h);
+    const auto chained = [&](uint8_t flip) {
+        Burst b({std::vector<uint8_t>(frame.begin(), frame.begin() + 600),
+                 std::vector<uint8_t>(frame.begin() + 600, frame.end())});
+        b.mbufs[0].next = &b.mbufs[1];
+        b.mbufs[0].nb_segs = 2;
+        b.mbufs[0].pkt_len = 1000;
+        b.buffers[1][RTE_PKTMBUF_HEADROOM + 399] ^= flip;
+        b.ptrs.pop_back();  // one packet of two segments
+        return b;
+    };
+    DedupRig rig;
+    EXPECT_NE(rig.run(Burst({frame}), 1'000'000)[0], 0u);
+    EXPECT_EQ(rig.run(chained(0), 1'000'001)[0], 0u) << "a chained copy of a whole original";
+    EXPECT_NE(rig.run(chained(1), 1'000'002)[0], 0u) << "its last byte differs";
+
+    // In one burst: the original, a copy, then a packet differing in its last byte only.
+    DedupRig same;
+    Burst all = chained(0);
+    const Burst copy = chained(0), other = chained(1);
+    all.ptrs.push_back(copy.ptrs[0]);
+    all.ptrs.push_back(other.ptrs[0]);
+    const auto keep = same.run(all, 1'000'000);
+    EXPECT_NE(keep[0], 0u);
+    EXPECT_EQ(keep[1], 0u);
+    EXPECT_NE(keep[2], 0u);
 }
 
 TEST(Dedup, SuppressesCopiesWithinTheWindowOnly) {
@@ -350,49 +419,88 @@ TEST(Dedup, SuppressesCopiesWithinTheWindowOnly) {
     auto a_routed = a;
     a_routed[14 + 8] = 12;
     const auto b = ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 200, 17, 0xac);
-    Burst burst({a, b, a_routed, a});
-    std::vector<DedupTable::Bucket> memory(256);
-    DedupQueue dedup{DedupTable(memory), 1'000'000};
-    uint64_t keep[4] = {262144, 262144, 262144, 262144}, scratch[4];
-    const DedupOutcome first = apply_dedup(dedup, burst.ptrs.data(), 4, keep, 5'000'000'000, scratch);
-    EXPECT_EQ(first.suppressed, 2u);
-    EXPECT_EQ(first.saved_bytes, 400u);
-    EXPECT_EQ(keep[0], 262144u);
-    EXPECT_EQ(keep[1], 262144u);
-    EXPECT_EQ(keep[2], 0u);
-    EXPECT_EQ(keep[3], 0u);
+    const Burst burst({a, b, a_routed, a});
+    DedupRig rig;
+    const auto keep = rig.run(burst, 5'000'000'000);
+    EXPECT_EQ(rig.last.suppressed, 2u);
+    EXPECT_EQ(rig.last.saved_bytes, 400u);
+    EXPECT_EQ(keep, (std::vector<uint64_t>{262144, 262144, 0, 0}));
 
     // Within the window (measured from the written copy): still copies.
-    uint64_t keep2[4] = {262144, 262144, 262144, 262144};
-    EXPECT_EQ(apply_dedup(dedup, burst.ptrs.data(), 4, keep2, 5'001'000'000, scratch).suppressed, 4u);
+    rig.run(burst, 5'001'000'000);
+    EXPECT_EQ(rig.last.suppressed, 4u);
     // After it: written again, once.
-    uint64_t keep3[4] = {262144, 262144, 262144, 262144};
-    EXPECT_EQ(apply_dedup(dedup, burst.ptrs.data(), 4, keep3, 5'001'000'001, scratch).suppressed, 2u);
-    EXPECT_NE(keep3[0], 0u);
-    EXPECT_NE(keep3[1], 0u);
+    const auto again = rig.run(burst, 5'001'000'001);
+    EXPECT_EQ(rig.last.suppressed, 2u);
+    EXPECT_NE(again[0], 0u);
+    EXPECT_NE(again[1], 0u);
 }
 
-// A full bucket forgets its oldest packet (the first of equals), whichever way it is in;
-// a packet written again after the window keeps its own entry.
-TEST(DedupTable, AFullBucketForgetsItsOldest) {
-    std::vector<DedupTable::Bucket> memory(256);  // hashes equal in the low 8 bits share a bucket
-    DedupTable table(memory);
-    const uint64_t window = 1000;
-    const auto h = [](uint64_t n) { return (n << 32) | 1; };
-    // Written at 500, 100, 400, 300: the oldest is in the second way.
-    const uint64_t written[4] = {500, 100, 400, 300};
-    for (uint64_t w = 0; w < 4; ++w) EXPECT_FALSE(table.seen(h(w + 1), written[w], window));
-    EXPECT_FALSE(table.seen(h(9), 600, window));  // takes the entry written at 100
-    EXPECT_TRUE(table.seen(h(9), 601, window));
-    EXPECT_FALSE(table.seen(h(2), 602, window)) << "forgotten";
-    // h(2) took the entry written at 300 (h(4)), now the oldest.
-    EXPECT_TRUE(table.seen(h(1), 603, window));
-    EXPECT_TRUE(table.seen(h(3), 604, window));
-    EXPECT_FALSE(table.seen(h(4), 605, window)) << "forgotten";
-    // Outside its window a packet is written again, in its own entry: the others stay.
-    EXPECT_FALSE(table.seen(h(1), 1501, window));
-    EXPECT_TRUE(table.seen(h(1), 1502, window));
-    EXPECT_TRUE(table.seen(h(9), 1502, window));
+// Only a record still in its block and written whole is an original: a copy is written
+// when its original's block was reused since, when the original was cut, and when its
+// burst's records were never noted.
+TEST(Dedup, WritesACopyWhoseOriginalIsNotThereWhole) {
+    const auto a = ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 200);
+    DedupRig rig;
+    rig.run(Burst({a}), 1'000'000);
+    rig.dedup.block_taken(rig.block);  // the worker took the block from the writer again
+    EXPECT_NE(rig.run(Burst({a}), 1'000'001)[0], 0u);
+    EXPECT_EQ(rig.run(Burst({a}), 1'000'002)[0], 0u) << "the copy written above is the original now";
+
+    DedupRig cut;
+    EXPECT_EQ(cut.run(Burst({a}), 1'000'000, 100)[0], 100u);
+    EXPECT_NE(cut.run(Burst({a}), 1'000'001)[0], 0u);
+
+    DedupRig forgot;
+    uint64_t keep[1] = {262144}, scratch[1];
+    const Burst first({a});
+    apply_dedup(forgot.dedup, first.ptrs.data(), 1, keep, 1'000'000, scratch);  // never noted
+    EXPECT_NE(forgot.run(Burst({a}), 1'000'001)[0], 0u);
+}
+
+// The ring holds as many records as the table has entries: an entry whose record has
+// been given to a later packet names none; nor one whose block the worker took again.
+TEST(Dedup, ForgetsWhatTheRingOrTheBlocksNoLongerHold) {
+    DedupRig rig(1024);
+    rig.dedup.next_seq = 5000;
+    EXPECT_TRUE(rig.dedup.holds(4999));
+    EXPECT_TRUE(rig.dedup.holds(5000 - 1024));
+    EXPECT_FALSE(rig.dedup.holds(5000 - 1025));
+    EXPECT_FALSE(rig.dedup.holds(1));
+    WriteBlock earlier, later;
+    earlier.dedup_last_seq = 4500;
+    later.dedup_last_seq = 4200;  // handed back out of order: forgets nothing more
+    rig.dedup.block_taken(earlier);
+    rig.dedup.block_taken(later);
+    EXPECT_FALSE(rig.dedup.holds(4500));
+    EXPECT_TRUE(rig.dedup.holds(4501));
+    EXPECT_EQ(earlier.dedup_last_seq, 0u);
+}
+
+// The policies' hashes depend on the queue's key: the same input hashes differently on
+// another queue (and differently from the same words of another length).
+TEST(KeyedHash, DependsOnTheKeyAndTheLength) {
+    const KeyedHash a = KeyedHash::random(), b = KeyedHash::random();
+    const uint64_t x = 0x0123456789abcdefull, y = 0xfedcba9876543210ull;
+    EXPECT_EQ(a.finish(a.pair(0, x, y), 16), a.finish(a.pair(0, x, y), 16));
+    EXPECT_NE(a.finish(a.pair(0, x, y), 16), b.finish(b.pair(0, x, y), 16));
+    EXPECT_NE(a.finish(a.pair(0, x, y), 16), a.finish(a.pair(0, x, y), 17));
+    EXPECT_NE(a.finish(a.pair(0, x, y), 16), a.finish(a.pair(0, y, x), 16));
+    EXPECT_EQ(a.finish(0, 0) & 1, 1u);
+}
+
+// A full bucket forgets its oldest packet (the first of equals): a free entry first.
+TEST(DedupTable, ANewPacketTakesTheOldestEntry) {
+    const auto oldest = [](std::array<uint64_t, 4> seq) {
+        DedupTable::Bucket b{};
+        for (unsigned w = 0; w < 4; ++w) b.seq[w] = seq[w];
+        return DedupTable::oldest(b);
+    };
+    EXPECT_EQ(oldest({500, 100, 400, 300}), 1u);
+    EXPECT_EQ(oldest({500, 600, 400, 300}), 3u);
+    EXPECT_EQ(oldest({7, 0, 0, 9}), 1u);
+    EXPECT_EQ(oldest({0, 0, 0, 0}), 0u);
+    EXPECT_EQ(oldest({5, 6, 3, 3}), 2u);
 }
 
 }  // namespace

@@ -15,10 +15,11 @@ written independently of the daemon's code: its own pcap reader and its own L2-L
   stats FILE...
       Per flow, the bytes kept (captured bytes) and the packets cut (caplen < len), as
       JSON: {"flows": {KEY: [kept_bytes, cut]}, "packets": N, "cut": N}.
-  dupes IN.pcap OUT.pcap --every K --seed S
-      IN with a copy inserted after every K-th packet; every other copy of an IPv4 packet
-      has another TTL and header checksum, of an IPv6 packet another hop limit. Prints the
-      number of copies.
+  dupes IN.pcap OUT.pcap --every K --seed S [--later N]
+      IN with a copy of every K-th packet, right after it or, for every other copy with
+      --later, N packets later (in another burst than its original); every other copy of
+      an IPv4 packet has another TTL and header checksum, of an IPv6 packet another hop
+      limit. Prints the number of copies.
 """
 
 import argparse
@@ -144,8 +145,10 @@ def cmd_dupes(args):
     linktype, records = read_pcap(args.input)
     rng = random.Random(args.seed)
     out, copies, altered = [], 0, 0
+    later = {}  # input index -> the copies to insert after it
     for i, (sec, nsec, length, data) in enumerate(records):
         out.append((sec, nsec, length, data))
+        out.extend(later.pop(i, []))
         if (i + 1) % args.every:
             continue
         copy = bytearray(data)
@@ -159,8 +162,14 @@ def cmd_dupes(args):
             elif ethertype == 0x86DD and off + 8 <= len(copy):
                 copy[off + 7] = (copy[off + 7] - 1 - rng.randrange(8)) & 0xFF
                 altered += 1
-        out.append((sec, nsec + 100, length, bytes(copy)))
+        at = i + args.later if args.later and copies % 2 == 0 else i
+        if at == i:
+            out.append((sec, nsec + 100, length, bytes(copy)))
+        else:
+            later.setdefault(min(at, len(records) - 1), []).append((sec, nsec + 100, length, bytes(copy)))
         copies += 1
+    for i in sorted(later):  # the last packet's own copy
+        out.extend(later[i])
     write_pcap(args.output, linktype, out)
     print(copies)
     print(f"dupes: {copies} copies, {altered} with another TTL/checksum or hop limit", file=sys.stderr)
@@ -183,6 +192,7 @@ def main():
     du.add_argument("input")
     du.add_argument("output")
     du.add_argument("--every", type=int, default=10)
+    du.add_argument("--later", type=int, default=0)
     du.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     {"flowcap": cmd_flowcap, "stats": cmd_stats, "dupes": cmd_dupes}[args.mode](args)
