@@ -35,14 +35,16 @@ public:
     }
 
     // The hash of an input of `len` bytes whose pairs summed to `sum`. Never 0 (the
-    // policies' tables mark a free entry with 0).
+    // policies' tables mark a free entry with 0): the top bit is set, not the bottom one,
+    // which picks the bucket (set, it left half the buckets unused).
     uint64_t finish(uint64_t sum, uint32_t len) const {
         uint64_t h = sum + (len ^ key_[kWords]) * 0x9E3779B185EBCA87ull;
         h ^= h >> 37;
         h *= 0x165667919E3779F9ull;
         h ^= h >> 32;
-        return h | 1;
+        return h | kNeverZero;
     }
+    static constexpr uint64_t kNeverZero = uint64_t{1} << 63;
 
 private:
     uint64_t key_[kWords + 1] = {};  // the words', then the length's
