@@ -8,12 +8,12 @@
 // it and --print-plan shows it) and never grows: the worker allocates nothing.
 //
 // The table: `flows` entries in buckets of kWays (one 64-byte cache line each), indexed by
-// a 64-bit keyed hash (capture/keyed_hash.hpp) of the direction-independent store::FlowKey. An entry holds the
-// hash itself, the flow's count so far (saturating at 2^32 - 1) and when it was last seen.
-// Flows are told apart by the full 64-bit hash: two flows whose keys hash alike (about one
-// pair in 2^64 / flows) share one count. A flow not seen for idle_timeout starts over
-// (aged out lazily, by the burst timestamp the worker already has, when it or a new flow
-// meets its entry). A new flow takes its bucket's free or longest-idle entry; when all
+// a 64-bit hash of the direction-independent store::FlowKey, keyed at random per queue
+// (capture/keyed_hash.hpp). An entry holds the hash itself, the flow's count so far
+// (saturating at 2^32 - 1) and when it was last seen. Flows are told apart by the hash
+// (63 bits vary): two flows whose keys hash alike (about one pair in 2^63 / flows) share
+// one count. A flow not seen for idle_timeout starts over (aged out lazily, by the burst
+// timestamp the worker already has, when it or a new flow meets its entry). A new flow takes its bucket's free or longest-idle entry; when all
 // kWays are live, the least recently seen one is evicted (counted: flow_cap_evicted_flows)
 // and starts over if it comes back — a full table keeps more than the cap, never less.
 #pragma once

@@ -114,14 +114,15 @@ static inline BurstSize measure_burst(rte_mbuf* const* pkts, uint16_t n, const u
 template <FileFormat F>
 inline constexpr uint32_t record_data_offset = F == FileFormat::pcap ? sizeof(pcap::RecordHeader) : pcapng::kEpbHeaderSize;
 
-// Appends the kept packets of a burst, all stamped ts_ns. The caller has checked that the
-// block has room for measure_burst(...).record_bytes and set first_ts_ns on an empty block.
-// `on_record(i, bytes, caplen, m)` learns where packet i's bytes went (bytes == nullptr:
-// not written); capture/dedup.hpp's DedupRecorder remembers them, NoRecorder compiles away.
+// append_burst's default recorder: nobody asks where the packets went (compiles away).
 struct NoRecorder {
     void operator()(uint16_t, const uint8_t*, uint32_t, const rte_mbuf*) const {}
 };
 
+// Appends the kept packets of a burst, all stamped ts_ns. The caller has checked that the
+// block has room for measure_burst(...).record_bytes and set first_ts_ns on an empty block.
+// `on_record(i, bytes, caplen, m)` learns where each packet's bytes went (bytes == nullptr:
+// not written); capture/dedup.hpp's DedupRecorder remembers them.
 template <FileFormat F, class Recorder = NoRecorder>
 static inline void append_burst(WriteBlock& block, rte_mbuf* const* pkts, uint16_t n, const uint64_t* keep,
                                 uint32_t snaplen, uint64_t ts_ns, const BurstSize& size, Recorder on_record = {}) {
