@@ -289,8 +289,11 @@ BENCHMARK(BM_Filter)->Arg(1)->Arg(0);
 // apply_flow_cap and their tables are used, so this file also builds against older trees'
 // headers (bench/policy_cost.sh: before/after in one run), back to 6c5924c.
 // args: traffic (0: 64-byte frames, 1: IMIX-like 7:4:1 of 64, 590 and 1514 bytes, mean
-// 360; 2: 1514 bytes), flows (distinct source addresses cycled through: 2 stay in cache,
-// 65536 fill the flow table), copies (1: every other frame a copy).
+// 360; 2: 1514 bytes), flows (distinct source addresses cycled through, each seen once
+// per `flows` packets, in a table of 65536 entries: 2 stay in cache, 32768 fill half of it
+// (the sizing config/linecap.yaml advises), 65536 all of it: about one flow in five
+// finds its bucket full and is evicted each time it comes back), copies (1: every other
+// frame a copy).
 
 // Memory in huge pages where the kernel gives them (THP), zeroed.
 template <typename T>
@@ -469,12 +472,15 @@ void BM_CapturePolicies(benchmark::State& state) {
 BENCHMARK(BM_CapturePolicies)
     ->ArgNames({"traffic", "flows", "copies"})
     ->Args({0, 2, 0})
+    ->Args({0, 32768, 0})
     ->Args({0, 65536, 0})
     ->Args({1, 2, 0})
+    ->Args({1, 32768, 0})
     ->Args({1, 65536, 0})
+    ->Args({2, 32768, 0})
     ->Args({2, 65536, 0})
-    ->Args({1, 65536, 1})
-    ->Args({2, 65536, 1});
+    ->Args({1, 32768, 1})
+    ->Args({2, 32768, 1});
 
 // --- timestamps ----------------------------------------------------------------------------
 

@@ -17,8 +17,9 @@ cat "$TEST_TMPDIR/stdout" >&2
 # "| 64 B, 2 flows | this tree | 14.2 | 40.1 | +25.9 (2.82x) | ... | 3.1-3.2 |"
 num='-?[0-9]+\.[0-9]'
 cell="$num \| [+-][0-9]+\.[0-9] \([0-9]+\.[0-9]+x\)"
-for row in '64 B, 2 flows' '64 B, 65536 flows' 'IMIX, 2 flows' 'IMIX, 65536 flows' '1514 B, 65536 flows' \
-    'IMIX, 65536 flows, every other a copy' '1514 B, 65536 flows, every other a copy'; do
+for row in '64 B, 2 flows' '64 B, 32768 flows' '64 B, 65536 flows' 'IMIX, 2 flows' 'IMIX, 32768 flows' \
+    'IMIX, 65536 flows' '1514 B, 32768 flows' '1514 B, 65536 flows' 'IMIX, 32768 flows, every other a copy' \
+    '1514 B, 32768 flows, every other a copy'; do
     grep -Eq "^\| $row \| this tree \| $num \| $cell \| $cell \| $cell \| [0-9.]+-[0-9.]+ \|$" "$TEST_TMPDIR/stdout" \
         || fail "no row for $row with off, dedup, flow cap and both, delta and ratio"
 done
