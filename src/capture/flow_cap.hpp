@@ -13,9 +13,10 @@
 // (saturating at 2^32 - 1) and when it was last seen. Flows are told apart by the hash
 // (63 bits vary): two flows whose keys hash alike (about one pair in 2^63 / flows) share
 // one count. A flow not seen for idle_timeout starts over (aged out lazily, by the burst
-// timestamp the worker already has, when it or a new flow meets its entry). A new flow takes its bucket's free or longest-idle entry; when all
-// kWays are live, the least recently seen one is evicted (counted: flow_cap_evicted_flows)
-// and starts over if it comes back — a full table keeps more than the cap, never less.
+// timestamp the worker already has, when it or a new flow meets its entry). A new flow
+// takes its bucket's free or longest-idle entry; when all kWays are live, the least
+// recently seen one is evicted (counted: flow_cap_evicted_flows) and starts over if it
+// comes back — a full table keeps more than the cap, never less.
 #pragma once
 
 #include <rte_mbuf.h>

@@ -105,7 +105,7 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
     const BurstSize size = measure_burst<F>(pkts, n, keep, policy->snaplen);
     uint32_t dropped = 0;
     WriteBlock* const current = q.block;
-    bool dedup_recorded = false;  // dedup's recorder saw every packet
+    bool dedup_recorded = true;  // dedup's recorder saw every packet (not when nothing was appended)
     if (likely(current != nullptr && current->room() >= size.record_bytes)) {
         // Fast path: the whole burst fits the current block (every burst but the one
         // that fills a block).
@@ -114,12 +114,12 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
                 current->first_ts_ns = ts_ns;
                 current->first_tsc = now_tsc;
             }
-            if (q.dedup != nullptr) {
+            if (q.dedup != nullptr)
                 append_burst<F>(*current, pkts, n, keep, policy->snaplen, ts_ns, size, q.dedup->recorder(ts_ns, current));
-                dedup_recorded = true;
-            } else {
+            else
                 append_burst<F>(*current, pkts, n, keep, policy->snaplen, ts_ns, size);
-            }
+        } else {
+            dedup_recorded = false;
         }
     } else {
         // The burst that fills a block: packet by packet, into this block and the next.
@@ -146,7 +146,6 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
             }
             if (q.dedup != nullptr) q.dedup->recorder(ts_ns, block)(i, bytes, caplen, m);
         }
-        dedup_recorded = true;
     }
     if (q.dedup != nullptr) end_dedup_burst(*q.dedup, dedup_recorded);  // before the mbufs go
     rte_pktmbuf_free_bulk(pkts, n);

@@ -277,13 +277,12 @@ TEST(FlowCap, CutsEveryPacketAfterTheAllowanceInBothDirections) {
 
 // One queue's dedup and write block as the worker runs them: dedup over a burst, the kept
 // packets appended to the block (cut to keep_each when that is shorter), the records noted.
-class DedupRig {
-public:
+struct DedupRig {
     explicit DedupRig(uint32_t entries = 1024, uint64_t window_ns = 1'000'000)
-        : memory_(DedupQueue::memory_bytes(entries) / sizeof(Line)), block_bytes_(256 << 10),
-          dedup(memory_.data(), entries, window_ns) {
-        block.data = block_bytes_.data();
-        block.capacity = uint32_t(block_bytes_.size());
+        : memory(DedupQueue::memory_bytes(entries) / sizeof(Line)), block_bytes(256 << 10),
+          dedup(memory.data(), entries, window_ns) {
+        block.data = block_bytes.data();
+        block.capacity = uint32_t(block_bytes.size());
     }
     // What dedup left of each packet (0: suppressed), and the outcome in `last`.
     std::vector<uint64_t> run(const Burst& burst, uint64_t ts_ns, uint64_t keep_each = 262144) {
@@ -302,25 +301,21 @@ public:
     bool suppresses(const std::vector<uint8_t>& original, const std::vector<uint8_t>& copy, bool same_burst) {
         block.reset();
         dedup.block_taken(block);
-        ts_ += 10 * dedup.window_ns;
-        if (same_burst) return run(Burst({original, copy}), ts_)[1] == 0;
-        EXPECT_NE(run(Burst({original}), ts_)[0], 0u);
-        return run(Burst({copy}), ts_ + 1)[0] == 0;
+        ts += 10 * dedup.window_ns;
+        if (same_burst) return run(Burst({original, copy}), ts)[1] == 0;
+        EXPECT_NE(run(Burst({original}), ts)[0], 0u);
+        return run(Burst({copy}), ts + 1)[0] == 0;
     }
 
-    WriteBlock block;
-    DedupOutcome last;
-
-private:
     struct alignas(64) Line {
         uint8_t bytes[64];
     };
-    std::vector<Line> memory_;
-    std::vector<uint8_t> block_bytes_;
-    uint64_t ts_ = 1'000'000'000;
-
-public:
+    std::vector<Line> memory;  // before `dedup`, which is built on it
+    std::vector<uint8_t> block_bytes;
     DedupQueue dedup;
+    WriteBlock block;
+    DedupOutcome last;
+    uint64_t ts = 1'000'000'000;  // suppresses(): each call later than the last's window
 };
 
 TEST(Dedup, IgnoresTtlHopLimitAndIpv4ChecksumOnly) {
