@@ -2,14 +2,21 @@
 # bench/policy_cost.sh, shortest form: this build's linecap_micro, one run of 0.05 s per
 # row. Checks that every row (64 B, IMIX, 1514 B; unique, and with every other packet a
 # copy) has its off / dedup / flow cap / both cycles with the delta and ratio against off;
-# numbers are not judged here.
+# numbers are not judged here. In a git checkout, as the README quotes it: with --baseline
+# (HEAD, built from `git archive` into /var/cache/linecap-bench), both programs' rows.
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 micro=${LINECAP_BUILD:?}/bench/linecap_micro
 [[ -x $micro ]] || skip "no $micro (built with -Dbench=true and libbenchmark-dev)"
 make_tmpdir
 
+programs=("this tree") baseline=()
+if git -C "$LINECAP_SRC" rev-parse --verify -q HEAD >/dev/null 2>&1; then
+    programs+=(HEAD) baseline=(--baseline HEAD)
+else
+    log "not a git checkout: no --baseline run"
+fi
 rc=0
-LINECAP_MICRO=$micro "$LINECAP_SRC/bench/policy_cost.sh" --repeat 1 --min-time 0.05 --nice 0 \
+LINECAP_MICRO=$micro "$LINECAP_SRC/bench/policy_cost.sh" "${baseline[@]}" --repeat 1 --min-time 0.05 --nice 0 \
     >"$TEST_TMPDIR/stdout" 2>"$TEST_TMPDIR/stderr" || rc=$?
 show_on_failure "$TEST_TMPDIR/stderr"
 ((rc == 0)) || fail "policy_cost.sh exited $rc"
@@ -20,7 +27,9 @@ cell="$num \| [+-][0-9]+\.[0-9] \([0-9]+\.[0-9]+x\)"
 for row in '64 B, 2 flows' '64 B, 32768 flows' '64 B, 65536 flows' 'IMIX, 2 flows' 'IMIX, 32768 flows' \
     'IMIX, 65536 flows' '1514 B, 32768 flows' '1514 B, 65536 flows' 'IMIX, 32768 flows, every other a copy' \
     '1514 B, 32768 flows, every other a copy'; do
-    grep -Eq "^\| $row \| this tree \| $num \| $cell \| $cell \| $cell \| [0-9.]+-[0-9.]+ \|$" "$TEST_TMPDIR/stdout" \
-        || fail "no row for $row with off, dedup, flow cap and both, delta and ratio"
+    for program in "${programs[@]}"; do
+        grep -Eq "^\| $row \| $program \| $num \| $cell \| $cell \| $cell \| [0-9.]+-[0-9.]+ \|$" "$TEST_TMPDIR/stdout" \
+            || fail "no row for $row ($program) with off, dedup, flow cap and both, delta and ratio"
+    done
 done
-log "OK: every row has its four ways, deltas and ratios against off"
+log "OK: every row of ${programs[*]} has its four ways, deltas and ratios against off"
