@@ -90,6 +90,45 @@ Ipv6UpperLayer ipv6_upper_layer(const uint8_t* f, uint32_t caplen, uint32_t l3) 
     return u;
 }
 
+bool flow_key_walked(const uint8_t* f, uint32_t caplen, FlowKey& k) {
+    using namespace wire;
+    uint16_t type = 0;
+    uint32_t l3 = 0;
+    if (!link_layer(f, caplen, type, l3)) return false;
+    uint32_t ports = 0;  // as loaded: source in the first two bytes, destination in the next
+    if (type == kEtherIPv4) {
+        if (uint64_t{l3} + 20 > caplen) return false;
+        const uint8_t* ip = f + l3;
+        const uint64_t l4 = uint64_t{l3} + 4u * (ip[0] & 0x0f);
+        if (ipv4_has_ports(ip) && l4 + 4 <= caplen) ports = load32(f + l4);
+        ipv4_flow_key(ip, ports, k);
+        return true;
+    }
+    if (type != kEtherIPv6 || uint64_t{l3} + 40 > caplen) return false;
+    struct Head {  // the IPv6 key's first 8 bytes
+        uint8_t version, proto;
+        uint16_t port_lo, port_hi, zero;
+    };
+    Head h{};
+    h.version = 6;
+    const Ipv6UpperLayer upper = ipv6_upper_layer(f, caplen, l3);
+    h.proto = upper.complete ? upper.proto : f[l3 + 6];
+    if (upper.complete && upper.first_fragment && has_ports(upper.proto) && upper.offset + 4 <= caplen)
+        ports = load32(f + upper.offset);
+    const uint16_t sport = static_cast<uint16_t>(ports), dport = static_cast<uint16_t>(ports >> 16);
+    const uint64_t src[2] = {load64(f + l3 + 8), load64(f + l3 + 16)};
+    const uint64_t dst[2] = {load64(f + l3 + 24), load64(f + l3 + 32)};
+    const bool src_lower = src[0] != dst[0] ? src[0] < dst[0] : src[1] != dst[1] ? src[1] < dst[1] : sport <= dport;
+    h.port_lo = src_lower ? sport : dport;
+    h.port_hi = src_lower ? dport : sport;
+    const uint64_t* lo = src_lower ? src : dst;
+    const uint64_t* hi = src_lower ? dst : src;
+    static_assert(sizeof(Head) == 8);
+    k.words = {std::bit_cast<uint64_t>(h), lo[0], lo[1], hi[0], hi[1]};
+    k.size = FlowKey::kIpv6Size;
+    return true;
+}
+
 void extract_keys(const uint8_t* f, uint32_t caplen, PacketKeys& k) {
     k.clear();
     uint16_t type = 0;

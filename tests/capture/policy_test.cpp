@@ -141,18 +141,30 @@ TEST(FlowKey, EveryFieldCounts) {
     EXPECT_NE(FlowTable::hash_key(key_of(ipv6_frame(1, 2, 80, 5000, 120)), kHash), v6);
 }
 
-// The key's bytes, as the table hashes them: every one set (IPv4: each end as address <<
-// 16 | port, the lower first, the protocol in its top byte; IPv6: version, protocol,
-// ports, addresses), the same key behind VLAN tags, so a flow seen tagged in one
-// direction and untagged in the other is one flow.
+// An IPv4 end as the key holds it: the address's and port's wire bytes as loaded.
+uint64_t loaded_end(uint32_t address, uint16_t port) {
+    const uint8_t wire[6] = {uint8_t(address >> 24), uint8_t(address >> 16), uint8_t(address >> 8), uint8_t(address),
+                             uint8_t(port >> 8), uint8_t(port)};
+    uint32_t a;
+    uint16_t p;
+    std::memcpy(&a, wire, sizeof a);
+    std::memcpy(&p, wire + 4, sizeof p);
+    return uint64_t{a} << 16 | p;
+}
+
+// The key's bytes, as the table hashes them: every one set (IPv4: each end as its wire
+// bytes loaded, the lower first, the protocol in the first word's top byte; IPv6: version,
+// protocol, ports, addresses), the same key behind VLAN tags and IPv4 options (the walked
+// layouts), so a flow seen tagged in one direction and untagged in the other is one flow.
 TEST(FlowKey, SetsEveryByte) {
     const auto f = ipv4_frame(0xc6130002, 0xc6120001, 443, 40000, 100, 6);
     store::FlowKey k;
     std::memset(static_cast<void*>(&k), 0x5a, sizeof k);
     ASSERT_TRUE(store::flow_key(f.data(), uint32_t(f.size()), k));
     ASSERT_EQ(k.size, 16u);
-    EXPECT_EQ(k.words[0], (uint64_t{6} << 56) | (uint64_t{0xc6120001} << 16) | 40000);
-    EXPECT_EQ(k.words[1], (uint64_t{0xc6130002} << 16) | 443);
+    const uint64_t src = loaded_end(0xc6130002, 443), dst = loaded_end(0xc6120001, 40000);
+    EXPECT_EQ(k.words[0], (uint64_t{6} << 56) | std::min(src, dst));
+    EXPECT_EQ(k.words[1], std::max(src, dst));
 
     auto tagged = f;
     const uint8_t tag[] = {0x81, 0x00, 0x00, 0x07};
@@ -161,10 +173,18 @@ TEST(FlowKey, SetsEveryByte) {
     ASSERT_TRUE(store::flow_key(tagged.data(), uint32_t(tagged.size()), t));
     EXPECT_EQ(key_bytes(k), key_bytes(t));
 
+    // IPv4 options (the header's length from its first byte): the ports after them.
+    auto options = f;
+    options[14] = 0x46;
+    const uint8_t nops[4] = {1, 1, 1, 1};
+    options.insert(options.begin() + 14 + 20, nops, nops + 4);
+    EXPECT_EQ(key_bytes(key_of(options)), key_bytes(k));
+
     // A fragment after the first: no ports, the address pair and protocol only.
     auto fragment = f;
     fragment[14 + 7] = 0x10;
-    EXPECT_EQ(key_of(fragment).words[0], (uint64_t{6} << 56) | (uint64_t{0xc6120001} << 16));
+    EXPECT_EQ(key_of(fragment).words[0],
+              (uint64_t{6} << 56) | std::min(loaded_end(0xc6130002, 0), loaded_end(0xc6120001, 0)));
 
     const auto v6 = ipv6_frame(2, 1, 443, 40000, 100);
     store::FlowKey k6;
@@ -174,7 +194,8 @@ TEST(FlowKey, SetsEveryByte) {
     const uint8_t lo[16] = {0x20, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     const uint8_t hi[16] = {0x20, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
     std::vector<uint8_t> expected = {6, 6, 0, 0, 0, 0, 0, 0};
-    const uint16_t ports[2] = {40000, 443};  // the lower address's end (the destination) first
+    // 40000, 443 as on the wire: the lower address's end (the destination) first
+    const uint8_t ports[4] = {0x9c, 0x40, 0x01, 0xbb};
     std::memcpy(expected.data() + 2, ports, sizeof ports);
     expected.insert(expected.end(), lo, lo + 16);
     expected.insert(expected.end(), hi, hi + 16);
