@@ -69,18 +69,23 @@ std::vector<uint8_t> ipv6_frame(uint8_t src_last, uint8_t dst_last, uint16_t spo
     return f;
 }
 
-// Single-segment mbufs over the frames (what the policies read: buf_addr, data_off,
-// data_len, pkt_len, next).
+// Single-segment mbufs over the frames (what the policies read: buf_addr, buf_len,
+// data_off, data_len, pkt_len, next). Each buffer goes on for kTail bytes after its frame,
+// different in every Burst: nothing there may count.
 struct Burst {
+    static constexpr size_t kTail = 64;
     std::vector<std::vector<uint8_t>> buffers;
     std::vector<rte_mbuf> mbufs;
     std::vector<rte_mbuf*> ptrs;
     explicit Burst(const std::vector<std::vector<uint8_t>>& frames) : buffers(frames.size()), mbufs(frames.size()) {
+        static uint8_t garbage = 0;
         for (size_t i = 0; i < frames.size(); ++i) {
             buffers[i].assign(RTE_PKTMBUF_HEADROOM, 0);
             buffers[i].insert(buffers[i].end(), frames[i].begin(), frames[i].end());
+            for (size_t k = 0; k < kTail; ++k) buffers[i].push_back(uint8_t(++garbage * 37));
             std::memset(&mbufs[i], 0, sizeof(rte_mbuf));
             mbufs[i].buf_addr = buffers[i].data();
+            mbufs[i].buf_len = uint16_t(buffers[i].size());
             mbufs[i].data_off = RTE_PKTMBUF_HEADROOM;
             mbufs[i].data_len = uint16_t(frames[i].size());
             mbufs[i].pkt_len = uint32_t(frames[i].size());
@@ -397,6 +402,24 @@ TEST(Dedup, EveryOtherByteCountsAtEverySizeAndTagDepth) {
                 }
             }
         }
+    }
+}
+
+// The smallest frames end inside the hashed head: their hash is read in place, what
+// follows them in the buffer masked off, and equals the hash of the same frame at the very
+// end of its buffer (copied out). Any byte of the frame still changes it.
+TEST(Dedup, HashesTheHeadOfShortFramesInPlace) {
+    const KeyedHash hash = KeyedHash::random();
+    for (const size_t size : {size_t(57), size_t(60), size_t(63)}) {
+        const auto f = ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, size);
+        Burst a({f}), b({f}), at_end({f});
+        at_end.mbufs[0].buf_len = uint16_t(RTE_PKTMBUF_HEADROOM + size);
+        const uint64_t h = dedup_head_hash(a.ptrs[0], hash);
+        EXPECT_EQ(dedup_head_hash(b.ptrs[0], hash), h) << size;
+        EXPECT_EQ(dedup_head_hash(at_end.ptrs[0], hash), h) << size;
+        auto g = f;
+        g[size - 1] ^= 1;
+        EXPECT_NE(dedup_head_hash(Burst({g}).ptrs[0], hash), h) << size;
     }
 }
 
