@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -67,9 +68,9 @@ std::vector<uint8_t> udp_frame(size_t size, uint16_t dport) {
     return f;
 }
 
-// Fake single-segment mbufs over plain memory (what copy and JIT read: buf_addr, data_off,
-// data_len, pkt_len, next). Laid out 2 KiB apart like a mempool's, so a burst touches as
-// many distinct lines as a real one.
+// Fake single-segment mbufs over plain memory (what copy and JIT read: buf_addr, buf_len,
+// data_off, data_len, pkt_len, next). Laid out 2 KiB apart like a mempool's, so a burst
+// touches as many distinct lines as a real one.
 struct FakeBurst {
     std::vector<rte_mbuf> mbufs;
     BlockMem data;
@@ -84,6 +85,7 @@ struct FakeBurst {
             uint8_t* buf = data.get() + i * 2048;
             std::memcpy(buf + RTE_PKTMBUF_HEADROOM, frame.data(), std::min<size_t>(frame.size(), 2048 - RTE_PKTMBUF_HEADROOM));
             mbufs[i].buf_addr = buf;
+            mbufs[i].buf_len = 2048;
             mbufs[i].data_off = RTE_PKTMBUF_HEADROOM;
             mbufs[i].data_len = uint16_t(frame.size());
             mbufs[i].pkt_len = uint32_t(frame.size());
@@ -274,24 +276,31 @@ BENCHMARK(BM_Filter)->Arg(1)->Arg(0);
 
 // --- capture policies: duplicate suppression and per-flow caps, on vs off ------------------
 //
-// The worker's per-burst work after rx (no filter), four ways on the same burst in every
-// iteration: off = measure_burst + append_burst; dedup, flow cap, both = the same after
-// apply_dedup and/or apply_flow_cap, as capture_burst runs them (each way with its own
-// tables). Each is timed with the TSC per burst and its median reported, and the policies'
-// rows as the difference from and the ratio to the off row of the same run: the machine
-// these run on is shared, absolute numbers move with its load, same-run differences much
-// less. The order of the four rotates from one iteration to the next.
-// Frames are unique (a counter in the payload: dedup finds no copy) and the allowance is
-// never reached (nothing is cut): what is measured is the price of looking, which every
-// packet pays. With copies, every other frame is the one before with another TTL (a SPAN
-// port's duplicate): dedup compares and does not write it, off writes both. The tables
-// are in (transparent) huge pages, as the daemon's are in hugepages. Only apply_dedup /
-// apply_flow_cap and their tables are used, so this file also builds against older trees'
-// headers (bench/policy_cost.sh: before/after in one run), back to 6c5924c.
-// args: traffic (0: 64-byte frames, 1: IMIX-like 7:4:1 of 64, 590 and 1514 bytes, mean
-// 360; 2: 1514 bytes), flows (distinct source addresses cycled through, each seen once
-// per `flows` packets, in a table of 65536 entries: 2 stay in cache, 32768 fill half of it
-// (the sizing config/linecap.yaml advises), 65536 all of it: about one flow in five
+// The worker's per-burst work after rx (no filter), four ways: off = measure_burst +
+// append_burst; dedup, flow cap, both = the same after apply_dedup and/or apply_flow_cap,
+// as capture_burst runs them (each way with its own tables). Each burst is timed with the
+// TSC and each way's median reported, and the policies' rows as the difference from and
+// the ratio to the off row of the same run: the machine these run on is shared, absolute
+// numbers move with its load, same-run differences much less. The ways take turns of
+// kStretch bursts: a worker runs one of them, so its tables alone share the caches with
+// its blocks (when the four ran on every burst, each way's table misses were largely the
+// other ways' doing: the flow cap of e95cf9d with its table full cost +43 to +47 cycles
+// per packet that way, +29 to +34 in turns), and a turn lasts about a millisecond, short
+// beside the machine's drifts in speed.
+// Each packet goes one way or the other at random (a queue sees both directions of its
+// flows interleaved: symmetric RSS). Frames are unique (a counter in the payload: dedup
+// finds no copy) and the allowance is never reached (nothing is cut): what is measured is
+// the price of looking, which every packet pays. With copies, every other frame is the one
+// before with another TTL (a SPAN port's duplicate): dedup compares and does not write it,
+// off writes both. The tables are in (transparent) huge pages, as the daemon's are in
+// hugepages. Only apply_dedup / apply_flow_cap and their tables are used, so this file
+// also builds against older trees' headers (bench/policy_cost.sh: before/after in one
+// run), back to 6c5924c.
+// args: traffic (frame sizes as the mbuf holds them, without the FCS the NIC strips: 0: 60
+// bytes, the smallest frame, 64 on the wire; 1: IMIX-like 7:4:1 of 60, 590 and 1514 bytes,
+// mean 358; 2: 1514 bytes), flows (distinct client addresses cycled through, each seen
+// once per `flows` packets, in a table of 65536 entries: 2 stay in cache, 32768 fill half
+// of it (the sizing config/linecap.yaml advises), 65536 all of it: about one flow in five
 // finds its bucket full and is evicted each time it comes back), copies (1: every other
 // frame a copy).
 
@@ -374,14 +383,15 @@ void BM_CapturePolicies(benchmark::State& state) {
     const int traffic = int(state.range(0));
     const uint32_t flows = uint32_t(state.range(1));
     const bool copies = state.range(2) != 0;
-    static constexpr size_t kImix[12] = {64, 590, 64, 64, 1514, 64, 590, 64, 64, 590, 64, 590};
+    static constexpr size_t kImix[12] = {60, 590, 60, 60, 1514, 60, 590, 60, 60, 590, 60, 590};
     FakeBurst burst(kBurst, [&](size_t i) {
-        return traffic == 0 ? 64 : traffic == 2 ? 1514 : kImix[(copies ? i / 2 : i) % 12];
+        return traffic == 0 ? 60 : traffic == 2 ? 1514 : kImix[(copies ? i / 2 : i) % 12];
     });
     CycledBlock cycled(32u << 20);
     WriteBlock& block = cycled.block;
 
     enum Mode { kOff, kDedup, kCap, kBoth, kModes };
+    constexpr uint64_t kStretch = 256;  // bursts in a row one way
     struct Tables {
         decltype(dedup_memory<DedupQueue>(0)) dedup_memory = ::linecap::dedup_memory<DedupQueue>(16384);
         decltype(table_memory<FlowTable>(0)) flow_memory = table_memory<FlowTable>(65536);
@@ -397,6 +407,7 @@ void BM_CapturePolicies(benchmark::State& state) {
 
     uint64_t ts = 1'700'000'000'000'000'000ull;
     uint64_t items = 0, seq = 0, iteration = 0;
+    std::minstd_rand direction(1);
     std::vector<uint32_t> cycles[kModes];  // per burst
     uint64_t keep[kBurst], scratch[kBurst];
     // dedup: the queue of a way with dedup on (its records written, and forgotten when the
@@ -423,25 +434,33 @@ void BM_CapturePolicies(benchmark::State& state) {
                 f[14 + 8] -= 1;  // one router further
                 continue;
             }
-            const uint32_t src = 0xc6120000u + uint32_t(seq % flows);
-            f[26] = uint8_t(src >> 24), f[27] = uint8_t(src >> 16), f[28] = uint8_t(src >> 8), f[29] = uint8_t(src);
+            // The flow's client end, then its direction: the ends (address and port) swapped
+            // for about every other packet, at random.
+            const uint32_t client = 0xc6120000u + uint32_t(seq % flows);
+            const uint16_t service = i % 2 ? 53 : 443;
+            const uint8_t ends[2][6] = {
+                {uint8_t(client >> 24), uint8_t(client >> 16), uint8_t(client >> 8), uint8_t(client), 0x30, 0x39},
+                {198, 19, 0, 1, uint8_t(service >> 8), uint8_t(service)}};
+            const bool reply = direction() & 1;
+            std::memcpy(f + 26, ends[reply], 4);
+            std::memcpy(f + 30, ends[!reply], 4);
+            std::memcpy(f + 34, ends[reply] + 4, 2);
+            std::memcpy(f + 36, ends[!reply] + 4, 2);
             std::memcpy(f + 42, &seq, sizeof seq);
             ++seq;
         }
-        for (int k = 0; k < kModes; ++k) {
-            const int mode = int((iteration + k) % kModes);
-            Tables& t = *tables[mode];
-            const uint64_t t0 = rte_rdtsc();
-            if (mode == kOff) {
-                append(nullptr);
-            } else {
-                for (unsigned i = 0; i < kBurst; ++i) keep[i] = 262144;
-                if (mode != kCap) benchmark::DoNotOptimize(apply_dedup(t.dedup, burst.ptrs.data(), kBurst, keep, ts, scratch));
-                if (mode != kDedup) benchmark::DoNotOptimize(apply_flow_cap(t.cap, burst.ptrs.data(), kBurst, keep, ts, scratch));
-                append(keep, mode == kCap ? nullptr : &t.dedup);
-            }
-            cycles[mode].push_back(uint32_t(std::min<uint64_t>(rte_rdtsc() - t0, UINT32_MAX)));
+        const int mode = int(iteration / kStretch % kModes);
+        Tables& t = *tables[mode];
+        const uint64_t t0 = rte_rdtsc();
+        if (mode == kOff) {
+            append(nullptr);
+        } else {
+            for (unsigned i = 0; i < kBurst; ++i) keep[i] = 262144;
+            if (mode != kCap) benchmark::DoNotOptimize(apply_dedup(t.dedup, burst.ptrs.data(), kBurst, keep, ts, scratch));
+            if (mode != kDedup) benchmark::DoNotOptimize(apply_flow_cap(t.cap, burst.ptrs.data(), kBurst, keep, ts, scratch));
+            append(keep, mode == kCap ? nullptr : &t.dedup);
         }
+        cycles[mode].push_back(uint32_t(std::min<uint64_t>(rte_rdtsc() - t0, UINT32_MAX)));
         ++iteration;
         ts += 1000;
         items += kBurst;
@@ -464,8 +483,8 @@ void BM_CapturePolicies(benchmark::State& state) {
         state.counters[std::string(names[w]) + "_ratio"] = off > 0 ? on / off : 0;
     }
     state.counters["load1"] = (load_before + load_average()) / 2;
-    state.SetItemsProcessed(int64_t(items) * kModes);
-    state.SetLabel(std::string(traffic == 0 ? "64 B" : traffic == 2 ? "1514 B" : "IMIX") + ", " +
+    state.SetItemsProcessed(int64_t(items));
+    state.SetLabel(std::string(traffic == 0 ? "60 B" : traffic == 2 ? "1514 B" : "IMIX") + ", " +
                    std::to_string(flows) + " flows" + (copies ? ", every other a copy" : "") +
                    "; cycles/packet, delta and ratio vs off");
 }

@@ -4,11 +4,13 @@
 # unique or with every other packet a copy, delta and ratio against the off row of the same
 # run), optionally before/after in one run:
 #
-#   bench/policy_cost.sh [--baseline REV] [--repeat N] [--cpu C] [--nice N] [--min-time S]
+#   bench/policy_cost.sh [--baseline REV] [--repeat N] [--cpu C] [--nice N] [--min-time S] [--rows REGEX]
 #
 # This tree's linecap_micro is built in $LINECAP_BUILD (default build-bench/), or
 # $LINECAP_MICRO names one already built. --min-time: seconds per benchmark and run
-# (Google Benchmark's --benchmark_min_time; default 0.5). With
+# (Google Benchmark's --benchmark_min_time; default 0.5). --rows: only the rows whose
+# benchmark name matches (Google Benchmark's filter after BM_CapturePolicies/, e.g.
+# 'traffic:2/flows:32768/copies:0' for 1514 B at half the table). With
 # --baseline, the same micro.cpp is also built against REV's sources (git archive of REV,
 # built once into /var/cache/linecap-bench/policy-REVHASH): the benchmark only calls
 # apply_dedup / apply_flow_cap and their tables, so the two programs differ only in the
@@ -21,7 +23,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${LINECAP_BUILD:-$ROOT/build-bench}
-baseline='' repeat=3 cpu=$(($(nproc) - 1)) niceness=-5 min_time=0.5
+baseline='' repeat=3 cpu=$(($(nproc) - 1)) niceness=-5 min_time=0.5 rows=''
 while [[ $# -gt 0 ]]; do
     case $1 in
         --baseline) baseline=$2; shift 2 ;;
@@ -29,7 +31,8 @@ while [[ $# -gt 0 ]]; do
         --cpu) cpu=$2; shift 2 ;;
         --nice) niceness=$2; shift 2 ;;
         --min-time) min_time=$2; shift 2 ;;
-        *) echo "usage: bench/policy_cost.sh [--baseline REV] [--repeat N] [--cpu C] [--nice N] [--min-time S]" >&2; exit 2 ;;
+        --rows) rows=$2; shift 2 ;;
+        *) echo "usage: bench/policy_cost.sh [--baseline REV] [--repeat N] [--cpu C] [--nice N] [--min-time S] [--rows REGEX]" >&2; exit 2 ;;
     esac
 done
 log() { printf '[%s policy_cost] %s\n' "$(date +%T)" "$*" >&2; }
@@ -66,7 +69,7 @@ for ((r = 1; r <= repeat; r++)); do
     for p in "${!programs[@]}"; do
         name=${programs[p]%%=*} bin=${programs[p]#*=}
         log "round $r: $name"
-        nice -n "$niceness" taskset -c "$cpu" "$bin" --benchmark_filter=BM_CapturePolicies \
+        nice -n "$niceness" taskset -c "$cpu" "$bin" --benchmark_filter="BM_CapturePolicies/$rows" \
             --benchmark_min_time="$min_time" --benchmark_format=json --benchmark_out_format=json --benchmark_out="$out/$p-$r.json" >/dev/null
     done
 done

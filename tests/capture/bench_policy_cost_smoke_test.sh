@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/policy_cost.sh, shortest form: this build's linecap_micro, one run of 0.05 s per
-# row. Checks that every row (64 B, IMIX, 1514 B; unique, and with every other packet a
+# row. Checks that every row (60 B, IMIX, 1514 B; unique, and with every other packet a
 # copy) has its off / dedup / flow cap / both cycles with the delta and ratio against off;
 # numbers are not judged here. In a git checkout, as the README quotes it: with --baseline
 # (HEAD, built from `git archive` into /var/cache/linecap-bench), both programs' rows.
@@ -21,10 +21,10 @@ LINECAP_MICRO=$micro "$LINECAP_SRC/bench/policy_cost.sh" "${baseline[@]}" --repe
 show_on_failure "$TEST_TMPDIR/stderr"
 ((rc == 0)) || fail "policy_cost.sh exited $rc"
 cat "$TEST_TMPDIR/stdout" >&2
-# "| 64 B, 2 flows | this tree | 14.2 | 40.1 | +25.9 (2.82x) | ... | 3.1-3.2 |"
+# "| 60 B, 2 flows | this tree | 14.2 | 40.1 | +25.9 (2.82x) | ... | 3.1-3.2 |"
 num='-?[0-9]+\.[0-9]'
 cell="$num \| [+-][0-9]+\.[0-9] \([0-9]+\.[0-9]+x\)"
-for row in '64 B, 2 flows' '64 B, 32768 flows' '64 B, 65536 flows' 'IMIX, 2 flows' 'IMIX, 32768 flows' \
+for row in '60 B, 2 flows' '60 B, 32768 flows' '60 B, 65536 flows' 'IMIX, 2 flows' 'IMIX, 32768 flows' \
     'IMIX, 65536 flows' '1514 B, 32768 flows' '1514 B, 65536 flows' 'IMIX, 32768 flows, every other a copy' \
     '1514 B, 32768 flows, every other a copy'; do
     for program in "${programs[@]}"; do
