@@ -131,6 +131,19 @@ consteval HeadMasks make_head_masks() {
 }
 inline constexpr HeadMasks kHeadMasks = make_head_masks();
 
+// The head's 8-byte words a mask can clear bytes in, [kFirstMaskedWord, kEndMaskedWord):
+// the IPv6 hop limit without tags is byte 21, the IPv4 checksum behind four tags ends at
+// byte 41. The other words are hashed as they are, with no mask to load.
+inline constexpr unsigned kFirstMaskedWord = 2, kEndMaskedWord = 6;
+consteval bool masks_only_masked_words() {
+    for (const auto& kind : kHeadMasks.bytes)
+        for (const auto& place : kind)
+            for (unsigned k = 0; k < kDedupHeadBytes; ++k)
+                if ((k < 8 * kFirstMaskedWord || k >= 8 * kEndMaskedWord) && place[k] != 0xff) return false;
+    return true;
+}
+static_assert(masks_only_masked_words());
+
 // The mask of the head of a packet whose first segment is `data`, `len` bytes.
 inline const uint8_t* head_mask(const uint8_t* data, uint32_t len) {
     using store::wire::load16, store::wire::loaded16;
@@ -191,9 +204,10 @@ inline uint64_t dedup_head_hash(const rte_mbuf* m, const KeyedHash& hash) {
         std::memcpy(runt, data, std::min(first, kDedupHeadBytes));
         data = runt;
     }
-    const auto word = [&](unsigned k) {
+    const auto word = [&](unsigned k) {  // k is a constant: the test folds away
         uint64_t w, keep;
         std::memcpy(&w, data + 8 * k, 8);
+        if (k < dedup_detail::kFirstMaskedWord || k >= dedup_detail::kEndMaskedWord) return w;
         std::memcpy(&keep, mask + 8 * k, 8);
         return w & keep;
     };
@@ -266,7 +280,8 @@ struct DedupQueue {
           window_ns(window) {}
 
     // Whether the record of the packet with sequence number `seq` is still there: neither
-    // given to a later packet by the ring nor in a block taken again since.
+    // given to a later packet by the ring nor in a block taken again since. (During
+    // apply_dedup next_seq is still the burst's first: its records are not written yet.)
     bool holds(uint64_t seq) const { return seq > valid_after && next_seq - seq <= record_mask + 1; }
     // The recorder of records written at ts_ns into `block`.
     DedupRecorder recorder(uint64_t ts_ns, WriteBlock* block) { return {*this, ts_ns, block}; }
@@ -327,6 +342,9 @@ inline DedupOutcome apply_dedup(DedupQueue& dedup, rte_mbuf* const* pkts, uint16
         if (hashes[i] != 0) dedup.table.prefetch(hashes[i]);
     }
     const uint64_t first = dedup.burst_first_seq;
+    // In a register for the loop: through memory, each packet's number would wait for the
+    // store of the one before (the table's stores might alias it).
+    uint64_t next_seq = dedup.next_seq;
     for (uint16_t i = 0; i < n; ++i) {
         dedup.burst_seq[i] = 0;
         if (hashes[i] == 0) continue;
@@ -354,12 +372,13 @@ inline DedupOutcome apply_dedup(DedupQueue& dedup, rte_mbuf* const* pkts, uint16
         } else {
             w = DedupTable::oldest(b);
         }
-        const uint64_t seq = dedup.next_seq++;
+        const uint64_t seq = next_seq++;
         b.hash[w] = hashes[i];
         b.seq[w] = seq;
         dedup.burst_seq[i] = seq;
         dedup.packet_of[seq - first] = i;
     }
+    dedup.next_seq = next_seq;
     return out;
 }
 
