@@ -131,18 +131,18 @@ consteval HeadMasks make_head_masks() {
 }
 inline constexpr HeadMasks kHeadMasks = make_head_masks();
 
-// The head's 8-byte words a mask can clear bytes in, [kFirstMaskedWord, kEndMaskedWord):
-// the IPv6 hop limit without tags is byte 21, the IPv4 checksum behind four tags ends at
-// byte 41. The other words are hashed as they are, with no mask to load.
-inline constexpr unsigned kFirstMaskedWord = 2, kEndMaskedWord = 6;
-consteval bool masks_only_masked_words() {
+// The head's bytes a mask can clear lie in [kMaskedFrom, kMaskedTo), its middle 16-byte
+// pieces: the IPv6 hop limit without tags is byte 21, the IPv4 checksum behind four tags
+// ends at byte 41. The first and last pieces are hashed with no mask to load.
+inline constexpr uint32_t kMaskedFrom = 16, kMaskedTo = 48;
+consteval bool masks_only_the_middle() {
     for (const auto& kind : kHeadMasks.bytes)
         for (const auto& place : kind)
             for (unsigned k = 0; k < kDedupHeadBytes; ++k)
-                if ((k < 8 * kFirstMaskedWord || k >= 8 * kEndMaskedWord) && place[k] != 0xff) return false;
+                if ((k < kMaskedFrom || k >= kMaskedTo) && place[k] != 0xff) return false;
     return true;
 }
-static_assert(masks_only_masked_words());
+static_assert(masks_only_the_middle());
 
 // The mask of the head of a packet whose first segment is `data`, `len` bytes.
 inline const uint8_t* head_mask(const uint8_t* data, uint32_t len) {
@@ -176,46 +176,41 @@ inline bool same_head(const uint8_t* a, const uint8_t* b, const uint8_t* mask, u
     return any == 0;
 }
 
-// 8 bytes read from kFirstBytes + 8 - j keep the first j bytes of a word and clear the rest.
-alignas(16) inline constexpr uint8_t kFirstBytes[16] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+// 16 bytes read from kFirstBytes + 16 - j keep the first j bytes of a piece and clear the
+// rest.
+alignas(16) inline constexpr uint8_t kFirstBytes[32] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                                        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
 }  // namespace dedup_detail
 
 // The hash dedup files a packet under: its first kDedupHeadBytes (of the first segment)
 // with TTL / hop limit and the IPv4 header checksum zeroed, and its length; the masked
-// words go straight into the keyed hash (capture/keyed_hash.hpp), no copy of the head.
-// Only finds candidates: same_packet decides.
+// head goes straight into the keyed hash (capture/keyed_hash.hpp: NH) in four 16-byte
+// pieces, no copy of it. Only finds candidates: same_packet decides.
 //
 // Bytes past the first segment's end count as 0. The smallest frames (60 bytes: 64 on the
-// wire less the FCS) end inside the last word: it is read from the mbuf's buffer, whose
+// wire less the FCS) end inside the last piece: it is read from the mbuf's buffer, whose
 // room goes on, and what lies past the frame masked off. Shorter frames, and a head at the
 // very end of its buffer, are copied out first (a copy in variable-length pieces that the
-// 8-byte reads then wait for: about 20 cycles per packet when it was every 60-byte frame's
+// wide reads then wait for: about 20 cycles per packet when it was every 60-byte frame's
 // path).
 inline uint64_t dedup_head_hash(const rte_mbuf* m, const KeyedHash& hash) {
-    static_assert(kDedupHeadBytes == 8 * KeyedHash::kWords);
-    constexpr uint32_t kLastWord = kDedupHeadBytes - 8;
+    static_assert(kDedupHeadBytes == 64 && dedup_detail::kMaskedFrom == 16 && dedup_detail::kMaskedTo == 48);
+    constexpr uint32_t kLastPiece = kDedupHeadBytes - 16;
     const uint8_t* data = rte_pktmbuf_mtod(m, const uint8_t*);
     const uint32_t first = m->data_len;
     const uint8_t* mask = dedup_detail::head_mask(data, first);
     alignas(16) uint8_t runt[kDedupHeadBytes];
-    if (unlikely(first < kLastWord || m->data_off + kDedupHeadBytes > m->buf_len)) {
+    if (unlikely(first < kLastPiece || m->data_off + kDedupHeadBytes > m->buf_len)) {
         std::memset(runt, 0, sizeof runt);
         std::memcpy(runt, data, std::min(first, kDedupHeadBytes));
         data = runt;
     }
-    const auto word = [&](unsigned k) {  // k is a constant: the test folds away
-        uint64_t w, keep;
-        std::memcpy(&w, data + 8 * k, 8);
-        if (k < dedup_detail::kFirstMaskedWord || k >= dedup_detail::kEndMaskedWord) return w;
-        std::memcpy(&keep, mask + 8 * k, 8);
-        return w & keep;
-    };
-    uint64_t in_frame;  // of the last word: its bytes before the frame's end
-    std::memcpy(&in_frame, dedup_detail::kFirstBytes + 8 - (std::clamp(first, kLastWord, kDedupHeadBytes) - kLastWord), 8);
-    return hash.finish(hash.pair(0, word(0), word(1)) + hash.pair(2, word(2), word(3)) + hash.pair(4, word(4), word(5)) +
-                           hash.pair(6, word(6), word(7) & in_frame),
-                       m->pkt_len);
+    const auto piece = [](const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
+    const auto masked = [&](uint32_t at) { return _mm_and_si128(piece(data + at), piece(mask + at)); };
+    // Of the last piece, its bytes before the frame's end.
+    const __m128i in_frame = piece(dedup_detail::kFirstBytes + 16 - (std::clamp(first, kLastPiece, kDedupHeadBytes) - kLastPiece));
+    return hash.finish(hash.nh(piece(data), masked(16), masked(32), _mm_and_si128(piece(data + kLastPiece), in_frame)), m->pkt_len);
 }
 
 // Whether `m` is the same packet as the original, `len` bytes at `bytes` (its record) or
