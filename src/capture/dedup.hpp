@@ -146,12 +146,6 @@ static_assert(masks_only_the_middle());
 
 // The mask of the head of a packet whose first segment is `data`, `len` bytes.
 inline const uint8_t* head_mask(const uint8_t* data, uint32_t len) {
-    using store::wire::load16, store::wire::loaded16;
-    if (len >= 14) [[likely]] {  // untagged IP, nearly every packet: no walk
-        const uint16_t ethertype = load16(data + 12);
-        if (ethertype == loaded16(0x08, 0x00)) return kHeadMasks.bytes[1][0];
-        if (ethertype == loaded16(0x86, 0xdd)) return kHeadMasks.bytes[2][0];
-    }
     uint16_t type = 0;
     uint32_t l3 = 14;
     unsigned kind = 0;  // what the head masks: nothing, IPv4 fields, IPv6 hop limit

@@ -36,8 +36,7 @@ void ipv4(const uint8_t* f, uint32_t caplen, uint32_t l3, PacketKeys& k) {
     add_proto(k, proto);
     if (l3 + 16 <= caplen) add_addr4(k, be32(f + l3 + 12));
     if (l3 + 20 <= caplen) add_addr4(k, be32(f + l3 + 16));
-    if (has_ports(proto) && (be16(f + l3 + 6) & 0x1fff) == 0)
-        add_ports_at(k, f, caplen, uint64_t{l3} + 4u * (f[l3] & 0x0f));
+    if (ipv4_has_ports(f + l3)) add_ports_at(k, f, caplen, uint64_t{l3} + 4u * (f[l3] & 0x0f));
 }
 
 void ipv6(const uint8_t* f, uint32_t caplen, uint32_t l3, PacketKeys& k) {

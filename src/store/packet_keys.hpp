@@ -86,11 +86,17 @@ constexpr uint16_t loaded16(uint8_t first, uint8_t second) {
 
 // The layout walk the keys (and the Community ID, store/community_id.hpp) are read with.
 // Ethernet and its VLAN tags: the EtherType after the last tag and the offset where the
-// network layer starts; false when the frame ends first.
+// network layer starts; false when the frame ends first. An untagged frame (nearly every
+// one) returns before the loop: the capture worker walks every packet's head with this.
 inline bool link_layer(const uint8_t* f, uint32_t caplen, uint16_t& ethertype, uint32_t& l3) {
     if (caplen < 14) return false;
     uint16_t type = wire::be16(f + 12);
     uint32_t off = 14;
+    if (!wire::is_vlan_tpid(type)) [[likely]] {
+        ethertype = type;
+        l3 = off;
+        return true;
+    }
     for (unsigned tags = 0; wire::is_vlan_tpid(type) && tags < kMaxVlanTags; ++tags) {
         if (off + 4 > caplen) return false;
         type = wire::be16(f + off + 2);
