@@ -3,7 +3,8 @@
 # row. Checks that every row (60 B, IMIX, 1514 B; unique, and with every other packet a
 # copy) has its off / dedup / flow cap / both cycles with the delta and ratio against off;
 # numbers are not judged here. In a git checkout, as the README quotes it: with --baseline
-# (HEAD, built from `git archive` into /var/cache/linecap-bench), both programs' rows.
+# (HEAD, built from `git archive` into /var/cache/linecap-bench), both programs' rows. Then
+# --rows with one row.
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 micro=${LINECAP_BUILD:?}/bench/linecap_micro
 [[ -x $micro ]] || skip "no $micro (built with -Dbench=true and libbenchmark-dev)"
@@ -32,4 +33,10 @@ for row in '60 B, 2 flows' '60 B, 32768 flows' '60 B, 65536 flows' 'IMIX, 2 flow
             || fail "no row for $row ($program) with off, dedup, flow cap and both, delta and ratio"
     done
 done
-log "OK: every row of ${programs[*]} has its four ways, deltas and ratios against off"
+
+# --rows, as bench/README shows it: that row alone.
+LINECAP_MICRO=$micro "$LINECAP_SRC/bench/policy_cost.sh" --rows 'traffic:2/flows:32768/copies:0' --repeat 1 \
+    --min-time 0.05 --nice 0 >"$TEST_TMPDIR/rows" 2>"$TEST_TMPDIR/stderr" || fail "policy_cost.sh --rows exited $?"
+[[ $(grep -c '^| [0-9I]' "$TEST_TMPDIR/rows") == 1 ]] && grep -q '^| 1514 B, 32768 flows | this tree |' "$TEST_TMPDIR/rows" \
+    || fail "--rows 'traffic:2/flows:32768/copies:0' did not give the 1514 B, 32768 flows row alone: $(cat "$TEST_TMPDIR/rows")"
+log "OK: every row of ${programs[*]} has its four ways, deltas and ratios against off; --rows selects one"
