@@ -37,28 +37,25 @@
 namespace linecap::store {
 namespace {
 
-constexpr const char* kHelp = R"(linecap - forensic retrieval over a linecapd capture store
+// One entry per command: `linecap --help` prints every synopsis and description,
+// `linecap NAME --help` its own; the dispatch in linecap_tool_main knows only these names.
+struct CommandHelp {
+    const char* name;
+    const char* synopsis;     // the usage lines, each starting "  linecap NAME"
+    const char* description;  // indented by 10, the first line after the name
+};
 
-usage:
-  linecap extract --dir DIR [--from TIME] [--to TIME] [--filter EXPR] [--community-id ID]
+constexpr CommandHelp kCommands[] = {
+    {"extract",
+     R"(  linecap extract --dir DIR [--from TIME] [--to TIME] [--filter EXPR] [--community-id ID]
                   [--max-bytes N] -o OUT.pcap|- [--format pcap|pcapng] [--no-index]
                   [--accept-damaged] [-v]
   linecap extract --remote URL[,URL...] [--cert FILE --key FILE] [--cacert FILE]
                   [--token-file FILE] [--remote-timeout SECONDS] [--format pcapng|pcap]
                   [--from TIME] [--to TIME] [--filter EXPR] [--community-id ID]
                   [--max-bytes N] -o OUT|- [-v]
-  linecap serve   --config FILE [--dir DIR] [--template TEMPLATE]
-  linecap index   --dir DIR [--force] [--jobs N] [--block-kb N] [-v]
-  linecap stats   --dir DIR [--per-file] [--gaps N] [--gap-threshold SECONDS] [--json]
-  linecap compress --dir DIR [--level N] [-v]
-  linecap --help | --version
-
-  Every command also takes --template TEMPLATE (the daemon's output.file_template;
-  default "%Y%m%dT%H%M%S.{nsec}Z-{port}-q{queue}") or --config FILE (a linecapd
-  configuration: output.directory, output.file_template and output.rotate.interval are
-  taken from it; --dir and --template override).
-
-extract   Writes the packets with FROM <= timestamp < TO (nanosecond precision) that
+)",
+     R"(Writes the packets with FROM <= timestamp < TO (nanosecond precision) that
           match the libpcap filter EXPR, from every finished capture file in DIR (pcap
           and pcapng; all ports and queues), merged in timestamp order (equal
           timestamps: file name order, then file order) into one nanosecond pcap; "-o -"
@@ -97,19 +94,35 @@ extract   Writes the packets with FROM <= timestamp < TO (nanosecond precision) 
                             token, mode 600). An appliance that fails, or sends
                             nothing for --remote-timeout seconds (default 30), is
                             reported and left out; exit status 1.
-serve     The retrieval API: HTTP(S) endpoints /api/v1/packets, /api/v1/size,
+)"},
+    {"serve",
+     R"(  linecap serve   --config FILE [--dir DIR] [--template TEMPLATE]
+)",
+     R"(The retrieval API: HTTP(S) endpoints /api/v1/packets, /api/v1/size,
           /api/v1/files, /api/v1/status and a page at /, configured by the api:
           section of the configuration (doc/api.md).
-index     Builds NAME.pcap.idx (NAME.pcapng.idx) for every finished capture file
+)"},
+    {"index",
+     R"(  linecap index   --dir DIR [--force] [--jobs N] [--block-kb N] [-v]
+)",
+     R"(Builds NAME.pcap.idx (NAME.pcapng.idx) for every finished capture file
           whose index is missing, stale or damaged (--force: all), and removes indexes
           whose capture file is gone. --jobs N files at a time (default 1); --block-kb
           N index block size (default 256).
-stats     Time span, files, bytes and packets per stream, the largest gaps between
+)"},
+    {"stats",
+     R"(  linecap stats   --dir DIR [--per-file] [--gaps N] [--gap-threshold SECONDS] [--json]
+)",
+     R"(Time span, files, bytes and packets per stream, the largest gaps between
           consecutive files of each stream (--gaps N, default 3; --gap-threshold S
           counts gaps longer than S seconds, default the configured rotation interval),
           drops per file where a manifest reports them, and the files the scrub
           marked damaged. --per-file lists every file; --json prints the same as JSON.
-compress  Replaces every finished capture file that has a manifest by its compressed
+)"},
+    {"compress",
+     R"(  linecap compress --dir DIR [--level N] [-v]
+)",
+     R"(Replaces every finished capture file that has a manifest by its compressed
           form NAME.zst, as the daemon does with output.compress: zstd's seekable
           format (`zstd -d` gives back the exact file), frames cut at the blocks of
           the file's index when it has a current one (run `linecap index` first), the
@@ -118,11 +131,42 @@ compress  Replaces every finished capture file that has a manifest by its compre
           and SHA-256. extract, stats, index and `linecapd verify` read compressed
           files like plain ones. --level N: zstd level 1..19 (default 3). Files
           without a manifest are left as they are (named with -v).
+)"},
+};
 
+constexpr const char* kHelpTitle = "linecap - forensic retrieval over a linecapd capture store\n\nusage:\n";
+
+constexpr const char* kHelpCommon = R"(
+  Every command also takes --template TEMPLATE (the daemon's output.file_template;
+  default "%Y%m%dT%H%M%S.{nsec}Z-{port}-q{queue}") or --config FILE (a linecapd
+  configuration: output.directory, output.file_template and output.rotate.interval_s are
+  taken from it; --dir and --template override); --help prints a command's own usage.
+
+)";
+
+constexpr const char* kHelpExit = R"(
 exit status: 0 ok; 1 some files could not be read (the rest was processed, the output
 is a valid pcap); 3 (extract) files were read whose bytes may not be what was captured,
 see above (takes precedence over 1; the output is complete); 64 usage error.
 )";
+
+const CommandHelp* find_command(const std::string& name) {
+    for (const CommandHelp& c : kCommands)
+        if (name == c.name) return &c;
+    return nullptr;
+}
+
+// `linecap --help` (command == nullptr) or `linecap COMMAND --help`.
+void print_help(FILE* out, const CommandHelp* command) {
+    std::fputs(kHelpTitle, out);
+    for (const CommandHelp& c : kCommands)
+        if (command == nullptr || command == &c) std::fputs(c.synopsis, out);
+    if (command == nullptr) std::fputs("  linecap --help | --version\n", out);
+    std::fputs(kHelpCommon, out);
+    for (const CommandHelp& c : kCommands)
+        if (command == nullptr || command == &c) std::fprintf(out, "%-9s %s", c.name, c.description);
+    std::fputs(kHelpExit, out);
+}
 
 struct Args {
     std::string command;
@@ -142,7 +186,8 @@ bool takes_value(const std::string& name) {
 }
 
 bool known_flag(const std::string& name) {
-    static const char* flags[] = {"--no-index", "--accept-damaged", "-v", "--verbose", "--force", "--per-file", "--json"};
+    static const char* flags[] = {"--no-index", "--accept-damaged", "-v", "--verbose", "--force", "--per-file", "--json",
+                                  "--help", "-h"};
     for (const char* f : flags)
         if (name == f) return true;
     return false;
@@ -171,6 +216,7 @@ Args parse_args(int argc, char** argv) {
             a.options.emplace_back(arg, value);
         } else if (known_flag(arg) && !has_eq) {
             if (arg == "--verbose") arg = "-v";
+            if (arg == "-h") arg = "--help";
             a.options.emplace_back(arg, "");
         } else {
             a.error = "unknown option '" + std::string(argv[i]) + "'";
@@ -571,20 +617,22 @@ int write_extract_output(const std::string& out, const std::string& store_direct
 
 int linecap_tool_main(int argc, char** argv, const ToolCommands& above) {
     if (argc < 2) {
-        std::fputs(kHelp, stderr);
+        print_help(stderr, nullptr);
         return kExitUsage;
     }
     const std::string command = argv[1];
     if (command == "--help" || command == "-h" || command == "help") {
-        std::fputs(kHelp, stdout);
+        const CommandHelp* topic = argc > 2 ? find_command(argv[2]) : nullptr;
+        if (argc > 2 && topic == nullptr) return Cli::usage_error("no command '" + std::string(argv[2]) + "'"), kExitUsage;
+        print_help(stdout, topic);
         return kExitOk;
     }
     if (command == "--version") {
         std::printf("linecap %s\n", LINECAP_VERSION);
         return kExitOk;
     }
-    if (command != "extract" && command != "index" && command != "stats" && command != "compress" &&
-        command != "serve") {
+    const CommandHelp* help = find_command(command);
+    if (help == nullptr) {
         Cli::usage_error("unknown command '" + command + "'");
         return kExitUsage;
     }
@@ -595,7 +643,7 @@ int linecap_tool_main(int argc, char** argv, const ToolCommands& above) {
     }
     for (const auto& [name, value] : args.options) {
         if (name == "--help") {
-            std::fputs(kHelp, stdout);
+            print_help(stdout, help);
             return kExitOk;
         }
     }
@@ -607,7 +655,9 @@ int linecap_tool_main(int argc, char** argv, const ToolCommands& above) {
         if (!above.serve) return Cli::usage_error("serve is not available in this build"), kExitUsage;
         return above.serve(args.options);
     }
-    return cmd_stats(cli);
+    if (command == "stats") return cmd_stats(cli);
+    print_line("error", "command '" + command + "' is described but not implemented");
+    return kExitErrors;
 }
 
 }  // namespace linecap::store
