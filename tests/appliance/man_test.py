@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""doc/linecapd.8 stays in step with the daemon: every option `linecapd --help` lists and
-every key of the example configuration (config/linecap.yaml) is in the man page, the exit
-codes and test-only environment variables are documented, and groff formats the page
-without warnings. Exit 0 = pass, 1 = fail, 77 = skipped (with the reason printed)."""
+"""The man pages stay in step with the programs. doc/linecapd.8: every option `linecapd
+--help` and `linecapd verify --help` list and every key of the example configuration
+(config/linecap.yaml) is in it, the exit codes and test-only environment variables are
+documented. doc/linecap.1: every command `linecap --help` names is described under
+COMMANDS, every option its `linecap COMMAND --help` lists is in the page, and so is every
+exit status. groff and `man --warnings -l` format both pages without a warning.
+Exit 0 = pass, 1 = fail, 77 = skipped (with the reason printed)."""
 import os
 import re
 import shutil
@@ -15,27 +18,97 @@ def fail(msg):
     sys.exit(1)
 
 
+def readable(roff):
+    """What a reader sees: roff escapes and font requests removed."""
+    text = roff.replace("\\-", "-").replace("\\(mu", "x")
+    text = re.sub(r"\\f[BIRP]", "", text)
+    text = re.sub(r"^\.(B|I|BR|IR|RB|BI|IB|RI|TP|PP|SS|SH|TH|br)\b ?", "", text, flags=re.M)
+    return text.replace('"', "")
+
+
+def options_of(usage):
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*|-[a-zA-Z])\b", usage))
+
+
+def mentions(text, word):
+    return re.search(r"(?<![\w-])" + re.escape(word) + r"\b", text) is not None
+
+
+def formatting_problems(man_path):
+    """groff's and man's warnings for one page ("" when it formats cleanly)."""
+    problems = []
+    groff = shutil.which("groff")
+    if groff:
+        r = subprocess.run([groff, "-man", "-ww", "-z", man_path], capture_output=True, text=True)
+        if r.returncode != 0 or r.stderr.strip():
+            problems.append(f"groff warnings in {man_path}:\n" + r.stderr)
+    else:
+        print("note: groff missing, formatting not checked", file=sys.stderr)
+    man = shutil.which("man")
+    if man:
+        r = subprocess.run([man, "--warnings", "-l", man_path], capture_output=True, text=True,
+                           env=dict(os.environ, MANWIDTH="80", MANPAGER="cat", PAGER="cat"))
+        if r.returncode != 0 or r.stderr.strip():
+            problems.append(f"man --warnings -l {man_path}:\n" + r.stderr)
+    else:
+        print("note: man missing, `man --warnings` not run", file=sys.stderr)
+    return problems
+
+
+def linecap_problems(src, linecap):
+    """doc/linecap.1 against the tool's own help."""
+    man_path = os.path.join(src, "doc", "linecap.1")
+    with open(man_path) as f:
+        roff = f.read()
+    text = readable(roff)
+    problems = []
+    usage = subprocess.run([linecap, "--help"], capture_output=True, text=True, check=True).stdout
+    commands = sorted(set(re.findall(r"^\s*linecap ([a-z][a-z-]*)\b", usage, flags=re.M)))
+    if len(commands) < 5:
+        problems.append(f"only {commands} read from linecap --help: its layout changed?")
+    described = set(re.findall(r"^\.TP\n\.B ([a-z-]+)$", roff, flags=re.M))
+    option_count = 0
+    for command in commands:
+        if command not in described:
+            problems.append(f"command {command} (from linecap --help) has no entry under COMMANDS")
+        own = subprocess.run([linecap, command, "--help"], capture_output=True, text=True, check=True).stdout
+        for opt in sorted(options_of(own)):
+            option_count += 1
+            if not mentions(text, opt):
+                problems.append(f"option {opt} (from linecap {command} --help) is not in doc/linecap.1")
+    exit_part = usage[usage.index("exit status"):] if "exit status" in usage else ""
+    for code in re.findall(r"(?:^|[;:] )(\d+) ", exit_part, flags=re.M):
+        if not re.search(r"^\.TP\n" + code + r"$", roff, flags=re.M):
+            problems.append(f"exit status {code} (from linecap --help) is not under EXIT STATUS")
+    problems += formatting_problems(man_path)
+    print(f"linecap.1 covers {len(commands)} commands and {option_count} of their options", file=sys.stderr)
+    return problems
+
+
 def main():
     src = os.environ.get("LINECAP_SRC") or os.path.join(os.path.dirname(__file__), "..", "..")
     linecapd = os.environ.get("LINECAPD", "")
     man_path = os.path.join(src, "doc", "linecapd.8")
     with open(man_path) as f:
         roff = f.read()
-    # What a reader sees: roff escapes and font requests removed.
-    text = roff.replace("\\-", "-").replace("\\(mu", "x")
-    text = re.sub(r"\\f[BIRP]", "", text)
-    text = re.sub(r"^\.(B|I|BR|IR|RB|TP|PP|SS|SH|TH|br)\b ?", "", text, flags=re.M)
-    text = text.replace('"', "")
+    text = readable(roff)
 
     problems = []
     if not linecapd or not os.access(linecapd, os.X_OK):
         print("SKIP: linecapd not built (set LINECAPD)", file=sys.stderr)
         sys.exit(77)
     usage = subprocess.run([linecapd, "--help"], capture_output=True, text=True, check=True).stdout
-    options = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*|-[a-zA-Z])\b", usage))
+    options = options_of(usage)
     for opt in sorted(options):
-        if not re.search(r"(?<![\w-])" + re.escape(opt) + r"\b", text):
+        if not mentions(text, opt):
             problems.append(f"option {opt} (from linecapd --help) is not in the man page")
+    for command in sorted(set(re.findall(r"^\s*(?:Usage: )?linecapd ([a-z][a-z-]*)\b", usage, flags=re.M))):
+        if not re.search(r"^\.B linecapd " + command + r"$", roff, flags=re.M):
+            problems.append(f"command {command} (from linecapd --help) is not in the SYNOPSIS")
+        own = subprocess.run([linecapd, command, "--help"], capture_output=True, text=True, check=True).stdout
+        for opt in sorted(options_of(own)):
+            if not mentions(text, opt):
+                problems.append(f"option {opt} (from linecapd {command} --help) is not in the man page")
     for code in re.findall(r"\b(\d+) (?:ok|runtime failure|usage|configuration)", usage):
         if not re.search(r"^" + code + r"$", text, flags=re.M):
             problems.append(f"exit code {code} is not under EXIT STATUS")
@@ -75,16 +148,16 @@ def main():
             if not re.search(r"(?<![\w.])" + re.escape(name) + r"\b", text):
                 problems.append(f"configuration key {'.'.join(path)} is not in the man page")
 
-    groff = shutil.which("groff")
-    if groff:
-        r = subprocess.run([groff, "-man", "-ww", "-z", man_path], capture_output=True, text=True)
-        if r.returncode != 0 or r.stderr.strip():
-            problems.append("groff warnings:\n" + r.stderr)
-    else:
-        print("note: groff missing, formatting not checked", file=sys.stderr)
+    problems += formatting_problems(man_path)
+
+    linecap = os.environ.get("LINECAP") or os.path.join(os.environ.get("LINECAP_BUILD", ""), "src", "linecap")
+    if not os.access(linecap, os.X_OK):
+        print("SKIP: linecap not built (set LINECAP or LINECAP_BUILD)", file=sys.stderr)
+        sys.exit(77)
+    problems += linecap_problems(src, linecap)
 
     if problems:
-        fail("\n  ".join(["doc/linecapd.8 is out of date:"] + problems))
+        fail("\n  ".join(["the man pages are out of date:"] + problems))
     print(f"man page covers {len(options)} options and the example configuration's keys", file=sys.stderr)
 
 

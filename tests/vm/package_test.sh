@@ -2,7 +2,8 @@
 # The Debian package (tests/vm/deb.sh builds it with dpkg-buildpackage -b -us -uc): lintian
 # reports no error, and it holds what an operator needs - the binaries, the helper scripts,
 # the units and the slice, the module list, the example configuration (a conffile), the man
-# page, the Prometheus rules and the Grafana dashboard.
+# pages of both programs and their bash completions, the Prometheus rules and the Grafana
+# dashboard.
 TEST_NAME=package  # for common.sh's log lines and temp dir names
 # shellcheck source=../lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
@@ -27,7 +28,8 @@ for f in /usr/sbin/linecapd /usr/bin/linecap \
     /lib/systemd/system/linecapd.service /lib/systemd/system/linecap-bind.service \
     /lib/systemd/system/linecap-hugepages.service /lib/systemd/system/linecap-shield.service \
     /lib/systemd/system/linecap.slice /usr/lib/modules-load.d/linecap.conf /usr/lib/sysctl.d/60-linecap.conf \
-    /etc/linecap/linecap.yaml /usr/share/man/man8/linecapd.8.gz \
+    /etc/linecap/linecap.yaml /usr/share/man/man8/linecapd.8.gz /usr/share/man/man1/linecap.1.gz \
+    /usr/share/bash-completion/completions/linecap /usr/share/bash-completion/completions/linecapd \
     /usr/share/linecap/prometheus/linecap-rules.yml /usr/share/linecap/grafana/linecap.json; do
     grep -qx -- "$f" "$T/contents" || fail "the package lacks $f"
 done
