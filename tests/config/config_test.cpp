@@ -9,7 +9,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
+#include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 
 #ifndef LINECAP_SRC_DIR
@@ -231,6 +234,34 @@ TEST(ShippedConfig, ShowsTheDefaults) {
     EXPECT_EQ(config->output, OutputConfig{});
     EXPECT_EQ(config->metrics, MetricsConfig{});
     EXPECT_EQ(config->log, LogConfig{});
+}
+
+// The configuration reference has a heading per key of the schema and none for a key the
+// schema lacks: "### `output.rotate.size_mb`" (keys sharing one text share the heading).
+// The page is generated from config/linecap.yaml's comments (scripts/config-reference.py;
+// test doc-config-reference checks it is current), so a key added to the schema needs its
+// comment in the example file and the page regenerated.
+TEST(ConfigReference, HasAHeadingForEveryKey) {
+    std::ifstream page(kSourceDir + "/doc/configuration.md");
+    ASSERT_TRUE(page) << "cannot read doc/configuration.md";
+    std::set<std::string> documented;
+    const std::regex heading("^#{2,3} (`.*)$");
+    const std::regex key("`([^`]+)`");
+    for (std::string line; std::getline(page, line);) {
+        std::smatch m;
+        if (!std::regex_match(line, m, heading)) continue;
+        const std::string keys = m[1];
+        for (auto it = std::sregex_iterator(keys.begin(), keys.end(), key); it != std::sregex_iterator(); ++it)
+            documented.insert((*it)[1]);
+    }
+    const std::vector<std::string> paths = config_key_paths();
+    const std::set<std::string> schema(paths.begin(), paths.end());
+    for (const std::string& path : schema)
+        EXPECT_TRUE(documented.contains(path))
+            << path << " has no heading in doc/configuration.md: comment it in config/linecap.yaml, then run "
+            << "scripts/config-reference.py --write";
+    for (const std::string& path : documented)
+        EXPECT_TRUE(schema.contains(path)) << "doc/configuration.md documents " << path << ", which the schema lacks";
 }
 
 TEST(ConfigKeyPaths, ListEveryLevelOnce) {
