@@ -7,7 +7,7 @@ Traffic: trafgen (netsniff-ng; --generator tcpreplay for the old one) from a net
 namespace into a veth pair this script creates (and removes), pinned to CPU 0, paced to
 the offered rate; captured on the root-namespace end by
   linecapd   through net_af_xdp (or net_af_packet), one queue, one worker on CPU 1, with the
-             settings the README documents for net_af_xdp (LIVE_DEVICE, LIVE_CONFIG below);
+             settings doc/tuning.md documents for net_af_xdp (LIVE_DEVICE, LIVE_CONFIG below);
              files into a directory; loss = sent - written
   tcpdump    -w into the same directory, pinned to CPU 1, with a kernel buffer (-B) as
              large as linecapd's write blocks (the same memory), its files rotated at
@@ -96,7 +96,7 @@ A = f"lcr{os.getpid()}a"   # capture side, root namespace
 B = f"lcr{os.getpid()}b"   # generator side, in NS
 LINECAP = os.path.join(os.path.dirname(bench.LINECAPD), "linecap")
 
-# The documented net_af_xdp settings (README "Which settings to use where"): the device
+# The documented net_af_xdp settings (doc/tuning.md, "Capturing from a Linux interface"): the device
 # string and the keys of the live-path configuration that differ from the defaults.
 # busy_budget=0: no preferred busy polling (the PMD's recvfrom() kicks measured no better).
 # Everything else as shipped: the writer on the control lcore's CPUs. (Stop 21 documented

@@ -50,7 +50,7 @@ eal:
   lcores: "0-1"
 ports:
   - name: demo
-    # the documented net_af_xdp settings (README "Which settings to use where")
+    # the documented net_af_xdp settings (doc/tuning.md, "Capturing from a Linux interface")
     device: "net_af_xdp0,iface=$CAP_IF,start_queue=0,queue_count=1,busy_budget=0"
     rx_descriptors: 4096
 output:

@@ -18,7 +18,7 @@
 #
 # The kernel's own work (timer ticks, RCU callbacks, interrupts, unbound kworkers) is not in
 # any slice: keeping it off the worker CPUs needs the kernel command line (isolcpus=,
-# nohz_full=, rcu_nocbs=, irqaffinity=; README, "CPU shielding"). `linecapd --check` warns
+# nohz_full=, rcu_nocbs=, irqaffinity=; doc/tuning.md, "CPU shielding"). `linecapd --check` warns
 # about what is still not shielded. Run at boot by linecap-shield.service (pulled in by
 # linecapd.service); installed to sbindir.
 #

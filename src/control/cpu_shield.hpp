@@ -4,7 +4,7 @@
 // those CPUs for the workers alone: the kernel's own work stays off them through the kernel
 // command line (isolcpus=, nohz_full=, irqaffinity=), every other systemd slice through
 // AllowedCPUs= (cgroup v2 cpuset), which linecap-shield.service applies from
-// `linecapd --print-cpus`. README, "CPU shielding".
+// `linecapd --print-cpus`. doc/tuning.md, "CPU shielding".
 #pragma once
 
 #include <string>

@@ -2,7 +2,7 @@
 # bench/policy_cost.sh, shortest form: this build's linecap_micro, one run of 0.05 s per
 # row. Checks that every row (60 B, IMIX, 1514 B; unique, and with every other packet a
 # copy) has its off / dedup / flow cap / both cycles with the delta and ratio against off;
-# numbers are not judged here. In a git checkout, as the README quotes it: with --baseline
+# numbers are not judged here. In a git checkout, as doc/perf quotes it: with --baseline
 # (HEAD, built from `git archive` into /var/cache/linecap-bench), both programs' rows. Then
 # --rows with one row.
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
