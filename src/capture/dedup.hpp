@@ -186,8 +186,7 @@ alignas(16) inline constexpr uint8_t kFirstBytes[32] = {0xff, 0xff, 0xff, 0xff, 
 // wire less the FCS) end inside the last piece: it is read from the mbuf's buffer, whose
 // room goes on, and what lies past the frame masked off. Shorter frames, and a head at the
 // very end of its buffer, are copied out first (a copy in variable-length pieces that the
-// wide reads then wait for: about 20 cycles per packet when it was every 60-byte frame's
-// path).
+// wide reads then wait for, about 20 cycles per packet: too dear for the commonest frame).
 inline uint64_t dedup_head_hash(const rte_mbuf* m, const KeyedHash& hash) {
     static_assert(kDedupHeadBytes == 64 && dedup_detail::kMaskedFrom == 16 && dedup_detail::kMaskedTo == 48);
     constexpr uint32_t kLastPiece = kDedupHeadBytes - 16;

@@ -5,13 +5,12 @@
 // Why not on the writer thread, and why not from the blocks in memory: SHA-256 runs at about
 // 1.4 GB/s per core (SHA-NI) against 3–4 GB/s for a write into warm memory, so hashing at
 // the writer's pace cannot keep up on the one control core the writer shares with everything
-// else (issue 12). When the hasher held each block until it had hashed it, a hasher that fell
-// behind ran the workers out of free blocks (writer_full drops): manifests cost 20–40 % of the
-// written rate. Now capture comes first and bookkeeping waits, as for the indexer: the writer
-// gives every block straight back to its free ring, and this thread reads the file's bytes
-// back with pread (from its own descriptor, opened when the file is, so a rename or
-// retention's unlink changes nothing), following the writer closely enough that the bytes
-// are still in the page cache. With output.o_direct they come from the disk, at idle I/O
+// else. Nor may the hasher hold a block until it has hashed it: one that falls behind would
+// run the workers out of free blocks (writer_full drops). So capture comes first and
+// bookkeeping waits, as for the indexer: the writer gives every block straight back to its
+// free ring, and this thread reads the file's bytes back with pread (from its own
+// descriptor, opened when the file is, so a rename or retention's unlink changes nothing),
+// following the writer closely enough that the bytes are still in the page cache. With output.o_direct they come from the disk, at idle I/O
 // priority.
 //
 // "Manifest pending": a finished file whose manifest is not written yet. The writer creates

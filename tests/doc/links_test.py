@@ -5,7 +5,8 @@ file it points into (as GitHub and most renderers derive anchors from headings).
 code spans and code blocks are not links. Exit 0 = pass, 1 = fail."""
 import os
 import re
-import sys
+
+from report import report
 
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 
@@ -65,10 +66,7 @@ def main():
                 continue
             if fragment and resolved.endswith(".md") and fragment not in anchors(resolved):
                 problems.append(f"{where}: no heading '#{fragment}' in {os.path.relpath(resolved, src)}")
-    if problems:
-        print("FAIL:\n  " + "\n  ".join(problems), file=sys.stderr)
-        sys.exit(1)
-    print(f"{checked} relative links resolve")
+    report(problems, f"{checked} relative links resolve")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ dated measurements in it (those go to doc/perf/ or the commit message; doc/contr
 Exit 0 = pass, 1 = fail."""
 import os
 import re
-import sys
+
+from report import report
 
 MAX_LINES = 250
 
@@ -23,10 +24,7 @@ def main():
                 problems.append(f"README.md:{n}: '{word}' looks like a commit hash")
         if re.search(r"\b20\d\d-\d\d-\d\d\b|\b\d\d:\d\d(?:[-–]\d\d:\d\d)? UTC\b", line):
             problems.append(f"README.md:{n}: a date or time: dated figures go to doc/perf/")
-    if problems:
-        print("FAIL:\n  " + "\n  ".join(problems), file=sys.stderr)
-        sys.exit(1)
-    print(f"README.md: {lines} lines, no commit hash, no date")
+    report(problems, f"README.md: {lines} lines, no commit hash, no date")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ import os
 import re
 import sys
 
+from report import report
+
 PARTS = ("**Meaning.**", "**Confirm.**", "**Act.**")
 
 
@@ -54,10 +56,7 @@ def main():
             problems.append(f"runbook section '{name}' is for no alert of {rules_path}")
     if not alerts:
         problems.append(f"no alerts read from {rules_path}")
-    if problems:
-        print("FAIL:\n  " + "\n  ".join(problems), file=sys.stderr)
-        sys.exit(1)
-    print(f"{len(alerts)} alerts, each with a runbook section and its runbook_url")
+    report(problems, f"{len(alerts)} alerts, each with a runbook section and its runbook_url")
 
 
 if __name__ == "__main__":
