@@ -17,7 +17,6 @@ sequential authenticated /api/v1/size queries (median, max). A small synthetic s
 import argparse
 import os
 import socket
-import ssl
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests/api"))
+from raw_http import read_to_close, tls_connect  # noqa: E402
 
 
 def run(cmd, **kw):
@@ -51,20 +52,15 @@ def proc_figures(pid):
     return rss, len(os.listdir(f"/proc/{pid}/task")), len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def queries(port, ctx, token, n):
+def queries(port, cafile, token, n):
     times = []
     for _ in range(n):
         t0 = time.monotonic()
-        s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
+        s = tls_connect(port, cafile)
         s.settimeout(30)
         s.sendall(f"GET /api/v1/size?filter=tcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
                   "Connection: close\r\n\r\n".encode())
-        got = b""
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            got += d
+        got = read_to_close(s)
         s.close()
         if not got.startswith(b"HTTP/1.1 200"):
             sys.exit(f"query failed: {got[:100]!r}")
@@ -115,19 +111,18 @@ api:
         try:
             if "listening on" not in serve.stderr.readline():
                 sys.exit("serve did not start")
-            ctx = ssl.create_default_context(cafile=f"{d}/ca.pem")
             rows = []
 
             def phase(name, conns):
                 rss, threads, fds = proc_figures(serve.pid)
-                t = queries(port, ctx, token, a.queries)
+                t = queries(port, f"{d}/ca.pem", token, a.queries)
                 rows.append((name, conns, rss, threads, fds, statistics.median(t), max(t)))
 
-            queries(port, ctx, token, 3)  # warm the page cache and the index
+            queries(port, f"{d}/ca.pem", token, 3)  # warm the page cache and the index
             phase("quiet", 0)
             idle = []
             for _ in range(a.idle):
-                idle.append(ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1"))
+                idle.append(tls_connect(port, f"{d}/ca.pem"))
             time.sleep(1)
             phase("idle (TLS done, nothing sent)", len(idle))
             for s in idle:
@@ -135,7 +130,7 @@ api:
             idle.clear()
             slow = []
             for _ in range(a.slow):
-                s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
+                s = tls_connect(port, f"{d}/ca.pem")
                 s.sendall(b"GET /api/v1/size HTTP/1.1\r\nHost: x\r\n")
                 slow.append(s)
             # One byte a second on each while the queries run, from a child process.

@@ -25,9 +25,8 @@ T=$TEST_TMPDIR
 STORE=$T/store
 api_store "$STORE" 2000
 api_pki "$T"
-TOKEN=tok-$(openssl rand -hex 16)
-printf 'alice %s\n' "$TOKEN" >"$T/tokens"
-chmod 600 "$T/tokens"
+api_tokens "$T/tokens" alice
+export PYTHONPATH=$LINECAP_SRC/tests/api  # raw_http.py
 PORT=$(free_tcp_port)
 URL=https://127.0.0.1:$PORT
 AUDIT=$T/audit.log
@@ -115,26 +114,18 @@ grep -q '"outcome":"refused: the request head did not arrive within api.header_t
     || fail "the slow heads were not answered 408 and audited"
 
 # --- refusals of the HTTP layer: each one audit record, its reason in the body -----------------
-python3 - "$PORT" "$T/ca.pem" "$T" <<'PY' || fail "raw requests"
-import socket, ssl, sys, time
-port, ca, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-ctx = ssl.create_default_context(cafile=ca)
-def exchange(raw, wait=10):
-    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
-    s.settimeout(wait)
+python3 - "$PORT" "$T/ca.pem" <<'PY' || fail "raw requests"
+import sys
+from raw_http import tls_connect, read_to_close
+port, ca = int(sys.argv[1]), sys.argv[2]
+def exchange(raw):
+    s = tls_connect(port, ca)
+    s.settimeout(10)
     try:
         s.sendall(raw)
     except OSError:
         pass
-    got = b""
-    try:
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            got += d
-    except OSError:
-        pass
+    got = read_to_close(s)
     s.close()
     return got
 cases = {
@@ -167,22 +158,17 @@ log "9 refusals, one record each: $(grep '/m-http09' "$AUDIT")"
 
 # --- pipelining, a GET body by Content-Length: answered in order --------------------------------
 python3 - "$PORT" "$T/ca.pem" "$TOKEN" <<'PY' || fail "pipelined requests"
-import re, socket, ssl, sys
+import re, sys
+from raw_http import tls_connect, read_to_close
 port, ca, token = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-ctx = ssl.create_default_context(cafile=ca)
-s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
+s = tls_connect(port, ca)
 auth = f"Authorization: Bearer {token}\r\n".encode()
 reqs = [b"GET /api/v1/status HTTP/1.1\r\nHost: x\r\n" + auth + b"\r\n",
         b"GET /m-pipe-a HTTP/1.1\r\nHost: x\r\n" + auth + b"Content-Length: 5\r\n\r\nGET /",
         b"GET /api/v1/files HTTP/1.1\r\nHost: x\r\n" + auth + b"\r\n",
         b"GET /m-pipe-b HTTP/1.1\r\nHost: x\r\n" + auth + b"Connection: close\r\n\r\n"]
 s.sendall(b"".join(reqs))
-got = b""
-while True:
-    d = s.recv(65536)
-    if not d:
-        break
-    got += d
+got = read_to_close(s)
 codes = re.findall(rb"HTTP/1\.1 (\d{3}) ", got)
 assert codes == [b"200", b"404", b"200", b"404"], codes
 PY
@@ -207,10 +193,10 @@ head -1 "$T/sclient.out" | grep -q '^HTTP/1.1 400' || fail "s_client: $(head -3 
 
 # --- a client that disconnects mid-stream: the packets it was sent ----------------------------
 python3 - "$PORT" "$TOKEN" "$T/ca.pem" <<'PY' || fail "disconnecting client failed"
-import socket, ssl, struct, sys
+import socket, struct, sys
+from raw_http import tls_connect
 port, token, ca = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-ctx = ssl.create_default_context(cafile=ca)
-s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
+s = tls_connect(port, ca)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
 s.sendall(f"GET /api/v1/packets?max_bytes=100000000 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
 got = b""
