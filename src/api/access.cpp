@@ -6,9 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "api/query.hpp"
 #include "output/io_status.hpp"
 #include "store/time_spec.hpp"
 
@@ -86,9 +88,17 @@ Result<TokenTable> TokenTable::load(const std::string& path) {
         if (words.size() != 2) return config_error(where + "expected \"NAME TOKEN\"");
         if (!valid_name(words[0])) return config_error(where + "name: 1..64 of A-Z a-z 0-9 - _ . @");
         if (words[1].size() < 16) return config_error(where + "token shorter than 16 characters");
-        for (const Entry& e : table.entries_)
+        const auto digest = sha256(words[1]);
+        for (const Entry& e : table.entries_) {
             if (e.name == words[0]) return config_error(where + "name '" + words[0] + "' given twice");
-        table.entries_.push_back({words[0], sha256(words[1])});
+            // One token under two names would make the audit log name either of them.
+            if (e.digest == digest)
+                return config_error(where + "the token of '" + words[0] + "' is also the token of '" + e.name +
+                                    "': every name needs a token of its own");
+        }
+        table.entries_.push_back({words[0], digest});
+        if (std::find(table.lengths_.begin(), table.lengths_.end(), words[1].size()) == table.lengths_.end())
+            table.lengths_.push_back(words[1].size());
     }
     if (table.entries_.empty()) return config_error("tokens file " + path + ": no tokens");
     return table;
@@ -100,6 +110,55 @@ std::optional<std::string> TokenTable::name_for(std::string_view token) const {
     for (const Entry& e : entries_)  // every entry compared: the time says nothing about which
         if (CRYPTO_memcmp(e.digest.data(), d.data(), d.size()) == 0) found = e.name;
     return found;
+}
+
+std::string TokenTable::redact(std::string text) const {
+    constexpr std::string_view kRedacted = "[redacted]";
+    for (const size_t len : lengths_) {
+        for (size_t i = 0; i + len <= text.size();) {
+            if (name_for(std::string_view(text).substr(i, len))) {
+                text.replace(i, len, kRedacted);
+                i += kRedacted.size();
+            } else {
+                ++i;
+            }
+        }
+    }
+    return text;
+}
+
+std::string audit_target(std::string_view path, std::string_view raw_query, const TokenTable* tokens) {
+    static constexpr std::string_view kCredentialNames[] = {
+        "access_token", "token", "bearer", "authorization", "auth", "api_key", "apikey", "key",
+        "password", "passwd", "secret", "client_secret", "id_token", "refresh_token", "session"};
+    std::string out(path);
+    std::string query;
+    size_t start = 0;
+    while (start <= raw_query.size() && !raw_query.empty()) {
+        size_t end = raw_query.find('&', start);
+        if (end == std::string_view::npos) end = raw_query.size();
+        const std::string_view part = raw_query.substr(start, end - start);
+        start = end + 1;
+        if (part.empty()) continue;
+        const size_t eq = part.find('=');
+        // An undecodable part is kept as received.
+        auto name = percent_decode(part.substr(0, eq), true);
+        std::string n = name ? name.value() : std::string(part.substr(0, eq));
+        std::string lower_name = n;
+        for (char& c : lower_name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        std::string v;
+        if (eq != std::string_view::npos) {
+            auto value = percent_decode(part.substr(eq + 1), true);
+            v = value ? value.value() : std::string(part.substr(eq + 1));
+            if (std::find(std::begin(kCredentialNames), std::end(kCredentialNames), lower_name) != std::end(kCredentialNames))
+                v = "[redacted]";
+        }
+        query += (query.empty() ? "" : "&") + n + (eq == std::string_view::npos ? "" : "=" + v);
+    }
+    if (!query.empty()) out += "?" + query;
+    if (tokens) out = tokens->redact(std::move(out));
+    if (out.size() > 4096) out = out.substr(0, 4096) + "...";
+    return out;
 }
 
 Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& path) {
@@ -127,6 +186,7 @@ std::string AuditLog::format(const AuditRecord& r) {
     j["packets"] = r.packets;
     j["seconds"] = static_cast<double>(static_cast<int64_t>(r.seconds * 1e6)) / 1e6;
     j["outcome"] = r.outcome;
+    if (!r.credential_refused.empty()) j["credential_refused"] = r.credential_refused;
     // Invalid UTF-8 in a request is replaced, not a reason to lose the record.
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

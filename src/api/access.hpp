@@ -30,6 +30,8 @@ public:
     static Result<TokenTable> load(const std::string& path);
     // The token's name, or nullopt.
     std::optional<std::string> name_for(std::string_view token) const;
+    // `text` with every substring that is one of the tokens replaced by "[redacted]".
+    std::string redact(std::string text) const;
     size_t size() const { return entries_.size(); }
 
 private:
@@ -38,7 +40,14 @@ private:
         std::array<uint8_t, 32> digest;
     };
     std::vector<Entry> entries_;
+    std::vector<size_t> lengths_;  // of the tokens, each once (redact() tries each)
 };
+
+// The request as the audit record names it: the percent-decoded path and query (so a
+// grep finds "/api/v1/packets" however it was escaped), the values of parameters named
+// like credentials (access_token, token, password, ...) and any text that is one of the
+// tokens replaced by "[redacted]", at most 4096 characters.
+std::string audit_target(std::string_view path, std::string_view raw_query, const TokenTable* tokens);
 
 struct AuditRecord {
     uint64_t start_ns = 0;      // wall clock
@@ -46,11 +55,12 @@ struct AuditRecord {
     std::string who;            // "cert:<subject>", "token:<name>", "unauthenticated", "-" (none valid)
     std::string peer;           // address:port
     std::string method;
-    std::string target;         // path?query as received
+    std::string target;         // audit_target(): decoded, credentials redacted
     int status = 0;
     uint64_t bytes = 0;         // body bytes sent
-    uint64_t packets = 0;
+    uint64_t packets = 0;       // whole packet records among those bytes
     std::string outcome;
+    std::string credential_refused;  // a credential presented and not accepted ("" = none)
 };
 
 class AuditLog {

@@ -7,6 +7,8 @@
 #include "api/query.hpp"
 #include "api/remote.hpp"
 #include "api/server.hpp"
+#include "config/config.hpp"
+#include "config/values.hpp"
 
 namespace linecap::api {
 namespace {
@@ -48,7 +50,7 @@ int extract_remote_command(const store::ToolOptions& options) {
     for (const auto& u : r.urls)
         if (!u.starts_with("http://") && !u.starts_with("https://"))
             return usage("--remote: '" + u + "' is not an http:// or https:// URL");
-    for (const char* local_only : {"--dir", "--config", "--template", "--no-index", "--accept-damaged"})
+    for (const char* local_only : {"--dir", "--template", "--no-index", "--accept-damaged"})
         if (get(options, local_only)) return usage(std::string("--remote and ") + local_only + " exclude each other");
     r.cert = get(options, "--cert").value_or("");
     r.key = get(options, "--key").value_or("");
@@ -56,6 +58,26 @@ int extract_remote_command(const store::ToolOptions& options) {
     r.token_file = get(options, "--token-file").value_or("");
     if (auto t = get(options, "--remote-timeout"); t && !store::parse_count(*t, 1, 86400, &r.stall_timeout_s))
         return usage("--remote-timeout: expected 1..86400 seconds");
+    if (auto t = get(options, "--remote-deadline"); t && !store::parse_count(*t, 1, 7 * 86400, &r.deadline_s))
+        return usage("--remote-deadline: expected 1..604800 seconds");
+    if (auto t = get(options, "--min-rate"); t && !store::parse_count(*t, 1, uint64_t{1} << 40, &r.min_rate))
+        return usage("--min-rate: expected bytes per second, at least 1");
+    // The bounds on the answers default to what this appliance's own API would send.
+    if (auto path = get(options, "--config")) {
+        auto config = load_config(*path);
+        if (!config) return store::print_line("error", config.error().message), 78;
+        r.max_answer_bytes = r.max_total_bytes = config->api.max_bytes;
+    } else {
+        r.max_answer_bytes = r.max_total_bytes = ApiConfig{}.max_bytes;
+    }
+    for (auto [name, out] : {std::pair{"--max-answer-bytes", &r.max_answer_bytes}, std::pair{"--max-total-bytes", &r.max_total_bytes},
+                             std::pair{"--min-free-bytes", &r.min_free_bytes}}) {
+        if (auto v = get(options, name)) {
+            auto n = parse_size(*v);
+            if (!n) return usage(std::string(name) + ": " + n.error().message);
+            *out = n.value();
+        }
+    }
     const std::string format = get(options, "--format").value_or("pcapng");
     if (format != "pcapng" && format != "pcap") return usage("--format: expected pcap or pcapng, not '" + format + "'");
     r.pcapng = format == "pcapng";

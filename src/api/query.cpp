@@ -29,17 +29,19 @@ int hex_value(char c) {
     return -1;
 }
 
-Result<std::string> url_decode(const std::string& text) {
+}  // namespace
+
+Result<std::string> percent_decode(std::string_view text, bool plus_is_space) {
     std::string out;
     out.reserve(text.size());
     for (size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
-        if (c == '+') {
+        if (c == '+' && plus_is_space) {
             out += ' ';
         } else if (c == '%') {
             const int hi = i + 1 < text.size() ? hex_value(text[i + 1]) : -1;
             const int lo = i + 2 < text.size() ? hex_value(text[i + 2]) : -1;
-            if (hi < 0 || lo < 0) return runtime_error("bad %-escape at offset " + std::to_string(i) + " of the query");
+            if (hi < 0 || lo < 0) return runtime_error("bad %-escape at offset " + std::to_string(i));
             out += static_cast<char>(hi << 4 | lo);
             i += 2;
         } else {
@@ -48,8 +50,6 @@ Result<std::string> url_decode(const std::string& text) {
     }
     return out;
 }
-
-}  // namespace
 
 Result<Params> split_query_string(const std::string& query) {
     Params params;
@@ -60,10 +60,10 @@ Result<Params> split_query_string(const std::string& query) {
         const std::string part = query.substr(start, end - start);
         if (!part.empty()) {
             const size_t eq = part.find('=');
-            auto name = url_decode(part.substr(0, eq));
-            if (!name) return name.error();
-            auto value = url_decode(eq == std::string::npos ? "" : part.substr(eq + 1));
-            if (!value) return value.error();
+            auto name = percent_decode(part.substr(0, eq), true);
+            if (!name) return name.error().context("query");
+            auto value = percent_decode(eq == std::string::npos ? "" : part.substr(eq + 1), true);
+            if (!value) return value.error().context("query");
             params.emplace_back(std::move(name.value()), std::move(value.value()));
         }
         start = end + 1;

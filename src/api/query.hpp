@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,9 @@ enum class QueryKind { packets, files };
 // Parses and checks a query's parameters (values already URL-decoded). Errors are one
 // line naming the parameter. The filter is compiled here (libpcap's message on error).
 Result<PacketQuery> parse_query(QueryKind kind, const Params& params);
+
+// Decodes %XX escapes (and '+' as a space in a query); errors on a bad escape.
+Result<std::string> percent_decode(std::string_view text, bool plus_is_space);
 
 // Splits a raw query string ("a=1&b=x%20y") into decoded pairs; errors on bad escapes.
 Result<Params> split_query_string(const std::string& query);

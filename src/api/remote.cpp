@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,18 +16,43 @@
 #include "format/capture_writer.hpp"
 #include "format/pcapng_blocks.hpp"
 #include "linecap_build.h"
+#include "output/unique_fd.hpp"
 #include "util/errno_text.hpp"
 
 namespace linecap::api {
 namespace {
 
+struct CurlEasyFree {
+    void operator()(CURL* c) const { curl_easy_cleanup(c); }
+};
+struct CurlMultiFree {
+    void operator()(CURLM* m) const { curl_multi_cleanup(m); }
+};
+struct CurlListFree {
+    void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+};
+using CurlEasy = std::unique_ptr<CURL, CurlEasyFree>;
+using CurlMulti = std::unique_ptr<CURLM, CurlMultiFree>;
+using CurlList = std::unique_ptr<curl_slist, CurlListFree>;
+
+// What all transfers share: the bounds on what they may write together.
+struct Budget {
+    const RemoteOptions* options = nullptr;
+    std::string tmpdir;
+    uint64_t total = 0;              // bytes written by all transfers
+    uint64_t since_space_check = 0;
+    std::string stop_all;            // set: every transfer is cut, saying this
+};
+
 struct Transfer {
     std::string base;      // as given
     std::string name;      // host:port
     std::string url;       // with the query
-    std::string tmp_path;
-    int fd = -1;
-    CURL* easy = nullptr;
+    UniqueFd file;         // the answer, in a file without a name
+    CURL* easy = nullptr;  // owned by `handle`
+    CurlEasy handle;
+    Budget* budget = nullptr;
+    std::string cut;       // why the client cut the answer ("" = not cut)
     long http_status = 0;
     std::string outcome;   // X-Linecap-Outcome trailer
     std::string body_head; // first bytes of an error body
@@ -43,9 +69,28 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
         if (t->body_head.size() < 512) t->body_head.append(data, std::min<size_t>(len, 512 - t->body_head.size()));
         return len;
     }
+    Budget& b = *t->budget;
+    const RemoteOptions& o = *b.options;
+    if (!b.stop_all.empty()) t->cut = b.stop_all;
+    else if (t->bytes + len > o.max_answer_bytes)
+        t->cut = "larger than " + std::to_string(o.max_answer_bytes) + " bytes (--max-answer-bytes)";
+    else if (b.total + len > o.max_total_bytes)
+        t->cut = b.stop_all = "all answers together larger than " + std::to_string(o.max_total_bytes) +
+                              " bytes (--max-total-bytes)";
+    if (b.since_space_check + len >= (16u << 20) && t->cut.empty()) {
+        b.since_space_check = 0;
+        struct statvfs vfs {};
+        if (::fstatvfs(t->file.get(), &vfs) == 0 &&
+            static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize < o.min_free_bytes)
+            t->cut = b.stop_all = "the temporary directory " + b.tmpdir + " has less than " +
+                                  std::to_string(o.min_free_bytes) + " bytes free (--min-free-bytes)";
+    }
+    if (!t->cut.empty()) return 0;  // curl ends this transfer (CURLE_WRITE_ERROR)
+    b.since_space_check += len;
+    b.total += len;
     size_t done = 0;
     while (done < len) {
-        const ssize_t w = ::write(t->fd, data + done, len - done);
+        const ssize_t w = ::write(t->file.get(), data + done, len - done);
         if (w < 0 && errno == EINTR) continue;
         if (w < 0) {
             t->write_failed = true;
@@ -100,6 +145,20 @@ Result<std::string> read_token(const std::string& path) {
     return token;
 }
 
+// A file in `dir` that no name points to: O_TMPFILE, or where the file system lacks it,
+// a named file unlinked at once.
+Result<UniqueFd> nameless_file(const std::string& dir) {
+    UniqueFd fd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    if (fd) return fd;
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+        return runtime_error("temporary file in " + dir + ": " + errno_text(errno));
+    std::string path = dir + "/.linecap-remote.XXXXXX";
+    fd.reset(::mkostemp(path.data(), O_CLOEXEC));
+    if (!fd) return runtime_error("temporary file " + path + ": " + errno_text(errno));
+    ::unlink(path.c_str());
+    return fd;
+}
+
 // One appliance's answer being merged: its reader, and the output interface of each of
 // its interfaces (per section: an answer may start a new section, with new ids).
 struct Source {
@@ -130,7 +189,9 @@ Result<RemoteReport> extract_remote(const RemoteOptions& o, int out_fd) {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return runtime_error("curl_global_init failed");
     std::string query;
     {
-        CURL* esc = curl_easy_init();
+        CurlEasy esc_handle(curl_easy_init());
+        CURL* esc = esc_handle.get();
+        if (!esc) return runtime_error("curl_easy_init failed");
         // Each appliance answers in the output's format: pcapng answers name their
         // interfaces ("<port>:<queue>"), which the merged file keeps.
         Params params = o.params;
@@ -140,23 +201,39 @@ Result<RemoteReport> extract_remote(const RemoteOptions& o, int out_fd) {
             query += (query.empty() ? "" : "&") + k + "=" + (e ? e : "");
             curl_free(e);
         }
-        curl_easy_cleanup(esc);
     }
-    const char* tmpdir = std::getenv("TMPDIR");
+    const char* tmpdir_env = std::getenv("TMPDIR");
+    Budget budget;
+    budget.options = &o;
+    budget.tmpdir = tmpdir_env && *tmpdir_env ? tmpdir_env : "/tmp";
+    {
+        struct statvfs vfs {};
+        if (::statvfs(budget.tmpdir.c_str(), &vfs) != 0)
+            return runtime_error("temporary directory " + budget.tmpdir + ": " + errno_text(errno));
+        const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+        if (free_bytes < o.min_free_bytes)
+            return runtime_error("temporary directory " + budget.tmpdir + ": " + std::to_string(free_bytes) +
+                                 " bytes free, less than " + std::to_string(o.min_free_bytes) + " (--min-free-bytes)");
+    }
+    // Declared before the transfers: their easy handles go first (leaving the multi).
+    CurlMulti multi(curl_multi_init());
+    CurlList headers;
+    if (!token.empty()) headers.reset(curl_slist_append(nullptr, ("Authorization: Bearer " + token).c_str()));
+    if (!multi || (!token.empty() && !headers)) return runtime_error("curl: out of memory");
     std::vector<Transfer> transfers(o.urls.size());
-    CURLM* multi = curl_multi_init();
-    curl_slist* headers = nullptr;
-    if (!token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + token).c_str());
     for (size_t i = 0; i < o.urls.size(); ++i) {
         Transfer& t = transfers[i];
         t.base = o.urls[i];
         while (!t.base.empty() && t.base.back() == '/') t.base.pop_back();
         t.name = host_port(t.base);
         t.url = t.base + "/api/v1/packets" + (query.empty() ? "" : "?" + query);
-        t.tmp_path = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/linecap-remote.XXXXXX";
-        t.fd = ::mkostemp(t.tmp_path.data(), O_CLOEXEC);
-        if (t.fd < 0) return runtime_error("temporary file " + t.tmp_path + ": " + errno_text(errno));
-        t.easy = curl_easy_init();
+        t.budget = &budget;
+        auto file = nameless_file(budget.tmpdir);
+        if (!file) return file.error();
+        t.file = std::move(file.value());
+        t.handle.reset(curl_easy_init());
+        t.easy = t.handle.get();
+        if (!t.easy) return runtime_error("curl_easy_init failed");
         curl_easy_setopt(t.easy, CURLOPT_URL, t.url.c_str());
         curl_easy_setopt(t.easy, CURLOPT_WRITEFUNCTION, on_body);
         curl_easy_setopt(t.easy, CURLOPT_WRITEDATA, &t);
@@ -164,41 +241,46 @@ Result<RemoteReport> extract_remote(const RemoteOptions& o, int out_fd) {
         curl_easy_setopt(t.easy, CURLOPT_HEADERDATA, &t);
         curl_easy_setopt(t.easy, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(t.easy, CURLOPT_CONNECTTIMEOUT, static_cast<long>(o.connect_timeout_s));
-        curl_easy_setopt(t.easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(t.easy, CURLOPT_TIMEOUT, static_cast<long>(o.deadline_s));
+        curl_easy_setopt(t.easy, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(std::max<uint64_t>(o.min_rate, 1)));
         curl_easy_setopt(t.easy, CURLOPT_LOW_SPEED_TIME, static_cast<long>(o.stall_timeout_s));
         curl_easy_setopt(t.easy, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(t.easy, CURLOPT_USERAGENT, "linecap/" LINECAP_VERSION);
-        if (headers) curl_easy_setopt(t.easy, CURLOPT_HTTPHEADER, headers);
+        if (headers) curl_easy_setopt(t.easy, CURLOPT_HTTPHEADER, headers.get());
         if (!o.cert.empty()) curl_easy_setopt(t.easy, CURLOPT_SSLCERT, o.cert.c_str());
         if (!o.key.empty()) curl_easy_setopt(t.easy, CURLOPT_SSLKEY, o.key.c_str());
         if (!o.cacert.empty()) curl_easy_setopt(t.easy, CURLOPT_CAINFO, o.cacert.c_str());
-        curl_multi_add_handle(multi, t.easy);
+        curl_multi_add_handle(multi.get(), t.easy);
     }
     for (int running = 1; running;) {
-        if (curl_multi_perform(multi, &running) != CURLM_OK) break;
-        if (running) curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
+        if (curl_multi_perform(multi.get(), &running) != CURLM_OK) break;
+        if (running) curl_multi_poll(multi.get(), nullptr, 0, 1000, nullptr);
     }
-    for (int left = 0; CURLMsg* m = curl_multi_info_read(multi, &left);) {
+    for (int left = 0; CURLMsg* m = curl_multi_info_read(multi.get(), &left);) {
         if (m->msg != CURLMSG_DONE) continue;
         for (Transfer& t : transfers) {
             if (t.easy != m->easy_handle) continue;
             curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.http_status);
-            if (m->data.result != CURLE_OK && t.error.empty())
+            if (!t.cut.empty() || !t.error.empty()) {
+            } else if (m->data.result == CURLE_OPERATION_TIMEDOUT && t.bytes > 0) {
+                double elapsed = 0;
+                curl_easy_getinfo(t.easy, CURLINFO_TOTAL_TIME, &elapsed);
+                t.cut = elapsed + 1 >= static_cast<double>(o.deadline_s)
+                            ? "still running after " + std::to_string(o.deadline_s) + " s (--remote-deadline)"
+                            : "slower than " + std::to_string(o.min_rate) + " bytes/s for " +
+                                  std::to_string(o.stall_timeout_s) + " s (--min-rate, --remote-timeout)";
+            } else if (m->data.result != CURLE_OK) {
                 t.error = std::string(curl_easy_strerror(m->data.result)) + " after " + std::to_string(t.bytes) + " bytes";
-            else if (t.http_status != 200 && t.error.empty()) {
+            } else if (t.http_status != 200) {
                 std::string body = t.body_head;
                 while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
                 t.error = "HTTP " + std::to_string(t.http_status) + (body.empty() ? "" : ": " + body);
-            } else if (t.error.empty() && t.outcome.empty())
+            } else if (t.outcome.empty()) {
                 t.error = "the answer ended without its trailer (cut off)";
+            }
         }
     }
-    for (Transfer& t : transfers) {
-        curl_multi_remove_handle(multi, t.easy);
-        curl_easy_cleanup(t.easy);
-    }
-    curl_multi_cleanup(multi);
-    curl_slist_free_all(headers);
+    for (Transfer& t : transfers) curl_multi_remove_handle(multi.get(), t.easy);
 
     // --- merge ---
     std::vector<std::unique_ptr<Source>> sources;
@@ -206,18 +288,24 @@ Result<RemoteReport> extract_remote(const RemoteOptions& o, int out_fd) {
     std::optional<uint32_t> link_field;  // pcap output: the answers', when they agree
     bool link_fields_differ = false;
     for (Transfer& t : transfers) {
-        ::close(t.fd);
         if (!t.error.empty()) {
             error(t.base + ": " + t.error + "; its packets are left out");
             ++report.appliances_failed;
-            ::unlink(t.tmp_path.c_str());
             continue;
         }
-        if (t.outcome != "complete") error(t.base + ": answer " + t.outcome);
-        auto f = format::FileSource::open(t.tmp_path);
-        ::unlink(t.tmp_path.c_str());  // the open descriptor keeps it readable
+        if (!t.cut.empty()) {
+            ++report.answers_cut;
+            error(t.base + ": answer cut after " + std::to_string(t.bytes) + " bytes: " + t.cut +
+                  "; the packets received whole before the cut are kept");
+        } else if (t.outcome != "complete") {
+            error(t.base + ": answer " + t.outcome);
+        }
+        // A second descriptor on the nameless file, through /proc (the reader opens a path).
+        auto f = format::FileSource::open("/proc/self/fd/" + std::to_string(t.file.get()));
+        t.file.reset();
         auto header = f ? format::read_header(*f.value()) : Result<format::CaptureHeader>(f.error());
         if (!header) {
+            if (!t.cut.empty() && t.bytes == 0) continue;  // said above
             error(t.base + ": its answer is not a capture file: " + header.error().message);
             ++report.appliances_failed;
             continue;
@@ -268,7 +356,8 @@ Result<RemoteReport> extract_remote(const RemoteOptions& o, int out_fd) {
     std::priority_queue<Source*, std::vector<Source*>, decltype(later)> heap(later);
     auto advance = [&](Source* s) {
         if (s->reader->next(s->current)) return true;
-        if (s->reader->failed()) error(s->transfer->base + ": its answer: " + s->reader->error());
+        // A cut answer ends inside a record: that is the cut, already said.
+        if (s->reader->failed() && s->transfer->cut.empty()) error(s->transfer->base + ": its answer: " + s->reader->error());
         return false;
     };
     for (auto& s : sources)

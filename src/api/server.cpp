@@ -12,12 +12,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <httplib.h>
+#include <cstring>
+#include <sys/resource.h>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "api/access.hpp"
+#include "api/http_front.hpp"
 #include "api/query.hpp"
 #include "api/page.hpp"
 #include "api/status.hpp"
@@ -30,6 +32,8 @@
 #include "store/extract.hpp"
 #include "store/index_format.hpp"
 #include "store/time_spec.hpp"
+#include "format/pcap_format.hpp"
+#include "format/pcapng_format.hpp"
 #include "util/errno_text.hpp"
 
 namespace linecap::api {
@@ -72,8 +76,7 @@ private:
 };
 
 // One streaming answer: extract() on its own thread writes the pcap into a pipe; the
-// HTTP thread reads it and sends chunks. Shared by the content provider and the
-// releaser httplib calls when the response is done with (also after a disconnect).
+// handler thread reads it and sends chunks.
 struct Answer {
     int read_fd = -1;
     std::thread worker;
@@ -84,13 +87,6 @@ struct Answer {
     bool finished = false;
     std::string error;            // query-level failure (nothing usable written)
     store::ExtractReport report;
-    // HTTP side.
-    uint64_t body_bytes = 0;
-    bool client_gone = false;
-    bool ended = false;           // trailer sent
-    AuditRecord audit;
-    Clock::time_point started;
-    Slots* slots = nullptr;
 
     ~Answer() {
         if (read_fd >= 0) ::close(read_fd);
@@ -103,7 +99,7 @@ struct Answer {
         }
         if (worker.joinable()) worker.join();
     }
-    std::string outcome() const {
+    std::string outcome(bool client_gone, uint64_t body_bytes) const {
         if (client_gone) return "client disconnected (" + std::to_string(body_bytes) + " bytes sent before)";
         if (!error.empty()) return "error: " + error;
         std::string o;
@@ -121,48 +117,122 @@ struct Answer {
     }
 };
 
+// Counts the packet records wholly inside the bytes of an answer sent so far (the
+// server's own writer's output: host byte order), for the audit record of an answer the
+// client did not take to its end.
+class RecordCounter {
+public:
+    explicit RecordCounter(bool pcapng) : pcapng_(pcapng), skip_(pcapng ? 0 : sizeof(pcap::FileHeader)) {}
+    void add(const char* data, size_t n) {
+        while (n > 0) {
+            if (skip_ > 0) {
+                const size_t k = std::min<uint64_t>(skip_, n);
+                skip_ -= k, data += k, n -= k;
+                if (skip_ == 0 && counting_) ++records_;
+                continue;
+            }
+            const size_t need = pcapng_ ? 8 : sizeof(pcap::RecordHeader);
+            const size_t k = std::min(need - have_, n);
+            std::memcpy(head_ + have_, data, k);
+            have_ += k, data += k, n -= k;
+            if (have_ < need) break;
+            have_ = 0;
+            uint32_t a, b;
+            std::memcpy(&a, head_, 4);
+            std::memcpy(&b, head_ + (pcapng_ ? 4 : 8), 4);
+            if (pcapng_) {  // block type, total length (header included)
+                counting_ = a == pcapng::kEnhancedPacketBlock || a == pcapng::kSimplePacketBlock;
+                skip_ = b >= 8 ? b - 8 : 0;
+            } else {        // caplen follows the two time words
+                counting_ = true;
+                skip_ = b;
+            }
+            if (skip_ == 0 && counting_) ++records_;
+        }
+    }
+    uint64_t records() const { return records_; }
+
+private:
+    bool pcapng_;
+    uint64_t skip_;
+    char head_[16] = {};
+    size_t have_ = 0;
+    bool counting_ = false;
+    uint64_t records_ = 0;
+};
+
 }  // namespace
 
-struct ApiServer::Impl {
+struct ApiServer::Impl final : HttpHandler {
     Config config;
     ListenAddress address;
     bool tls = false;
     std::optional<TokenTable> tokens;
     std::unique_ptr<AuditLog> audit;
-    std::unique_ptr<httplib::Server> http;
+    SSL_CTX* tls_ctx = nullptr;
+    std::unique_ptr<HttpFront> front;
     std::unique_ptr<Slots> slots;
     std::unique_ptr<StatusSource> status;
     int port = 0;
-    std::string setup_error;
 
-    std::optional<std::string> identify(const httplib::Request& req) const {
-        if (tls && req.ssl) {
-            if (X509* cert = SSL_get1_peer_certificate(req.ssl)) {
-                std::optional<std::string> who;
-                if (SSL_get_verify_result(req.ssl) == X509_V_OK) {
-                    char subject[512] = {};
-                    X509_NAME_oneline(X509_get_subject_name(cert), subject, sizeof subject);
-                    who = std::string("cert:") + subject;
-                }
-                X509_free(cert);
-                if (who) return who;
-            }
-        }
-        const std::string auth = req.get_header_value("Authorization");
-        if (tokens && auth.starts_with("Bearer ")) {
-            if (auto name = tokens->name_for(std::string_view(auth).substr(7))) return "token:" + *name;
-            return std::nullopt;
-        }
-        if (config.api.unauthenticated == "loopback") return "unauthenticated";
-        return std::nullopt;
+    ~Impl() override {
+        front.reset();
+        if (tls_ctx) SSL_CTX_free(tls_ctx);
     }
 
-    AuditRecord begin_audit(const httplib::Request& req) const {
+    // Who the request is from, and the credential it presented that was not accepted.
+    // A request that presents a wrong credential is refused even if it has another that
+    // holds (a valid certificate with a wrong token): a stale or guessed token must not
+    // pass unnoticed.
+    struct Identity {
+        std::optional<std::string> who;  // accepted identity; nullopt = refused
+        std::string shown = "-";         // for the audit record: the valid part, if any
+        std::string refused;             // the credential refused, "" if none
+    };
+
+    Identity identify(SSL* ssl, const std::optional<std::string>& authorization) const {
+        Identity id;
+        std::optional<std::string> cert_who;
+        if (tls && ssl) {
+            if (X509* cert = SSL_get1_peer_certificate(ssl)) {
+                if (SSL_get_verify_result(ssl) == X509_V_OK) {
+                    char subject[512] = {};
+                    X509_NAME_oneline(X509_get_subject_name(cert), subject, sizeof subject);
+                    cert_who = std::string("cert:") + subject;
+                }
+                X509_free(cert);
+            }
+        }
+        std::optional<std::string> token_who;
+        if (authorization) {
+            const std::string_view auth(*authorization);
+            if (auth.starts_with("Bearer ")) {
+                if (!tokens) id.refused = "bearer token (this server takes none: api.tokens_file is not set)";
+                else if (auto name = tokens->name_for(auth.substr(7))) token_who = "token:" + *name;
+                else id.refused = "bearer token not in api.tokens_file";
+            } else {
+                std::string scheme(auth.substr(0, std::min<size_t>(auth.find(' '), 16)));
+                for (char& c : scheme)
+                    if (!std::isalnum(static_cast<unsigned char>(c))) c = '?';
+                id.refused = "Authorization scheme '" + scheme + "' (only Bearer)";
+            }
+        }
+        id.shown = cert_who ? *cert_who : token_who ? *token_who : "-";
+        if (!id.refused.empty()) return id;
+        if (cert_who) id.who = cert_who;
+        else if (token_who) id.who = token_who;
+        else if (config.api.unauthenticated == "loopback") id.who = "unauthenticated";
+        if (id.who) id.shown = *id.who;
+        return id;
+    }
+
+    AuditRecord begin_audit(const std::string& peer_address, int peer_port, const std::string& method,
+                            const std::string& path, const std::string& query) const {
         AuditRecord a;
         a.start_ns = wall_ns();
-        a.peer = req.remote_addr + ":" + std::to_string(req.remote_port);
-        a.method = req.method;
-        a.target = req.target.size() > 4096 ? req.target.substr(0, 4096) + "..." : req.target;
+        a.peer = peer_address + ":" + std::to_string(peer_port);
+        a.method = method.size() > 32 ? method.substr(0, 32) + "..." : method;
+        a.target = audit_target(path, query, tokens ? &*tokens : nullptr);
         a.who = "-";
         return a;
     }
@@ -175,12 +245,11 @@ struct ApiServer::Impl {
         audit->write(a);
     }
 
-    void reply(const httplib::Request& req, httplib::Response& res, int status, const std::string& body,
-               const char* type, const std::string& outcome, AuditRecord a, Clock::time_point started) {
-        res.status = status;
-        res.set_content(body, type);
-        finish(std::move(a), started, status, body.size(), outcome);
-        (void)req;
+    void reply(HttpExchange& ex, int status, const std::string& body, const char* type, const std::string& outcome,
+               AuditRecord a, Clock::time_point started, const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+        const bool sent = ex.respond(status, type, body, headers);
+        finish(std::move(a), started, status, sent ? body.size() : 0,
+               sent ? outcome : outcome + "; client disconnected before the answer was sent");
     }
 
     store::ExtractOptions extract_options(const PacketQuery& q) const {
@@ -196,28 +265,73 @@ struct ApiServer::Impl {
         return o;
     }
 
-    void handle_packets(const httplib::Request& req, httplib::Response& res, bool size_only);
-    void handle_files(const httplib::Request& req, httplib::Response& res);
-    void install_routes();
+    void serve(const HttpRequest& req, HttpExchange& ex) override;
+    void refused(const HttpRefusal& r, HttpExchange& ex) override;
+    void connection_refused(const std::string& peer_address, int peer_port, const std::string& reason) override {
+        AuditRecord a = begin_audit(peer_address, peer_port, "-", "", "");
+        finish(a, Clock::now(), 0, 0, "refused: " + reason);
+    }
+    void handle_packets(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started, bool size_only);
+    void handle_files(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
 };
 
 ApiServer::ApiServer() : impl_(std::make_unique<Impl>()) {}
 ApiServer::~ApiServer() = default;
 
-void ApiServer::Impl::handle_packets(const httplib::Request& req, httplib::Response& res, bool size_only) {
+void ApiServer::Impl::refused(const HttpRefusal& r, HttpExchange& ex) {
     const auto started = Clock::now();
-    AuditRecord a = begin_audit(req);
-    a.who = *identify(req);  // the pre-routing handler refused the unknown
-    auto params = split_query_string(req.target.find('?') == std::string::npos
-                                         ? std::string()
-                                         : req.target.substr(req.target.find('?') + 1));
+    const size_t q = r.target.find('?');
+    auto path = percent_decode(std::string_view(r.target).substr(0, q), false);
+    AuditRecord a = begin_audit(r.peer_address, r.peer_port, r.method, path ? path.value() : r.target.substr(0, q),
+                                q == std::string::npos ? "" : r.target.substr(q + 1));
+    const Identity id = identify(r.ssl, r.authorization);
+    a.who = id.shown;
+    a.credential_refused = id.refused;
+    if (r.status == 0) return finish(a, started, 0, 0, "refused: " + r.reason);
+    reply(ex, r.status, json_error(r.reason), "application/json", "refused: " + r.reason, a, started);
+}
+
+void ApiServer::Impl::serve(const HttpRequest& req, HttpExchange& ex) {
+    const auto started = Clock::now();
+    AuditRecord a = begin_audit(req.peer_address, req.peer_port, req.method, req.path, req.query);
+    const Identity id = identify(req.ssl, req.header("authorization"));
+    a.who = id.shown;
+    a.credential_refused = id.refused;
+    if (req.method != "GET")
+        return reply(ex, 405, json_error("only GET"), "application/json", "refused: method " + a.method, a, started,
+                     {{"Allow", "GET"}});
+    if (req.path == "/") {
+        // The page is public: it holds no data, and a browser that authenticates with a
+        // token can only send it from the page's own script.
+        return reply(ex, 200, page_html(), "text/html; charset=utf-8", "complete", a, started,
+                     {{"Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"}});
+    }
+    if (!id.who) {
+        const std::string why = id.refused.empty() ? "authentication required" : "invalid credentials: " + id.refused;
+        return reply(ex, 401, json_error(why), "application/json",
+                     id.refused.empty() ? "refused: no credentials" : "refused: " + why, a, started,
+                     {{"WWW-Authenticate", tls && !config.api.tls_client_ca.empty() && !tokens ? "Mutual" : "Bearer realm=\"linecap\""}});
+    }
+    if (req.path == "/api/v1/packets") return handle_packets(req, ex, a, started, false);
+    if (req.path == "/api/v1/size") return handle_packets(req, ex, a, started, true);
+    if (req.path == "/api/v1/files") return handle_files(req, ex, a, started);
+    if (req.path == "/api/v1/status") {
+        if (!req.query.empty())
+            return reply(ex, 400, json_error("status takes no parameters"), "application/json", "refused: parameters", a, started);
+        return reply(ex, 200, status->json(slots->used(), slots->limit()), "application/json", "complete", a, started);
+    }
+    reply(ex, 404, json_error("no such endpoint: " + a.target.substr(0, a.target.find('?'))), "application/json",
+          "refused: no such endpoint", a, started);
+}
+
+void ApiServer::Impl::handle_packets(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started,
+                                     bool size_only) {
+    auto params = split_query_string(req.query);
     Result<PacketQuery> q = params ? parse_query(QueryKind::packets, params.value()) : Result<PacketQuery>(params.error());
-    if (!q) return reply(req, res, 400, json_error(q.error().message), "application/json", "refused: " + q.error().message, a, started);
+    if (!q) return reply(ex, 400, json_error(q.error().message), "application/json", "refused: " + q.error().message, a, started);
     if (!slots->try_take()) {
-        res.set_header("Retry-After", "5");
-        return reply(req, res, 503,
-                     json_error("busy: " + std::to_string(slots->limit()) + " queries are running (api.max_queries)"),
-                     "application/json", "refused: busy", a, started);
+        return reply(ex, 503, json_error("busy: " + std::to_string(slots->limit()) + " queries are running (api.max_queries)"),
+                     "application/json", "refused: busy", a, started, {{"Retry-After", "5"}});
     }
     store::ExtractOptions o = extract_options(q.value());
     const auto deadline = started + std::chrono::seconds(config.api.max_duration_s);
@@ -227,12 +341,12 @@ void ApiServer::Impl::handle_packets(const httplib::Request& req, httplib::Respo
         o.should_stop = [&] { return Clock::now() > deadline && (timed_out = true); };
         const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
         Result<store::ExtractReport> r = runtime_error("/dev/null: " + errno_text(errno));
-        if (null_fd >= 0) {  // on this HTTP thread, idle like every thread of serve
+        if (null_fd >= 0) {  // on this handler thread, idle like every thread of serve
             r = store::extract(o, null_fd);
             ::close(null_fd);
         }
         slots->give_back();
-        if (!r) return reply(req, res, 400, json_error(r.error().message), "application/json", "error: " + r.error().message, a, started);
+        if (!r) return reply(ex, 400, json_error(r.error().message), "application/json", "error: " + r.error().message, a, started);
         nlohmann::ordered_json j;
         j["packets"] = r->packets_written;
         j["bytes"] = r->bytes_written;
@@ -246,112 +360,108 @@ void ApiServer::Impl::handle_packets(const httplib::Request& req, httplib::Respo
         nlohmann::ordered_json concerns = nlohmann::ordered_json::array();
         for (const store::FileConcern& c : r->concerns) concerns.push_back({{"file", c.path}, {"reason", c.reason}});
         j["integrity"] = std::move(concerns);
-        a.packets = r->packets_written;
-        return reply(req, res, 200, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "application/json", "size computed", a, started);
+        return reply(ex, 200, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "application/json",
+                     "size computed", a, started);
     }
 
-    auto answer = std::make_shared<Answer>();
-    answer->audit = a;
-    answer->started = started;
-    answer->deadline = deadline;
-    answer->slots = slots.get();
+    Answer answer;
+    answer.deadline = deadline;
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) {
         slots->give_back();
-        return reply(req, res, 500, json_error("pipe: " + errno_text(errno)), "application/json", "error: pipe", a, started);
+        return reply(ex, 500, json_error("pipe: " + errno_text(errno)), "application/json", "error: pipe", a, started);
     }
     (void)::fcntl(fds[1], F_SETPIPE_SZ, 1 << 20);  // fewer wake-ups; a smaller pipe only costs speed
-    answer->read_fd = fds[0];
-    Answer* raw = answer.get();
+    answer.read_fd = fds[0];
+    Answer* raw = &answer;
     o.should_stop = [raw] {
         if (raw->stop.load(std::memory_order_relaxed)) return true;
         if (Clock::now() > raw->deadline) return raw->timed_out = true;
         return false;
     };
-    answer->worker = std::thread([raw, o = std::move(o), wfd = fds[1]] {
+    answer.worker = std::thread([raw, o = std::move(o), wfd = fds[1]] {
         auto r = store::extract(o, wfd);
         if (r) raw->report = std::move(r.value());
         else raw->error = r.error().message;
         raw->finished = true;  // published by the close below (the reader sees EOF after it)
         ::close(wfd);
     });
+    // Waits for bytes from the query; a client that goes away meanwhile ends it.
+    auto wait_for_output = [&] {
+        pollfd p{answer.read_fd, POLLIN, 0};
+        for (;;) {
+            const int r = ::poll(&p, 1, 1000);
+            if (r > 0) return true;
+            if (r < 0 && errno != EINTR) return true;  // the read says what
+            if (ex.client_gone()) return false;
+        }
+    };
 
     // Wait for the first bytes or the end: a query that fails before writing anything
     // (store unreadable) still gets an error status instead of an empty 200.
-    pollfd p{answer->read_fd, POLLIN, 0};
-    while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
+    if (!wait_for_output()) {
+        answer.join();
+        slots->give_back();
+        return finish(a, started, 200, 0, answer.outcome(true, 0));
     }
     int avail = 0;
-    if (::ioctl(answer->read_fd, FIONREAD, &avail) == 0 && avail == 0) {
-        answer->join();
-        answer->slots->give_back();
-        const std::string m = answer->error.empty() ? "no output" : answer->error;
+    if (::ioctl(answer.read_fd, FIONREAD, &avail) == 0 && avail == 0) {
+        answer.join();
+        slots->give_back();
+        const std::string m = answer.error.empty() ? "no output" : answer.error;
         // A limit below the format's file header is the request's fault, as is a filter.
         const int status = m.starts_with("max_bytes ") ? 400 : 500;
-        return reply(req, res, status, json_error(m), "application/json", "error: " + m, answer->audit, started);
+        return reply(ex, status, json_error(m), "application/json", "error: " + m, a, started);
     }
 
     const std::string from = store::format_time(q->from_ns), to = q->to_ns == UINT64_MAX ? "end" : store::format_time(q->to_ns);
-    res.status = 200;
     const bool pcapng = q->format == format::FileKind::pcapng;
-    res.set_header("Content-Disposition", pcapng ? "attachment; filename=\"linecap.pcapng\""
-                                                 : "attachment; filename=\"linecap.pcap\"");
-    res.set_header("X-Linecap-Query", "from=" + from + " to=" + to);
-    res.set_header("X-Linecap-Max-Bytes", std::to_string(o.max_bytes));
-    // Chunked by hand: only that lets the answer end with a trailer saying whether it is
-    // complete (httplib 0.11's own chunked mode has no trailers).
-    res.set_header("Transfer-Encoding", "chunked");
-    res.set_header("Trailer", "X-Linecap-Outcome, X-Linecap-Packets");
-    res.set_content_provider(
-        pcapng ? "application/x-pcapng" : "application/vnd.tcpdump.pcap",
-        [answer](size_t, httplib::DataSink& sink) {
-            static thread_local std::vector<char> buf(64 << 10);
-            char head[16];
-            const ssize_t n = ::read(answer->read_fd, buf.data(), buf.size());
-            if (n > 0) {
-                const int hl = std::snprintf(head, sizeof head, "%zx\r\n", static_cast<size_t>(n));
-                if (!sink.write(head, static_cast<size_t>(hl)) || !sink.write(buf.data(), static_cast<size_t>(n)) ||
-                    !sink.write("\r\n", 2)) {
-                    answer->client_gone = true;
-                    return false;
-                }
-                answer->body_bytes += static_cast<uint64_t>(n);
-                return true;
-            }
-            if (n < 0 && errno == EINTR) return true;
-            answer->join();  // EOF: the worker is done
-            std::string outcome = answer->outcome();
-            for (char& c : outcome)  // a header line: file names and messages must not break it
-                if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-            const std::string trailer = "0\r\nX-Linecap-Outcome: " + outcome +
-                                        "\r\nX-Linecap-Packets: " + std::to_string(answer->report.packets_written) +
-                                        "\r\n\r\n";
-            answer->ended = true;
-            if (!sink.write(trailer.data(), trailer.size())) answer->client_gone = true;
-            sink.done();
-            return true;
-        },
-        [answer, this](bool) {
-            answer->join();
-            answer->slots->give_back();
-            if (!answer->ended) answer->client_gone = true;
-            answer->audit.packets = answer->report.packets_written;
-            finish(answer->audit, answer->started, 200, answer->body_bytes, answer->outcome());
-        });
+    // Chunked by hand, so that the answer can end with a trailer saying whether it is
+    // complete.
+    bool gone = !ex.send_head(200, {
+        {"Content-Type", pcapng ? "application/x-pcapng" : "application/vnd.tcpdump.pcap"},
+        {"Content-Disposition", pcapng ? "attachment; filename=\"linecap.pcapng\"" : "attachment; filename=\"linecap.pcap\""},
+        {"X-Linecap-Query", "from=" + from + " to=" + to},
+        {"X-Linecap-Max-Bytes", std::to_string(o.max_bytes)},
+        {"Transfer-Encoding", "chunked"},
+        {"Trailer", "X-Linecap-Outcome, X-Linecap-Packets"},
+    });
+    RecordCounter sent_records(pcapng);
+    uint64_t body_bytes = 0;
+    std::vector<char> buf(64 << 10);
+    while (!gone) {
+        const ssize_t n = ::read(answer.read_fd, buf.data(), buf.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        char head[16];
+        const int hl = std::snprintf(head, sizeof head, "%zx\r\n", static_cast<size_t>(n));
+        if (!ex.send(std::string_view(head, static_cast<size_t>(hl))) ||
+            !ex.send(std::string_view(buf.data(), static_cast<size_t>(n))) || !ex.send("\r\n")) {
+            gone = true;
+            break;
+        }
+        body_bytes += static_cast<uint64_t>(n);
+        sent_records.add(buf.data(), static_cast<size_t>(n));
+        if (!wait_for_output()) gone = true;
+    }
+    answer.join();
+    slots->give_back();
+    if (!gone) {
+        const std::string trailer = "0\r\nX-Linecap-Outcome: " + answer.outcome(false, 0) +
+                                    "\r\nX-Linecap-Packets: " + std::to_string(answer.report.packets_written) + "\r\n\r\n";
+        gone = !ex.send(trailer);
+    }
+    a.packets = sent_records.records();
+    finish(a, started, 200, body_bytes, answer.outcome(gone, body_bytes));
 }
 
-void ApiServer::Impl::handle_files(const httplib::Request& req, httplib::Response& res) {
-    const auto started = Clock::now();
-    AuditRecord a = begin_audit(req);
-    a.who = *identify(req);
-    auto params = split_query_string(req.target.find('?') == std::string::npos
-                                         ? std::string()
-                                         : req.target.substr(req.target.find('?') + 1));
+void ApiServer::Impl::handle_files(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started) {
+    auto params = split_query_string(req.query);
     Result<PacketQuery> q = params ? parse_query(QueryKind::files, params.value()) : Result<PacketQuery>(params.error());
-    if (!q) return reply(req, res, 400, json_error(q.error().message), "application/json", "refused: " + q.error().message, a, started);
+    if (!q) return reply(ex, 400, json_error(q.error().message), "application/json", "refused: " + q.error().message, a, started);
     auto tmpl = FileTemplate::compile(config.output.file_template);
     auto catalog = tmpl ? store::scan_catalog(config.output.directory, tmpl.value()) : Result<store::Catalog>(tmpl.error());
-    if (!catalog) return reply(req, res, 500, json_error(catalog.error().message), "application/json", "error: " + catalog.error().message, a, started);
+    if (!catalog) return reply(ex, 500, json_error(catalog.error().message), "application/json", "error: " + catalog.error().message, a, started);
     const UniqueFd dir_fd(::open(config.output.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     nlohmann::ordered_json files = nlohmann::ordered_json::array();
     for (const auto& f : catalog->files) {
@@ -393,63 +503,7 @@ void ApiServer::Impl::handle_files(const httplib::Request& req, httplib::Respons
     out["directory"] = config.output.directory;
     out["in_progress"] = catalog->in_progress;
     out["files"] = std::move(files);
-    reply(req, res, 200, out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "application/json", "complete", a, started);
-}
-
-void ApiServer::Impl::install_routes() {
-    http->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        size_t request_bytes = req.method.size() + req.target.size() + 12;
-        for (const auto& [k, v] : req.headers) request_bytes += k.size() + v.size() + 4;
-        const auto started = Clock::now();
-        if (request_bytes > config.api.max_request_bytes) {
-            reply(req, res, 431, json_error("request larger than api.max_request_bytes"), "application/json",
-                  "refused: request too large", begin_audit(req), started);
-            return httplib::Server::HandlerResponse::Handled;
-        }
-        if (req.method != "GET") {
-            reply(req, res, 405, json_error("only GET"), "application/json", "refused: method", begin_audit(req), started);
-            return httplib::Server::HandlerResponse::Handled;
-        }
-        // The page is public: it holds no data, and a browser that authenticates with a
-        // token can only send it from the page's own script.
-        if (!identify(req) && req.path != "/") {
-            res.set_header("WWW-Authenticate", tls && !config.api.tls_client_ca.empty() && !tokens
-                                                   ? "Mutual"
-                                                   : "Bearer realm=\"linecap\"");
-            const bool had = req.has_header("Authorization");
-            reply(req, res, 401, json_error(had ? "invalid credentials" : "authentication required"),
-                  "application/json", had ? "refused: invalid credentials" : "refused: no credentials",
-                  begin_audit(req), started);
-            return httplib::Server::HandlerResponse::Handled;
-        }
-        return httplib::Server::HandlerResponse::Unhandled;
-    });
-    http->Get("/api/v1/packets", [this](const httplib::Request& req, httplib::Response& res) { handle_packets(req, res, false); });
-    http->Get("/api/v1/size", [this](const httplib::Request& req, httplib::Response& res) { handle_packets(req, res, true); });
-    http->Get("/api/v1/files", [this](const httplib::Request& req, httplib::Response& res) { handle_files(req, res); });
-    http->Get("/api/v1/status", [this](const httplib::Request& req, httplib::Response& res) {
-        const auto started = Clock::now();
-        AuditRecord a = begin_audit(req);
-        a.who = *identify(req);
-        if (req.target.find('?') != std::string::npos && req.target.size() > req.target.find('?') + 1)
-            return reply(req, res, 400, json_error("status takes no parameters"), "application/json", "refused: parameters", a, started);
-        const std::string body = status->json(slots->used(), slots->limit());
-        reply(req, res, 200, body, "application/json", "complete", a, started);
-    });
-    http->Get("/", [this](const httplib::Request& req, httplib::Response& res) {
-        const auto started = Clock::now();
-        AuditRecord a = begin_audit(req);
-        a.who = identify(req).value_or("-");
-        res.set_header("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'");
-        reply(req, res, 200, page_html(), "text/html; charset=utf-8", "complete", a, started);
-    });
-    http->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-        if (res.status != 404) return;
-        res.set_content(json_error("no such endpoint: " + req.path), "application/json");
-        AuditRecord a = begin_audit(req);
-        if (auto who = identify(req)) a.who = *who;
-        finish(a, Clock::now(), 404, 0, "refused: no such endpoint");
-    });
+    reply(ex, 200, out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "application/json", "complete", a, started);
 }
 
 Result<std::unique_ptr<ApiServer>> ApiServer::create(const Config& config) {
@@ -482,65 +536,57 @@ Result<std::unique_ptr<ApiServer>> ApiServer::create(const Config& config) {
     s.audit = std::move(audit.value());
 
     if (s.tls) {
-        const bool require_cert = !s.tokens;
-        s.http = std::make_unique<httplib::SSLServer>([&s, &api, require_cert](SSL_CTX& ctx) {
-            SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
-            if (SSL_CTX_use_certificate_chain_file(&ctx, api.tls_cert.c_str()) != 1) {
-                s.setup_error = "api.tls_cert " + api.tls_cert + ": cannot load the certificate chain";
-                return false;
+        // Client certificates are asked for when tls_client_ca is set; with tokens as
+        // well, a client may come without one, but one that presents a certificate must
+        // present a valid one either way.
+        s.tls_ctx = SSL_CTX_new(TLS_server_method());
+        SSL_CTX* ctx = s.tls_ctx;
+        if (!ctx) return runtime_error("api: SSL_CTX_new failed");
+        SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+        SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+        // The handler threads write non-blocking and retry a write from where it stopped.
+        SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+        if (SSL_CTX_use_certificate_chain_file(ctx, api.tls_cert.c_str()) != 1)
+            return config_error("api.tls_cert " + api.tls_cert + ": cannot load the certificate chain");
+        if (SSL_CTX_use_PrivateKey_file(ctx, api.tls_key.c_str(), SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx) != 1)
+            return config_error("api.tls_key " + api.tls_key + ": cannot load the key, or it does not match api.tls_cert");
+        if (!api.tls_client_ca.empty()) {
+            STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(api.tls_client_ca.c_str());
+            if (!names || SSL_CTX_load_verify_locations(ctx, api.tls_client_ca.c_str(), nullptr) != 1) {
+                if (names) sk_X509_NAME_pop_free(names, X509_NAME_free);
+                return config_error("api.tls_client_ca " + api.tls_client_ca + ": cannot load the CA bundle");
             }
-            if (SSL_CTX_use_PrivateKey_file(&ctx, api.tls_key.c_str(), SSL_FILETYPE_PEM) != 1 ||
-                SSL_CTX_check_private_key(&ctx) != 1) {
-                s.setup_error = "api.tls_key " + api.tls_key + ": cannot load the key, or it does not match api.tls_cert";
-                return false;
-            }
-            if (!api.tls_client_ca.empty()) {
-                STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(api.tls_client_ca.c_str());
-                if (!names || SSL_CTX_load_verify_locations(&ctx, api.tls_client_ca.c_str(), nullptr) != 1) {
-                    if (names) sk_X509_NAME_pop_free(names, X509_NAME_free);
-                    s.setup_error = "api.tls_client_ca " + api.tls_client_ca + ": cannot load the CA bundle";
-                    return false;
-                }
-                SSL_CTX_set_client_CA_list(&ctx, names);
-                // With tokens as well, a client may come without a certificate; one that
-                // presents a certificate must present a valid one either way.
-                SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER | (require_cert ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0), nullptr);
-            }
-            return true;
-        });
-        if (!s.http->is_valid())
-            return config_error(s.setup_error.empty() ? "api: TLS setup failed" : s.setup_error);
-    } else {
-        s.http = std::make_unique<httplib::Server>();
+            SSL_CTX_set_client_CA_list(ctx, names);
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | (s.tokens ? 0 : SSL_VERIFY_FAIL_IF_NO_PEER_CERT), nullptr);
+        }
     }
     s.slots = std::make_unique<Slots>(api.max_queries);
     s.status = std::make_unique<StatusSource>(config);
-    const unsigned threads = api.threads;
-    s.http->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-    s.http->set_read_timeout(static_cast<time_t>(api.client_timeout_s));
-    s.http->set_write_timeout(static_cast<time_t>(api.client_timeout_s));
-    s.http->set_keep_alive_timeout(5);
-    s.http->set_keep_alive_max_count(100);
-    s.http->set_payload_max_length(api.max_request_bytes);
-    s.install_routes();
-    const std::string host = s.address.host == "localhost" ? "127.0.0.1" : s.address.host;
-    if (s.address.port == 0) {
-        s.port = s.http->bind_to_any_port(host);
-        if (s.port <= 0) return config_error("api.listen " + api.listen + ": cannot bind: " + errno_text(errno));
-    } else {
-        if (!s.http->bind_to_port(host, s.address.port))
-            return config_error("api.listen " + api.listen + ": cannot bind: " + errno_text(errno));
-        s.port = s.address.port;
+    HttpLimits limits;
+    limits.max_request_bytes = api.max_request_bytes;
+    limits.header_timeout_ms = api.header_timeout_s * 1000;
+    limits.body_timeout_ms = api.body_timeout_s * 1000;
+    limits.client_timeout_ms = api.client_timeout_s * 1000;
+    limits.max_connections = api.max_connections;
+    limits.max_connections_per_client = api.max_connections_per_client;
+    limits.threads = api.threads;
+    // Every connection is a descriptor: make room for max_connections of them.
+    rlimit nofile{};
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < api.max_connections + 256u) {
+        nofile.rlim_cur = std::min<rlim_t>(nofile.rlim_max, api.max_connections + 256u);
+        (void)::setrlimit(RLIMIT_NOFILE, &nofile);
     }
+    const std::string host = s.address.host == "localhost" ? "127.0.0.1" : s.address.host;
+    auto front = HttpFront::create(host, s.address.port, s.tls_ctx, limits, s);
+    if (!front) return config_error("api.listen " + api.listen + ": " + front.error().message);
+    s.front = std::move(front.value());
+    s.port = s.front->port();
     return server;
 }
 
-Status ApiServer::run() {
-    if (!impl_->http->listen_after_bind()) return runtime_error("api: the listener stopped with an error");
-    return {};
-}
+Status ApiServer::run() { return impl_->front->run(); }
 
-void ApiServer::stop() { impl_->http->stop(); }
+void ApiServer::stop() { impl_->front->stop(); }
 
 std::string ApiServer::url() const {
     const std::string host = impl_->address.host.find(':') != std::string::npos ? "[" + impl_->address.host + "]"

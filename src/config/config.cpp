@@ -56,7 +56,8 @@ constexpr std::string_view kMetricsKeys[] = {"enabled", "listen"};
 constexpr std::string_view kApiKeys[] = {
     "listen",           "tls_cert",          "tls_key",   "tls_client_ca",  "tokens_file", "unauthenticated",
     "audit_log",        "max_queries",       "max_bytes", "max_duration",   "max_request_bytes",
-    "client_timeout",   "threads",           "metrics_url"};
+    "client_timeout",   "header_timeout",    "body_timeout", "max_connections", "max_connections_per_client",
+    "threads",          "metrics_url"};
 constexpr std::string_view kLogKeys[] = {"level"};
 
 struct SchemaLevel {
@@ -662,6 +663,14 @@ ApiConfig read_api(const YamlMap& api) {
     if (const auto v = api.get("max_duration")) config.max_duration_s = v->parsed_by(parse_duration);
     if (const auto v = api.get("max_request_bytes")) config.max_request_bytes = v->as_uint(1024, 1 << 20);
     if (const auto v = api.get("client_timeout")) config.client_timeout_s = v->parsed_by(parse_duration);
+    for (auto [key, out] : {std::pair{"header_timeout", &config.header_timeout_s}, std::pair{"body_timeout", &config.body_timeout_s}}) {
+        if (const auto v = api.get(key)) {
+            *out = v->parsed_by(parse_duration);
+            if (*out == 0) v->fail_expected("a duration of at least 1s");
+        }
+    }
+    if (const auto v = api.get("max_connections")) config.max_connections = v->as_uint(1, 1 << 20);
+    if (const auto v = api.get("max_connections_per_client")) config.max_connections_per_client = v->as_uint(1, 1 << 20);
     if (const auto v = api.get("threads")) config.threads = v->as_uint(2, 1024);
     if (const auto v = api.get("metrics_url")) config.metrics_url = v->as_string();
     return config;

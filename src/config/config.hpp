@@ -197,8 +197,12 @@ struct ApiConfig {
     uint64_t max_bytes = 4ull << 30;   // per answer; a request may ask for less
     uint64_t max_duration_s = 600;     // per answer
     unsigned max_request_bytes = 8192; // request line + headers
-    uint64_t client_timeout_s = 30;    // a client that sends or reads nothing this long is dropped
-    unsigned threads = 16;             // HTTP connections served at once
+    uint64_t client_timeout_s = 30;    // an answer's write that makes no progress this long: the client is dropped
+    uint64_t header_timeout_s = 10;    // TLS handshake + request head, from connect (or the previous answer's end)
+    uint64_t body_timeout_s = 10;      // a request body, after its head
+    unsigned max_connections = 1024;   // open connections, all clients together
+    unsigned max_connections_per_client = 64;  // open connections from one client address
+    unsigned threads = 16;             // handler threads: requests answered at once
     std::string metrics_url;           // linecapd's /metrics; "" = from metrics.listen
 
     bool operator==(const ApiConfig&) const = default;

@@ -53,7 +53,9 @@ constexpr CommandHelp kCommands[] = {
   linecap extract --remote URL[,URL...] [--cert FILE --key FILE] [--cacert FILE]
                   [--token-file FILE] [--remote-timeout SECONDS] [--format pcapng|pcap]
                   [--from TIME] [--to TIME] [--filter EXPR] [--community-id ID]
-                  [--max-bytes N] -o OUT|- [-v]
+                  [--max-bytes N] [--max-answer-bytes N] [--max-total-bytes N]
+                  [--remote-deadline SECONDS] [--min-rate BYTES] [--min-free-bytes N]
+                  [--config FILE] -o OUT|- [-v]
 )",
      R"(Writes the packets with FROM <= timestamp < TO (nanosecond precision) that
           match the libpcap filter EXPR, from every finished capture file in DIR (pcap
@@ -91,9 +93,18 @@ constexpr CommandHelp kCommands[] = {
                             "host:port <port>:<queue>"), or --format pcap.
                             Credentials: --cert/--key (client certificate), --cacert
                             (CA of the servers), --token-file (a file holding a bearer
-                            token, mode 600). An appliance that fails, or sends
-                            nothing for --remote-timeout seconds (default 30), is
-                            reported and left out; exit status 1.
+                            token, mode 600). An appliance that fails is reported
+                            and left out; exit status 1. No appliance is trusted to
+                            bound its answer: one is cut (its packets received whole
+                            kept, reported on one line) when it grows past
+                            --max-answer-bytes, all together past --max-total-bytes
+                            (both default to api.max_bytes of --config FILE, else
+                            4GiB), it runs past --remote-deadline seconds (900), it
+                            sends under --min-rate bytes/s (1024) for
+                            --remote-timeout seconds (30), or the temporary
+                            directory ($TMPDIR, /tmp) has under --min-free-bytes
+                            (256MiB) free. Answers wait in files without a name:
+                            nothing is left behind, even after SIGKILL.
 )"},
     {"serve",
      R"(  linecap serve   --config FILE [--dir DIR] [--template TEMPLATE]
@@ -179,7 +190,8 @@ bool takes_value(const std::string& name) {
                                        "--output", "--template", "--config", "--jobs",      "--block-kb",
                                        "--gaps", "--gap-threshold", "--community-id", "--max-bytes",
                                        "--remote", "--cert", "--key", "--cacert", "--token-file",
-                                       "--remote-timeout", "--level"};
+                                       "--remote-timeout", "--level", "--max-answer-bytes", "--max-total-bytes",
+                                       "--remote-deadline", "--min-rate", "--min-free-bytes"};
     for (const char* w : with_value)
         if (name == w) return true;
     return false;
@@ -327,7 +339,8 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
         if (!above.extract_remote) return Cli::usage_error("--remote is not available in this build"), kExitUsage;
         return above.extract_remote(cli.options());
     }
-    for (const char* remote_only : {"--cert", "--key", "--cacert", "--token-file", "--remote-timeout"})
+    for (const char* remote_only : {"--cert", "--key", "--cacert", "--token-file", "--remote-timeout", "--max-answer-bytes",
+                                    "--max-total-bytes", "--remote-deadline", "--min-rate", "--min-free-bytes"})
         if (cli.get(remote_only)) return Cli::usage_error(std::string(remote_only) + " goes with --remote"), kExitUsage;
     Common c;
     if (!cli.common(c)) return kExitUsage;

@@ -40,6 +40,13 @@ api_pki() {
     ) >/dev/null 2>&1 || fail "openssl could not make the test PKI"
 }
 
+# api_tokens FILE NAME: a tokens file (mode 600) holding one fresh token for NAME; sets TOKEN.
+api_tokens() {
+    TOKEN=tok-$(openssl rand -hex 16)
+    printf '%s %s\n' "$2" "$TOKEN" >"$1"
+    chmod 600 "$1"
+}
+
 # api_config FILE STORE LISTEN AUDIT [EXTRA api: LINES...]
 api_config() {
     local file=$1 store=$2 listen=$3 audit=$4

@@ -89,7 +89,7 @@ rc=0
 ((rc == 1)) || fail "with a down and a stalled appliance: exit $rc, want 1"
 grep -q "${IP[a]}:9999.*left out" "$T/partial.err" || fail "down appliance not reported: $(cat "$T/partial.err")"
 grep -q "${IP[b]}:9444.*left out" "$T/partial.err" || fail "stalled appliance not reported: $(cat "$T/partial.err")"
-[[ $(npk "$T/partial.pcapng") == $((na + nb)) ]] || fail "the reachable appliances' packets were not all returned"
+[[ $(npk "$T/partial.pcapng") == $((na + nb)) ]] || fail "the reachable appliances' packets were not all returned: $(npk "$T/partial.pcapng"), $(cat "$T/partial.err")"
 log "down/stalled reported: $(tr '\n' ' ' <"$T/partial.err")"
 for s in a b; do SERVE_PID=${PID[$s]} stop_serve; done
 log "PASS"

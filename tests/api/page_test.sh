@@ -29,9 +29,7 @@ python3 -m http.server --bind 127.0.0.1 --directory "$T/metrics" "$MPORT" >/dev/
 MPID=$!
 on_exit "kill $MPID 2>/dev/null || true"
 wait_for "curl -sf http://127.0.0.1:$MPORT/metrics >/dev/null" 60 || fail "stand-in metrics endpoint did not start"
-TOKEN=tok-$(python3 -c 'import secrets; print(secrets.token_hex(16))')
-printf 'browser %s\n' "$TOKEN" >"$T/tokens"
-chmod 600 "$T/tokens"
+api_tokens "$T/tokens" browser
 PORT=$(free_tcp_port)
 api_config "$T/api.yaml" "$T/store" "127.0.0.1:$PORT" "$T/audit.log" "tokens_file: \"$T/tokens\"" \
     "metrics_url: \"http://127.0.0.1:$MPORT/metrics\""

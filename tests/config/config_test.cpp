@@ -1107,7 +1107,8 @@ TEST(Api, DefaultsOffAndKeysRead) {
     const Config c = parse_ok(kMinimal +
                               "api:\n  listen: \"127.0.0.1:8443\"\n  tokens_file: /etc/linecap/tokens\n"
                               "  unauthenticated: loopback\n  max_bytes: 1GiB\n  max_duration: 2m\n"
-                              "  client_timeout: 10s\n  max_queries: 8\n");
+                              "  client_timeout: 10s\n  max_queries: 8\n  header_timeout: 5s\n  body_timeout: 2s\n"
+                              "  max_connections: 300\n  max_connections_per_client: 7\n");
     EXPECT_EQ(c.api.listen, "127.0.0.1:8443");
     EXPECT_EQ(c.api.tokens_file, "/etc/linecap/tokens");
     EXPECT_EQ(c.api.unauthenticated, "loopback");
@@ -1115,6 +1116,12 @@ TEST(Api, DefaultsOffAndKeysRead) {
     EXPECT_EQ(c.api.max_duration_s, 120u);
     EXPECT_EQ(c.api.client_timeout_s, 10u);
     EXPECT_EQ(c.api.max_queries, 8u);
+    EXPECT_EQ(c.api.header_timeout_s, 5u);
+    EXPECT_EQ(c.api.body_timeout_s, 2u);
+    EXPECT_EQ(c.api.max_connections, 300u);
+    EXPECT_EQ(c.api.max_connections_per_client, 7u);
+    EXPECT_EQ(parse_ok(kMinimal).api.header_timeout_s, 10u);
+    EXPECT_EQ(parse_ok(kMinimal).api.max_connections_per_client, 64u);
 }
 
 TEST(Api, BadValuesNameTheKey) {
@@ -1123,6 +1130,10 @@ TEST(Api, BadValuesNameTheKey) {
     EXPECT_NE(parse_error(kMinimal + "api:\n  tls_cert: /a.pem\n").find("tls_cert and tls_key together"),
               std::string::npos);
     EXPECT_NE(parse_error(kMinimal + "api:\n  max_queries: 0\n").find("api.max_queries"), std::string::npos);
+    EXPECT_NE(parse_error(kMinimal + "api:\n  header_timeout: 0s\n").find("api.header_timeout: expected a duration of at least 1s"),
+              std::string::npos);
+    EXPECT_NE(parse_error(kMinimal + "api:\n  max_connections_per_client: 0\n").find("api.max_connections_per_client"),
+              std::string::npos);
 }
 
 }  // namespace
