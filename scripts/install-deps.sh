@@ -13,6 +13,8 @@ PACKAGES=(
     # integration tests and tools
     tcpreplay tshark tcpdump zstd prometheus iproute2 ethtool netsniff-ng systemd python3 python3-yaml util-linux kmod procps curl coreutils
     chromium openssl
+    # the live-path peer bench (bench/run.sh peers)
+    stenographer
 )
 
 # missing_packages PKG...: prints the ones dpkg does not have installed (one query for all).
