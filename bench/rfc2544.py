@@ -82,6 +82,7 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -494,6 +495,121 @@ class TcpdumpTarget:
         pass
 
 
+class StenographerTarget:
+    """stenotype (Debian's stenographer package) as stenographer.service runs it: one thread,
+    TPACKET_V3 ring of `blocks` 1 MiB blocks (the same memory as linecapd's write blocks),
+    O_DIRECT writes of whole blocks, its indexer on; pinned to the capture CPU like tcpdump.
+    Captured = the packets in the blocks it wrote: each 1 MiB block of a packet file is the
+    kernel's TPACKET_V3 block, whose header counts its packets. It runs through all of a
+    cell's trials (its ring takes seconds to set up); a trial ends once a block retired by
+    --blockage_sec (1 s; the unit's default is 10) has been written. --aiops stays at its
+    default, 128, unless the ring is smaller (stenotype refuses more than --blocks). It keeps root (--uid=root):
+    the benchmark's file systems are root's alone (mode 0700)."""
+    name = "stenographer"
+    BLOCK = 1 << 20
+
+    def __init__(self, outdir, workdir, blocks):
+        self.dir = os.path.join(outdir, "stenographer")
+        for sub in ("PKT0", "IDX0"):
+            os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        self.counted_deleted = 0
+        self.proc = bench.Proc(bench.NICE + ["taskset", "-c", "1", "stenotype", f"--iface={A}", f"--dir={self.dir}",
+                                             "--threads=1", f"--blocks={blocks}", f"--aiops={min(128, blocks)}",
+                                             "--blockage_sec=1",
+                                             "--fileage_sec=2", "--no_watchdogs", "--seccomp=none", "--uid=root", "--gid=root", "-v",
+                                             "--stats_sec=1"],
+                               os.path.join(workdir, "stenotype.log"))
+        bench.RUNNING.append(self.proc)
+        bench.wait_until(lambda: "starting to process packets" in self.proc.text(), 120, "stenotype start", self.proc)
+
+    @staticmethod
+    def file_packets(path):
+        total = 0
+        with open(path, "rb") as fh:
+            while True:
+                head = fh.read(16)
+                if len(head) < 16:
+                    return total
+                version, _, status, packets = struct.unpack("<4I", head)
+                if version == 2 and status:  # TPACKET_V3's block descriptor (version field 2)
+                    total += packets
+                fh.seek(StenographerTarget.BLOCK - 16, os.SEEK_CUR)
+
+    def captured(self):
+        """Packets in the files so far; finished files are counted once and deleted."""
+        pkt, total = os.path.join(self.dir, "PKT0"), self.counted_deleted
+        for name in sorted(os.listdir(pkt)):
+            n = self.file_packets(os.path.join(pkt, name))
+            if name.startswith("."):
+                total += n
+            else:
+                self.counted_deleted += n
+                total += n
+                os.unlink(os.path.join(pkt, name))
+        for name in os.listdir(os.path.join(self.dir, "IDX0")):
+            if not name.startswith("."):
+                os.unlink(os.path.join(self.dir, "IDX0", name))
+        return total
+
+    def kernel_drops(self):
+        m = re.findall(r"drops=(\d+)", self.proc.text())
+        return int(m[-1]) if m else 0
+
+    def trial_begin(self):
+        self.c0, self.d0 = self.captured(), self.kernel_drops()
+
+    def trial_end(self, sent):
+        got, last, stable = 0, -1, 0
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            time.sleep(0.5)
+            got = self.captured() - self.c0
+            stable = stable + 1 if got == last else 0
+            last = got
+            if got >= sent or stable >= 6:  # 3 s without a new block: past --blockage_sec
+                break
+        drops = self.kernel_drops() - self.d0
+        return got, ({"kernel": drops} if drops else {})
+
+    def close(self):
+        self.proc.stop(sig=signal.SIGINT)
+        bench.RUNNING.remove(self.proc)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class NetsniffTarget:
+    """netsniff-ng (TPACKET_V3 ring of the same memory, -S) writing pcap files, rotated at
+    linecapd's size, pinned to the capture CPU; captured = what it reports as passed at exit."""
+    name = "netsniff-ng"
+
+    def __init__(self, outdir, workdir, ring_mib):
+        self.ring_mib = ring_mib
+        self.outdir = os.path.join(outdir, "netsniff-ng")
+        os.makedirs(self.outdir, exist_ok=True)
+        self.workdir = workdir
+
+    def trial_begin(self):
+        self.proc = bench.Proc(bench.NICE + ["netsniff-ng", "--in", A, "--out", self.outdir + "/", "--silent",
+                                             "--bind-cpu", "1", "--ring-size", f"{self.ring_mib}MiB",
+                                             "--interval", f"{ROTATE_MIB}MiB"],
+                               os.path.join(self.workdir, "netsniff-ng.log"))
+        bench.RUNNING.append(self.proc)
+        bench.wait_until(lambda: "Running!" in self.proc.text() or os.listdir(self.outdir), 30,
+                         "netsniff-ng start", self.proc)
+
+    def trial_end(self, sent):
+        time.sleep(1.0)
+        self.proc.stop(sig=signal.SIGINT)
+        bench.RUNNING.remove(self.proc)
+        m = re.search(r"(\d+)\s+packets passed filter", self.proc.text())
+        for name in os.listdir(self.outdir):
+            os.unlink(os.path.join(self.outdir, name))
+        return (int(m.group(1)) if m else 0), {}
+
+    def close(self):
+        pass
+
+
 class TestpmdTarget:
     def __init__(self, pmd, workdir):
         self.name = f"testpmd-{pmd}"
@@ -529,6 +645,10 @@ def make_target(tool, out_dir, work, args, fs):
         return LinecapdTarget(tool, out_dir, work, o_direct=o_direct, blocks=args.blocks)
     if tool == "tcpdump":
         return TcpdumpTarget(out_dir, work, buffer_kib=args.blocks * 1024)
+    if tool == "stenographer":
+        return StenographerTarget(out_dir, work, blocks=args.blocks)
+    if tool == "netsniff-ng":
+        return NetsniffTarget(out_dir, work, ring_mib=args.blocks)
     if tool.startswith("testpmd-"):
         return TestpmdTarget(tool.split("-", 1)[1], work)
     raise ValueError(f"unknown tool {tool}")
@@ -598,6 +718,72 @@ def probe(target, gen, seconds, count, tag):
             "achieved_pps": [int(t["achieved_pps"]) for t in trials]}
 
 
+def fixed_rates(target, gen, seconds, rates, repeat, tag):
+    """Peer mode: after the uncounted warm-up, one trial at each offered rate ('top': the
+    generator's top speed), the list `repeat` times."""
+    trials = [warm_up(target, gen, tag)]
+    for _ in range(repeat):
+        trials += [trial(target, gen, rate, seconds, tag) for rate in rates]
+    return {"rates": True, "trials": trials}
+
+
+def loss_pct(t):
+    return 100 * t["lost"] / max(t["sent"], 1)
+
+
+def rate_label(rate):
+    return "top" if rate == "top" else f"{rate / 1000:g} kpps"
+
+
+def rate_rows(results, rates):
+    """Peer mode's table: per tool, the loss at each offered rate (every repetition); at top
+    speed also the rate reached."""
+    rows = []
+    for cell in results["cells"]:
+        for tool, r in cell["tools"].items():
+            head = [cell["fs"], cell["load"], tool]
+            if "error" in r:
+                rows.append(head + [r["error"][:60]] + [""] * len(rates))
+                continue
+            row = head[:]
+            for rate in rates:
+                ts = [t for t in r["trials"] if not t.get("warm_up") and t["offered"] == rate]
+                text = " / ".join(f"{loss_pct(t):.2f} %" for t in ts)
+                if rate == "top" and ts:
+                    text += f" (at {sum(t['achieved_pps'] for t in ts) / len(ts) / 1e6:.3f} Mpps)"
+                row.append(text)
+            rows.append(row + [f"{cell['loadavg']}"])
+    return rows
+
+
+def rate_verdicts(results, rates, reference="stenographer"):
+    """Per cell and rate: does linecapd lose nothing wherever the reference loses nothing, and
+    at top speed no more than it (issue: ahead of Stenographer on its own ground)?"""
+    out = []
+    for cell in results["cells"]:
+        t = cell["tools"]
+        ref = t.get(reference)
+        if ref is None or "trials" not in ref:
+            continue
+        for name, lc in t.items():
+            if not name.startswith("linecapd") or "trials" not in lc:
+                continue
+            for rate in rates:
+                ref_loss = [loss_pct(x) for x in ref["trials"] if not x.get("warm_up") and x["offered"] == rate]
+                lc_loss = [loss_pct(x) for x in lc["trials"] if not x.get("warm_up") and x["offered"] == rate]
+                if not ref_loss or not lc_loss:
+                    continue
+                if rate == "top":
+                    ok = max(lc_loss) <= max(ref_loss)
+                    what = f"at top speed {name} lost at most {max(lc_loss):.2f} % against {max(ref_loss):.2f} %"
+                else:
+                    ok = max(ref_loss) > 0 or max(lc_loss) == 0
+                    what = (f"at {rate_label(rate)} {name} lost {max(lc_loss):.2f} %, {reference} "
+                            f"{max(ref_loss):.2f} %")
+                out.append(f"{cell['fs']}/{cell['load']}: {what}: {'ok' if ok else 'BEHIND ' + reference.upper()}")
+    return out
+
+
 # --- report --------------------------------------------------------------------------------------------
 
 def cell_rows(results, size):
@@ -647,7 +833,7 @@ def verdicts(results):
 
 
 def write_markdown(path, results, args):
-    c = results["conditions"]
+    c, rates = results["conditions"], results.get("rates")
     trials = []
     for cell in results["cells"]:
         for tool, r in cell["tools"].items():
@@ -657,19 +843,25 @@ def write_markdown(path, results, args):
                     f"{'top' if t['offered'] == 'top' else format(t['offered'] / 1e6, '.3f')}"
                     f" → {t['achieved_pps'] / 1e6:.3f} Mpps {100 * t['lost'] / max(t['sent'], 1):.2f} %"
                     for t in r["trials"]))
-    md = [f"## Live path: zero-loss throughput ({args.size}-byte frames, {args.trial:.0f} s trials)", "",
+    title = "loss at fixed offered rates" if rates else "zero-loss throughput"
+    md = [f"## Live path: {title} ({args.size}-byte frames, {args.trial:.0f} s trials)", "",
           f"{results['generator']} from a network namespace into a veth pair (generator pinned to CPU 0; the receiving "
           f"veth's kernel work in {RIG_TEXT[args.rig]}), captured on the "
           f"other end: linecapd through `{results['live_device'].format(iface='IFACE')}` with the documented "
           f"settings (one worker on CPU 1), tcpdump `-w` pinned to CPU 1 with `-B` = linecapd's write blocks "
-          f"({args.blocks} MiB each). Load *busy*: two `python3 -c 'while True: pass'`, normal priority, "
-          "unpinned; *extract*: `linecap extract` of a 200 MB store in a loop. Binary search over the offered "
-          "rate; *generator max* = what the generator reaches at top speed with that tool attached; "
+          f"({args.blocks} MiB each); stenographer: stenotype as its unit runs it, one thread, a TPACKET_V3 ring of "
+          f"the same memory, O_DIRECT; netsniff-ng with a ring of the same memory. Load *busy*: two `python3 -c 'while True: pass'`, normal priority, "
+          "unpinned; *extract*: `linecap extract` of a 200 MB store in a loop. "
+          + ("One uncounted warm-up, then trials at each offered rate; " if rates else
+             "Binary search over the offered rate; *generator max* = what the generator reaches at top speed with "
+             "that tool attached; ") +
           f"kernel.sched_autogroup_enabled {results['rig']['autogroup']}. "
           f"{c['cpu_model']}, {c['cpus']} vCPUs, kernel {c['kernel']}, DPDK {c['dpdk']}, linecap {c['linecap']}, "
           f"{c['date']}; load average {results['load_start']['loadavg']} → {results['load_end']['loadavg']}.", "",
-          md_table(HEADERS, cell_rows(results, args.size)), ""]
-    md += [f"- {v}" for v in verdicts(results)] + [""] + ["Trials (offered → achieved, loss):", ""] + trials + [""]
+          md_table(*((rate_headers(rates), rate_rows(results, rates)) if rates else
+                     (HEADERS, cell_rows(results, args.size)))), ""]
+    md += [f"- {v}" for v in (rate_verdicts(results, rates) if rates else verdicts(results))]
+    md += [""] + ["Trials (offered → achieved, loss):", ""] + trials + [""]
     with open(path, "w") as fh:
         fh.write("\n".join(md))
 
@@ -677,6 +869,10 @@ def write_markdown(path, results, args):
 RIG_TEXT = {"napi-thread": "a NAPI kernel thread of its own for both tools, on the capture CPU at SCHED_FIFO "
                            f"{NAPI_RT_PRIORITY} (`--rig napi-thread`)",
             "softirq": "the sender's transmit call (`--rig softirq`)"}
+def rate_headers(rates):
+    return ["fs", "load", "tool"] + [f"lost at {rate_label(r)}" for r in rates] + ["load avg"]
+
+
 HEADERS = ["fs", "load", "tool", "zero-loss Mpps", "Gbit/s", "generator max Mpps", "loss at max", "load avg"]
 
 
@@ -701,6 +897,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="development: 3 s trials, 5 %% resolution, at most 4 steps")
     ap.add_argument("--probe", type=int, default=0, metavar="N",
                     help="A/B mode: N trials at top speed per tool and cell instead of the search")
+    ap.add_argument("--rates", metavar="LIST",
+                    help="peer mode: trials at these offered rates (comma list of pps and/or 'top') instead of "
+                         "the search; the table gives each tool's loss at each rate")
+    ap.add_argument("--repeat", type=int, default=1, help="peer mode: how many times the list of rates runs")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--md", help="write the table (markdown, with the conditions) here")
     ap.add_argument("--gen-nice", type=int, default=None, metavar="N",
@@ -725,6 +925,7 @@ def main():
         bench.set_autogroup_nice(os.getpid(), args.nice)
     os.sched_setaffinity(0, {0})
     fss, loads, tools = args.fs.split(","), args.load.split(","), args.tools.split(",")
+    rates = [r if r == "top" else int(float(r)) for r in args.rates.split(",")] if args.rates else None
     for needed, command in ((args.rig == "napi-thread", "ethtool"), (args.generator == "trafgen", "trafgen"),
                             (args.generator == "trafgen", "netsniff-ng")):
         if needed and shutil.which(command) is None:
@@ -771,7 +972,9 @@ def main():
                             target = None
                             try:
                                 target = make_target(tool, out_dir, work, args, fs)
-                                if args.probe:
+                                if rates:
+                                    cell["tools"][tool] = fixed_rates(target, gen, args.trial, rates, args.repeat, tag)
+                                elif args.probe:
                                     cell["tools"][tool] = probe(target, gen, args.trial, args.probe, tag)
                                 else:
                                     cell["tools"][tool] = search(target, gen, args.trial, args.resolution,
@@ -793,12 +996,19 @@ def main():
             veth_down()
             subprocess.run(["rm", "-rf", work])
     results["load_end"] = bench.load_now()
-    print(f"Zero-loss throughput, {args.size}-byte frames, {args.trial:.0f} s trials, {gen.name} from a netns "
+    results["rates"] = rates
+    what = "Loss at fixed offered rates" if rates else "Zero-loss throughput"
+    print(f"{what}, {args.size}-byte frames, {args.trial:.0f} s trials, {gen.name} from a netns "
           f"into a veth (generator on CPU 0, capture on CPU 1, receive path {args.rig}), {args.blocks} MiB of buffer "
           f"for each tool; "
           f"load {results['load_start']['loadavg']} → {results['load_end']['loadavg']}")
-    print(text_table(HEADERS, cell_rows(results, args.size)))
-    for v in verdicts(results):
+    if rates:
+        print(text_table(rate_headers(rates), rate_rows(results, rates)))
+        lines = rate_verdicts(results, rates)
+    else:
+        print(text_table(HEADERS, cell_rows(results, args.size)))
+        lines = verdicts(results)
+    for v in lines:
         print(v)
     if args.md:
         write_markdown(args.md, results, args)

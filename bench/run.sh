@@ -16,6 +16,12 @@
 #                                     busy loops), 1024-byte frames, 10 s trials (~35 min);
 #                                     --quick: 3 s trials (~10 min); writes
 #                                     bench/results/rfc2544-table.{md,json}
+#   bench/run.sh peers                the live path beside the peers on the same rig, tools
+#                                     alternated: Stenographer (stenotype as its unit runs it),
+#                                     tcpdump, netsniff-ng and linecapd, each with the same
+#                                     buffer memory, loss at 50/100/200 kpps and top speed,
+#                                     tmpfs and disk (installs stenographer from Debian);
+#                                     writes bench/results/peers-table.{md,json}
 #   bench/run.sh manifest-ab [--baseline OLD/linecapd] --fs tmpfs --sizes 64,1514 --repeat 3
 #                                     manifest on/off (shipped defaults vs manifest off) of this
 #                                     tree's linecapd (and OLD's), alternated in one run, medians
@@ -49,7 +55,7 @@ BUILD=${LINECAP_BUILD:-$ROOT/build-bench}
 export LINECAP_BUILD=$BUILD
 mode=suite
 case ${1:-} in
-    suite | soak | micro | rfc2544 | ab | manifest-ab | api) mode=$1; shift ;;
+    suite | soak | micro | rfc2544 | peers | ab | manifest-ab | api) mode=$1; shift ;;
 esac
 if [[ $mode == ab ]]; then
     [[ $# -ge 1 ]] || { echo "usage: bench/run.sh ab REV [bench.py options]" >&2; exit 2; }
@@ -82,6 +88,10 @@ if [[ ${BENCH_SKIP_DEPS:-0} != 1 ]]; then
         log "installing python3-matplotlib (for the plot)"
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-matplotlib >&2 \
             || log "python3-matplotlib could not be installed: no plot"
+    fi
+    if [[ $mode == peers ]] && ! command -v stenotype >/dev/null; then
+        log "installing stenographer (the peer the live path is measured against)"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends stenographer >&2
     fi
     if ! "$PY" -c 'import yaml' 2>/dev/null; then
         log "installing python3-yaml (the defaults table reads config/linecap.yaml)"
@@ -157,6 +167,11 @@ mkdir -p "$ROOT/bench/results"
 if [[ $mode == rfc2544 ]]; then
     "$PY" "$ROOT/bench/rfc2544.py" --out-dir "$TMPFS_DIR" --disk-dir "$DISK_DIR" --workdir "$WORKDIR" \
         --json "$ROOT/bench/results/rfc2544-table.json" --md "$ROOT/bench/results/rfc2544-table.md" "$@"
+elif [[ $mode == peers ]]; then
+    # Later options win: --fs, --trial, --rates, --tools given here replace these.
+    "$PY" "$ROOT/bench/rfc2544.py" --out-dir "$TMPFS_DIR" --disk-dir "$DISK_DIR" --workdir "$WORKDIR" \
+        --tools stenographer,tcpdump,netsniff-ng,linecapd --rates 50000,100000,200000,top --load quiet \
+        --json "$ROOT/bench/results/peers-table.json" --md "$ROOT/bench/results/peers-table.md" "$@"
 else
     "$PY" "$ROOT/bench/bench.py" "$mode" --workdir "$WORKDIR" --tmpfs-dir "$TMPFS_DIR" --disk-dir "$DISK_DIR" "$@"
 fi

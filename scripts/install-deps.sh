@@ -14,6 +14,8 @@ PACKAGES=(
     tcpreplay tshark tcpdump zstd prometheus iproute2 ethtool netsniff-ng systemd python3 python3-yaml util-linux kmod procps curl coreutils
     chromium openssl
     man-db groff bash-completion  # the man pages formatted without warnings; the completions
+    # the live-path peer bench (bench/run.sh peers)
+    stenographer
 )
 
 # missing_packages PKG...: prints the ones dpkg does not have installed (one query for all).

@@ -97,6 +97,7 @@ struct alignas(64) LcoreCounters {
     OwnedCounter busy_cycles;           // TSC cycles spent in busy iterations
     OwnedCounter total_cycles;          // TSC cycles since the loop started
     OwnedCounter packets;               // packets handled (for cycles per packet)
+    OwnedCounter max_poll_gap_ns;       // longest time between two polls in the last whole second
 };
 
 // Worker metrics, label lcore: computed by the collector from LcoreCounters (ratios over
@@ -111,6 +112,12 @@ inline constexpr MetricDecl kWorkerHeartbeatMetric{
 inline constexpr MetricDecl kWorkerCyclesPerPacketMetric{
     "linecap_worker_cycles_per_packet",
     "Busy TSC cycles per packet handled over the last collection interval; NaN when the worker handled no packet.",
+    MetricType::gauge};
+inline constexpr MetricDecl kWorkerMaxPollGapMetric{
+    "linecap_worker_max_poll_gap_seconds",
+    "Longest time between two polls of the worker's queues in the last whole second: its own work, its idle "
+    "sleep, and any time its CPU ran something else. A queue loses packets when this exceeds what its rx ring "
+    "(for net_af_xdp: the PMD's 2048 fill-ring buffers) holds at the arrival rate.",
     MetricType::gauge};
 inline constexpr MetricDecl kWorkerPollingMetric{"linecap_worker_polling", "1 while the worker's poll loop runs.",
                                                  MetricType::gauge};

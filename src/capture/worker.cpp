@@ -171,6 +171,9 @@ int worker_loop(WorkerContext& w) {
         w.rotate_interval_ns ? next_rotation_boundary(w.clock->to_ns(start_tsc), w.rotate_interval_ns) : UINT64_MAX;
     uint64_t next_housekeeping = start_tsc + housekeeping_tsc;
     uint64_t prev_tsc = start_tsc;
+    // The longest gap between two polls, published once a second (max_poll_gap_ns).
+    uint64_t max_gap = 0;
+    uint64_t gap_second_end = start_tsc + w.tsc_hz;
     bool prev_busy = false;
     uint64_t loops = 0, busy_loops = 0, busy_cycles = 0, packets = 0;
 
@@ -180,6 +183,7 @@ int worker_loop(WorkerContext& w) {
     while (likely(!control.stop.load(std::memory_order_relaxed))) {
         const uint64_t now = rte_rdtsc();
         if (prev_busy) busy_cycles += now - prev_tsc;
+        if (unlikely(now - prev_tsc > max_gap)) max_gap = now - prev_tsc;
         prev_tsc = now;
         prev_busy = false;
         uint64_t ts_ns = 0;
@@ -222,6 +226,11 @@ int worker_loop(WorkerContext& w) {
             w.counters->busy_cycles.set(busy_cycles);
             w.counters->total_cycles.set(now - start_tsc);
             w.counters->packets.set(packets);
+            if (now >= gap_second_end) {
+                w.counters->max_poll_gap_ns.set(max_gap * 1'000'000'000 / w.tsc_hz);
+                max_gap = 0;
+                gap_second_end = now + w.tsc_hz;
+            }
 
             // Without traffic a file still ends at its boundary (and on request, SIGHUP);
             // no packet of a later iteration is stamped earlier than now_ns.

@@ -113,6 +113,7 @@ WorkerSample MetricsCollector::sample_worker(const WorkerView& view, WorkerHisto
 
     const LcoreCounters& c = *view.counters;
     w.loops = c.loops.get();
+    w.max_poll_gap_s = static_cast<double>(c.max_poll_gap_ns.get()) / 1e9;
     // The three are separate relaxed stores, so a read may pair one publication's busy
     // cycles with a neighbouring publication's total; the error is one publication
     // period at most, and the clamp keeps the ratio within [0, 1] meanwhile.

@@ -125,16 +125,19 @@ void add_worker_families(std::vector<MetricFamily>& out, const MetricsSnapshot& 
     MetricFamily heartbeat = family(kWorkerHeartbeatMetric);
     MetricFamily cpp = family(kWorkerCyclesPerPacketMetric);
     MetricFamily polling = family(kWorkerPollingMetric);
+    MetricFamily gap = family(kWorkerMaxPollGapMetric);
     for (const WorkerSample& w : snapshot.workers) {
         add_gauge(busy, lcore_labels(w), w.busy_ratio);
         add_counter(heartbeat, lcore_labels(w), w.loops);
         add_gauge(cpp, lcore_labels(w), w.cycles_per_packet);
         add_gauge(polling, lcore_labels(w), w.polling ? 1 : 0);
+        add_gauge(gap, lcore_labels(w), w.max_poll_gap_s);
     }
     out.push_back(std::move(busy));
     out.push_back(std::move(heartbeat));
     out.push_back(std::move(cpp));
     out.push_back(std::move(polling));
+    out.push_back(std::move(gap));
 }
 
 // A real histogram: cumulative buckets with `le` in seconds, +Inf, _sum and _count.

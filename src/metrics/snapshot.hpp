@@ -38,6 +38,7 @@ struct WorkerSample {
     uint64_t loops = 0;               // heartbeat
     double busy_ratio = 0;            // over the last collection interval
     double cycles_per_packet = 0;     // over the last interval; NaN when no packets
+    double max_poll_gap_s = 0;        // longest gap between two polls in the worker's last whole second
     bool polling = false;
 };
 
