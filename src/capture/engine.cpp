@@ -19,6 +19,7 @@
 #include "dpdk/eal.hpp"
 #include "dpdk/mempool.hpp"
 #include "dpdk/port.hpp"
+#include "dpdk/rx_timestamp.hpp"
 #include "output/recovery.hpp"
 
 namespace linecap {
@@ -85,7 +86,8 @@ Status CaptureEngine::init() {
     }
     auto planned = plan_capture(config_, infos);
     if (!planned) return planned.error();
-    const CapturePlan& plan = planned.value();
+    CapturePlan& plan = planned.value();
+    if (Status s = plan_timestamps(infos, plan); !s) return s;
     for (const std::string& adjustment : plan.adjustments) spdlog::warn("device limits: {}", adjustment);
 
     std::map<int, Mempool*> pool_by_socket;
@@ -108,9 +110,10 @@ Status CaptureEngine::init() {
         auto port = Port::open(pc, infos[p], plan.ports[p], pool_by_socket[infos[p].socket]->get(),
                                config_.capture.mbufs);
         if (!port) return port.error();
-        port_views_.push_back(PortView{pc.name, pc.device, infos[p].port_id, pc.rx_queues});
+        port_views_.push_back(PortView{pc.name, pc.device, infos[p].port_id, pc.rx_queues, stamp_plans_[p].source});
         ports_.push_back(std::move(port.value()));
     }
+    if (Status s = start_port_clocks(); !s) return s;
 
     if (Status s = build_writer(writer_placement(config_)); !s) return s;
     std::vector<int> port_sockets;
@@ -149,6 +152,12 @@ Status CaptureEngine::init() {
             q.policy = policy_slots_[ref.port_index].get();
             q.flow_cap = flow_caps_[s].get();
             q.dedup = dedups_[s].get();
+            const RxTimestampPlan& stamps = stamp_plans_[ref.port_index];
+            q.stamps = stamps.source;
+            q.stamp_offset = stamp_field_.offset;
+            q.stamp_flag = stamp_field_.flag;
+            q.ns_per_unit = stamps.ns_per_unit;
+            q.port_clock = port_clocks_[ref.port_index].clock.get();
             ctx->queues.push_back(q);
             stream_views_[s].lcore = a.lcore;
             if (lcore_socket != infos[ref.port_index].socket) {
@@ -162,6 +171,52 @@ Status CaptureEngine::init() {
         worker_contexts_.push_back(std::move(ctx));
     }
     return launch_workers();
+}
+
+// capture.timestamps per port, after the probe: what each driver's rx timestamp means
+// (dpdk/rx_timestamp.hpp); the ports ask for the offload where it is used.
+Status CaptureEngine::plan_timestamps(const std::vector<PortInfo>& infos, CapturePlan& plan) {
+    bool any_port_stamps = false;
+    for (size_t p = 0; p < config_.ports.size(); ++p) {
+        auto stamps = plan_rx_timestamps(config_.capture.timestamps, config_.ports[p].name, infos[p]);
+        if (!stamps) return stamps.error();
+        plan.ports[p].rx_timestamp = stamps->request_offload;
+        any_port_stamps |= stamps->source != StampSource::tsc;
+        stamp_plans_.push_back(stamps.value());
+    }
+    port_clocks_.resize(config_.ports.size());
+    if (!any_port_stamps) return {};
+    auto field = register_rx_timestamp_field();
+    if (!field) return field.error().context("capture.timestamps");
+    stamp_field_ = field.value();
+    return {};
+}
+
+// A port stamping with its NIC clock needs that clock readable (rte_eth_read_clock) to map
+// its ticks to UTC; without it, auto falls back to the TSC and port refuses.
+Status CaptureEngine::start_port_clocks() {
+    for (size_t p = 0; p < config_.ports.size(); ++p) {
+        RxTimestampPlan& stamps = stamp_plans_[p];
+        if (stamps.source == StampSource::port_clock) {
+            auto ticks = read_port_clock(port_views_[p].port_id);
+            if (!ticks) {
+                const std::string why = "port " + config_.ports[p].name + ": its rx timestamps cannot be mapped to UTC: " +
+                                        ticks.error().message;
+                if (config_.capture.timestamps == TimestampMode::port) return config_error("capture.timestamps: port: " + why);
+                spdlog::warn("{}; stamping with the TSC", why);
+                stamps.source = StampSource::tsc;
+                stamps.note = "TSC per burst (the NIC clock is not readable)";
+                port_views_[p].stamps = StampSource::tsc;
+            } else {
+                PortClock& pc = port_clocks_[p];
+                pc.last_ticks = ticks.value();
+                pc.last_ns = realtime_ns();
+                pc.clock = std::make_unique<TscClock>(pc.hz, pc.last_ticks, pc.last_ns);
+            }
+        }
+        spdlog::info("port {}: timestamps {}", config_.ports[p].name, stamps.note);
+    }
+    return {};
 }
 
 Status CaptureEngine::build_policies() {
@@ -436,7 +491,25 @@ Status CaptureEngine::reload_policies(const std::vector<PortConfig>& ports) {
     return {};
 }
 
-void CaptureEngine::tick_clock() { clock_->anchor(tsc_hz_, rte_rdtsc(), realtime_ns()); }
+int64_t CaptureEngine::tick_clock() {
+    const int64_t moved = clock_->anchor(tsc_hz_, rte_rdtsc(), realtime_ns());
+    for (size_t p = 0; p < port_clocks_.size(); ++p) {
+        PortClock& pc = port_clocks_[p];
+        if (!pc.clock) continue;
+        auto ticks = read_port_clock(port_views_[p].port_id);
+        if (!ticks) continue;  // keeps the last mapping; the clock runs on at its rate
+        const uint64_t now = realtime_ns();
+        // The NIC clock's rate against the host's, over at least half a second.
+        if (now > pc.last_ns + 500000000ull && ticks.value() > pc.last_ticks) {
+            pc.hz = static_cast<uint64_t>(static_cast<unsigned __int128>(ticks.value() - pc.last_ticks) *
+                                          1000000000ull / (now - pc.last_ns));
+            pc.last_ticks = ticks.value();
+            pc.last_ns = now;
+        }
+        if (pc.hz != 0) pc.clock->anchor(pc.hz, ticks.value(), now);
+    }
+    return moved;
+}
 
 void CaptureEngine::wait_workers() {
     if (!workers_running_) return;

@@ -28,6 +28,8 @@ namespace linecap {
 class Eal;
 class Mempool;
 class Port;
+struct PortInfo;
+struct CapturePlan;
 
 class CaptureEngine {
 public:
@@ -54,8 +56,10 @@ public:
     // if any fails nothing changes and the error is returned.
     Status reload_policies(const std::vector<PortConfig>& ports);
 
-    // Re-anchors the TSC clock to CLOCK_REALTIME (control thread, about once a second).
-    void tick_clock();
+    // Re-anchors the TSC clock and the ports' NIC clocks to CLOCK_REALTIME (control
+    // thread, about once a second). Returns CLOCK_REALTIME minus the TSC clock's
+    // prediction: a host clock step shows as a large value.
+    int64_t tick_clock();
 
     bool all_workers_polling() const;
     const std::vector<StreamView>& streams() const { return stream_views_; }
@@ -85,6 +89,19 @@ private:
     std::vector<std::unique_ptr<Port>> ports_;
     std::unique_ptr<Writer> writer_;
     std::unique_ptr<TscClock> clock_;
+    // Per port: where its stamps come from, and for a NIC clock its mapping to UTC with
+    // the last (ticks, realtime) anchor, from which the clock's rate is measured.
+    struct PortClock {
+        std::unique_ptr<TscClock> clock;
+        uint64_t hz = 1000000000;  // ns ticks until measured (ice, mlx5 and idpf stamp in ns)
+        uint64_t last_ticks = 0;
+        uint64_t last_ns = 0;
+    };
+    std::vector<RxTimestampPlan> stamp_plans_;
+    std::vector<PortClock> port_clocks_;
+    RxTimestampField stamp_field_;
+    Status plan_timestamps(const std::vector<PortInfo>& infos, CapturePlan& plan);
+    Status start_port_clocks();
 
     // One policy slot per port; policies_ keeps every policy ever published alive until
     // the workers have provably moved past it (see reload_policies).

@@ -264,6 +264,8 @@ std::vector<MetricFamily> build_metric_families(const MetricsSnapshot& snapshot,
     out.push_back(per_stream_counter(snapshot, kFlowCapEvictedFlowsMetric));
     out.push_back(per_stream_counter(snapshot, kDedupPacketsMetric));
     out.push_back(per_stream_counter(snapshot, kDedupSavedBytesMetric));
+    out.push_back(per_stream_counter(snapshot, kClockClampedPacketsMetric));
+    out.push_back(per_stream_counter(snapshot, kClockUnstampedPacketsMetric));
     out.push_back(dropped_packets_family(snapshot));
     add_port_families(out, snapshot);
     add_output_families(out, snapshot);
