@@ -41,11 +41,13 @@ BlockMemory hugepage_block_memory() {
 
 }  // namespace
 
-CaptureEngine::CaptureEngine(const Config& config, FileFinishedHook file_finished)
-    : config_(config), file_finished_(std::move(file_finished)) {}
+CaptureEngine::CaptureEngine(const Config& config, FileFinishedHook file_finished,
+                             const ClockQualityBoard* clock_quality)
+    : config_(config), file_finished_(std::move(file_finished)), clock_quality_(clock_quality) {}
 
-Result<std::unique_ptr<CaptureEngine>> CaptureEngine::start(const Config& config, FileFinishedHook file_finished) {
-    std::unique_ptr<CaptureEngine> engine(new CaptureEngine(config, std::move(file_finished)));
+Result<std::unique_ptr<CaptureEngine>> CaptureEngine::start(const Config& config, FileFinishedHook file_finished,
+                                                            const ClockQualityBoard* clock_quality) {
+    std::unique_ptr<CaptureEngine> engine(new CaptureEngine(config, std::move(file_finished), clock_quality));
     Status status = engine->init();
     if (!status) return status.error();
     return engine;
@@ -330,6 +332,9 @@ Status CaptureEngine::build_writer(const ThreadPlacement& placement) {
                 spec.flow_cap = ManifestFlowCap{cap.bytes, cap.packets, cap.snaplen_after, cap.filter, 0, 0};
             if (config_.capture.dedup.applies_to(pc.name))
                 spec.dedup = ManifestDedup{config_.capture.dedup.window_us, 0};
+            spec.clock.source = source_name(stamp_plans_[p].source);
+            spec.clock.port_clock = port_detail(stamp_plans_[p].source);
+            spec.clock_quality = clock_quality_;
             specs.push_back(spec);
         }
     }
@@ -491,8 +496,8 @@ Status CaptureEngine::reload_policies(const std::vector<PortConfig>& ports) {
     return {};
 }
 
-int64_t CaptureEngine::tick_clock() {
-    const int64_t moved = clock_->anchor(tsc_hz_, rte_rdtsc(), realtime_ns());
+void CaptureEngine::tick_clock() {
+    clock_->anchor(tsc_hz_, rte_rdtsc(), realtime_ns());
     for (size_t p = 0; p < port_clocks_.size(); ++p) {
         PortClock& pc = port_clocks_[p];
         if (!pc.clock) continue;
@@ -508,7 +513,6 @@ int64_t CaptureEngine::tick_clock() {
         }
         if (pc.hz != 0) pc.clock->anchor(pc.hz, ticks.value(), now);
     }
-    return moved;
 }
 
 void CaptureEngine::wait_workers() {

@@ -40,7 +40,10 @@ public:
     // Initialises EAL and everything below it, launches the workers. On error, whatever
     // was built is torn down in order before returning. The hook is in place before the
     // writer starts, so that no finished file is missed.
-    static Result<std::unique_ptr<CaptureEngine>> start(const Config& config, FileFinishedHook file_finished = {});
+    // `clock_quality` (may be null: "unknown"): the host clock's state, folded into each
+    // file's manifest and pcapng statistics; it must outlive the engine.
+    static Result<std::unique_ptr<CaptureEngine>> start(const Config& config, FileFinishedHook file_finished = {},
+                                                        const ClockQualityBoard* clock_quality = nullptr);
     ~CaptureEngine();  // stop() if still running, then release DPDK resources
     CaptureEngine(const CaptureEngine&) = delete;
     CaptureEngine& operator=(const CaptureEngine&) = delete;
@@ -57,9 +60,8 @@ public:
     Status reload_policies(const std::vector<PortConfig>& ports);
 
     // Re-anchors the TSC clock and the ports' NIC clocks to CLOCK_REALTIME (control
-    // thread, about once a second). Returns CLOCK_REALTIME minus the TSC clock's
-    // prediction: a host clock step shows as a large value.
-    int64_t tick_clock();
+    // thread, about once a second).
+    void tick_clock();
 
     bool all_workers_polling() const;
     const std::vector<StreamView>& streams() const { return stream_views_; }
@@ -71,9 +73,10 @@ public:
     void sidecar_changed(const std::string& name) { writer_->sidecar_changed(name); }
     const Config& config() const { return config_; }
     uint64_t tsc_hz() const { return tsc_hz_; }
+    const ClockQualityBoard* clock_quality() const { return clock_quality_; }
 
 private:
-    CaptureEngine(const Config& config, FileFinishedHook file_finished);
+    CaptureEngine(const Config& config, FileFinishedHook file_finished, const ClockQualityBoard* clock_quality);
     Status init();
     Status build_policies();
     Status build_writer(const ThreadPlacement& placement);
@@ -83,6 +86,7 @@ private:
 
     Config config_;
     FileFinishedHook file_finished_;
+    const ClockQualityBoard* const clock_quality_;
     uint64_t tsc_hz_ = 0;
     std::unique_ptr<Eal> eal_;
     std::vector<std::unique_ptr<Mempool>> pools_;

@@ -39,15 +39,11 @@ public:
 
     uint64_t to_ns(uint64_t tsc) const { return mapping().to_ns(tsc); }
 
-    // Control thread only. Returns CLOCK_REALTIME minus what the clock predicted for
-    // now_tsc (0 on the first anchor): how far the host clock moved against the counter
-    // since the last anchor (a step of the host clock shows here).
-    int64_t anchor(uint64_t tsc_hz, uint64_t now_tsc, uint64_t realtime_ns) {
+    // Control thread only.
+    void anchor(uint64_t tsc_hz, uint64_t now_tsc, uint64_t realtime_ns) {
         uint64_t ns = realtime_ns;
-        int64_t moved = 0;
         if (anchored_) {
             const uint64_t predicted = to_ns(now_tsc);
-            moved = static_cast<int64_t>(realtime_ns - predicted);
             if (predicted > ns) ns = predicted;  // never step back
         }
         const uint32_t seq = seq_.load(std::memory_order_relaxed);
@@ -59,7 +55,6 @@ public:
                     std::memory_order_relaxed);
         seq_.store(seq + 2, std::memory_order_release);
         anchored_ = true;
-        return moved;
     }
 
 private:
