@@ -156,10 +156,8 @@ Status CaptureEngine::init() {
             q.dedup = dedups_[s].get();
             const RxTimestampPlan& stamps = stamp_plans_[ref.port_index];
             q.stamps = stamps.source;
-            q.stamp_offset = stamp_field_.offset;
-            q.stamp_flag = stamp_field_.flag;
-            q.ns_per_unit = stamps.ns_per_unit;
-            q.port_clock = port_clocks_[ref.port_index].clock.get();
+            q.port_stamps = PortStamps{stamp_field_.offset, stamp_field_.flag, stamps.ns_per_unit,
+                                       port_clocks_[ref.port_index].clock.get()};
             ctx->queues.push_back(q);
             stream_views_[s].lcore = a.lcore;
             if (lcore_socket != infos[ref.port_index].socket) {

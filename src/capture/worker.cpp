@@ -162,42 +162,15 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
     if (dropped) q.counters->writer_full_packets.add(dropped);
 }
 
-// Each packet's stamp from the port (q.stamps is not tsc), in UTC ns, never below the one
-// before it in the stream: a packet without the port's stamp takes the burst's TSC time.
-// One flag test, one load and a multiply (or the NIC clock's mapping) per packet.
-inline void stamp_packets(WorkerQueue& q, rte_mbuf* const* pkts, uint16_t n, uint64_t burst_ns, uint64_t* ts) {
-    const bool nic_clock = q.stamps == StampSource::port_clock;
-    const TscClock::Mapping clock = nic_clock ? q.port_clock->mapping() : TscClock::Mapping{0, 0, 0};
-    uint64_t last = q.last_ts_ns;
-    uint32_t clamped = 0, unstamped = 0;
-    for (uint16_t i = 0; i < n; ++i) {
-        const rte_mbuf* m = pkts[i];
-        uint64_t t = burst_ns;
-        if (likely(m->ol_flags & q.stamp_flag)) {
-            const uint64_t v = *RTE_MBUF_DYNFIELD(m, q.stamp_offset, const rte_mbuf_timestamp_t*);
-            t = nic_clock ? clock.to_ns(v) : v * q.ns_per_unit;
-        } else {
-            ++unstamped;
-        }
-        if (unlikely(t < last)) {
-            t = last;
-            ++clamped;
-        }
-        last = t;
-        ts[i] = t;
-    }
-    q.last_ts_ns = last;
-    if (unlikely(clamped != 0)) q.counters->clock_clamped_packets.add(clamped);
-    if (unlikely(unstamped != 0)) q.counters->clock_unstamped_packets.add(unstamped);
-}
-
 // A burst stamped per packet: split where it crosses the stream's rotation boundary, so
 // every packet lands in the file of its own interval.
 template <FileFormat F>
 inline void capture_stamped_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc, uint64_t burst_ns,
                                   uint64_t interval_ns) {
     uint64_t ts[kMaxBurst];
-    stamp_packets(q, pkts, n, burst_ns, ts);
+    const StampOutcome stamped = stamp_packets(q.port_stamps, pkts, n, burst_ns, q.last_ts_ns, ts);
+    if (unlikely(stamped.clamped != 0)) q.counters->clock_clamped_packets.add(stamped.clamped);
+    if (unlikely(stamped.unstamped != 0)) q.counters->clock_unstamped_packets.add(stamped.unstamped);
     if (unlikely(q.boundary_from_first_packet)) {
         q.boundary_from_first_packet = false;
         if (interval_ns != 0) q.next_boundary_ns = next_rotation_boundary(ts[0], interval_ns);

@@ -18,6 +18,7 @@
 #include "capture/counters.hpp"
 #include "capture/dedup.hpp"
 #include "capture/flow_cap.hpp"
+#include "capture/packet_stamps.hpp"
 #include "capture/policy.hpp"
 #include "capture/tsc_clock.hpp"
 #include "config/config.hpp"
@@ -36,13 +37,9 @@ struct WorkerQueue {
     FlowCapQueue* flow_cap = nullptr;   // null: capture.flow_cap is off for the port
     // Where the packets' timestamps come from (dpdk/rx_timestamp.hpp): tsc = the
     // iteration's one TSC read; otherwise per packet from the mbuf's rx timestamp field
-    // (stamp_offset, stamp_flag), in ns_per_unit (port_utc) or NIC clock ticks mapped by
-    // port_clock (port_clock).
+    // (capture/packet_stamps.hpp).
     StampSource stamps = StampSource::tsc;
-    int stamp_offset = 0;
-    uint64_t stamp_flag = 0;
-    uint64_t ns_per_unit = 1;
-    const TscClock* port_clock = nullptr;
+    PortStamps port_stamps;
     // Loop state, touched only by the worker.
     WriteBlock* block = nullptr;
     bool rotation_pending = false;  // a rotation mark still has to reach the writer
