@@ -1,8 +1,8 @@
 // Micro benchmarks of the per-packet pieces of the capture hot path (Google Benchmark):
 // record header encoding, appending a record to a write block, a whole burst as the worker
 // handles it (prefetch + append, no rx), duplicate suppression and per-flow caps on vs off,
-// filter execution (JIT and interpreter), TSC → UTC nanoseconds, and plain memcpy into a
-// block (the memory-bandwidth floor).
+// filter execution (JIT and interpreter), TSC → UTC nanoseconds, per-packet port timestamps
+// vs one TSC stamp per burst, and plain memcpy into a block (the memory-bandwidth floor).
 //
 //   linecap_micro [--benchmark_filter=REGEX] [--benchmark_format=json] ...
 //
@@ -31,6 +31,12 @@
 
 #include "capture/dedup.hpp"
 #include "capture/flow_cap.hpp"
+// bench/policy_cost.sh builds this file against earlier trees too: the port timestamp
+// benchmark only where the tree has them.
+#if __has_include("capture/packet_stamps.hpp")
+#include "capture/packet_stamps.hpp"
+#define LINECAP_BENCH_PORT_STAMPS 1
+#endif
 #include "capture/record_copy.hpp"
 #include "capture/tsc_clock.hpp"
 #include "filter/bpf_filter.hpp"
@@ -370,6 +376,15 @@ void block_taken(Queue& dedup, WriteBlock& block) {
     if constexpr (kDedupHasRecords<Queue>) dedup.block_taken(block);
 }
 
+// The median of bursts' TSC cycles, per packet: a burst during which the thread was
+// preempted (the machine is shared) counts the other thread's time; the median ignores
+// those few.
+double median_per_packet(std::vector<uint32_t>& cycles) {
+    if (cycles.empty()) return 0.0;
+    std::nth_element(cycles.begin(), cycles.begin() + cycles.size() / 2, cycles.end());
+    return double(cycles[cycles.size() / 2]) / kBurst;
+}
+
 double load_average() {
     double load = 0;
     if (FILE* f = std::fopen("/proc/loadavg", "r")) {
@@ -466,18 +481,11 @@ void BM_CapturePolicies(benchmark::State& state) {
         items += kBurst;
     }
     benchmark::DoNotOptimize(block.used);
-    // Medians per burst: a burst during which the thread was preempted (the machine is
-    // shared) counts the other thread's time; the median ignores those few.
-    const auto median = [](std::vector<uint32_t>& v) {
-        if (v.empty()) return 0.0;
-        std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-        return double(v[v.size() / 2]) / kBurst;
-    };
-    const double off = median(cycles[kOff]);
+    const double off = median_per_packet(cycles[kOff]);
     state.counters["off"] = off;
     const char* names[kModes] = {"off", "dedup", "cap", "both"};
     for (int w = kDedup; w < kModes; ++w) {
-        const double on = median(cycles[w]);
+        const double on = median_per_packet(cycles[w]);
         state.counters[names[w]] = on;
         state.counters[std::string(names[w]) + "_delta"] = on - off;
         state.counters[std::string(names[w]) + "_ratio"] = off > 0 ? on / off : 0;
@@ -552,6 +560,70 @@ void BM_TimestampPerPacket(benchmark::State& state) {
     state.SetLabel(per_packet ? "rdtsc+convert per packet" : "once per burst of 64");
 }
 BENCHMARK(BM_TimestampPerPacket)->Arg(0)->Arg(1);
+
+#ifdef LINECAP_BENCH_PORT_STAMPS
+// The worker's burst (measure_burst + append_burst) stamped three ways, same run, in turns
+// of kStretch bursts as BM_CapturePolicies takes them: tsc = one stamp per burst
+// (BurstTime); replayed = each packet's rx timestamp field in µs (net_pcap), read by
+// stamp_packets as the worker does and passed as PacketTimes (every record then splits its
+// own time); nic = the field in NIC clock ticks through the clock's mapping. The mbufs'
+// fields are set outside the timed part, as a PMD writes them. Medians per burst, in TSC
+// cycles per packet; the port ways also as the difference from tsc.
+void BM_PortTimestamps(benchmark::State& state) {
+    const size_t size = size_t(state.range(0));
+    FakeBurst burst(kBurst, size);
+    CycledBlock cycled(32u << 20);
+    WriteBlock& block = cycled.block;
+    const TscClock nic_clock(1'000'000'000ull, 5'000'000'000ull, 1'700'000'000'000'000'000ull);  // ns ticks
+    constexpr uint64_t kFlag = uint64_t{1} << 40;  // as rte_mbuf_dyn_rx_timestamp_register hands out
+    const int offset = int(offsetof(rte_mbuf, dynfield1));
+    enum Mode { kTsc, kReplayed, kNic, kModes };
+    const PortStamps ports[kModes] = {{}, {offset, kFlag, 1000, nullptr}, {offset, kFlag, 1, &nic_clock}};
+    constexpr uint64_t kStretch = 256;
+    std::vector<uint32_t> cycles[kModes];
+    uint64_t last[kModes] = {};
+    uint64_t ts = 1'700'000'000'000'000'000ull, field_us = ts / 1000, ticks = 5'000'000'000ull;
+    uint64_t items = 0, iteration = 0;
+    uint64_t stamps[kBurst];
+    for (auto _ : state) {
+        const int mode = int(iteration / kStretch % kModes);
+        for (unsigned i = 0; i < kBurst; ++i) {
+            rte_mbuf* m = burst.ptrs[i];
+            m->ol_flags = mode == kTsc ? 0 : kFlag;
+            *RTE_MBUF_DYNFIELD(m, offset, uint64_t*) = mode == kNic ? ticks + i * 67 : field_us + i;
+        }
+        rte_mbuf** pkts = burst.ptrs.data();
+        const uint64_t t0 = rte_rdtsc();
+        const BurstSize s = measure_burst<FileFormat::pcap>(pkts, kBurst, nullptr, 262144);
+        if (unlikely(block.room() < s.record_bytes)) cycled.next();
+        if (mode == kTsc) {
+            append_burst<FileFormat::pcap>(block, pkts, kBurst, nullptr, 262144, BurstTime{ts}, s);
+        } else {
+            benchmark::DoNotOptimize(stamp_packets(ports[mode], pkts, kBurst, ts, last[mode], stamps));
+            append_burst<FileFormat::pcap>(block, pkts, kBurst, nullptr, 262144, PacketTimes{stamps}, s);
+        }
+        cycles[mode].push_back(uint32_t(std::min<uint64_t>(rte_rdtsc() - t0, UINT32_MAX)));
+        ++iteration;
+        ts += 64'000;
+        field_us += 64;
+        ticks += 64 * 67;
+        items += kBurst;
+    }
+    benchmark::DoNotOptimize(block.used);
+    const double tsc = median_per_packet(cycles[kTsc]);
+    const double replayed = median_per_packet(cycles[kReplayed]);
+    const double nic = median_per_packet(cycles[kNic]);
+    state.counters["tsc"] = tsc;
+    state.counters["replayed"] = replayed;
+    state.counters["replayed_delta"] = replayed - tsc;
+    state.counters["nic"] = nic;
+    state.counters["nic_delta"] = nic - tsc;
+    state.counters["load1"] = load_average();
+    state.SetItemsProcessed(int64_t(items));
+    state.SetLabel(std::to_string(size) + " B frames; cycles/packet: one TSC stamp per burst vs port stamps");
+}
+BENCHMARK(BM_PortTimestamps)->Arg(60)->Arg(1514);
+#endif
 
 }  // namespace
 }  // namespace linecap

@@ -14,6 +14,7 @@
 #include "capture/engine.hpp"
 #include "capture/plan.hpp"
 #include "config/config.hpp"
+#include "control/clock_monitor.hpp"
 #include "control/control_loop.hpp"
 #include "control/cpu_shield.hpp"
 #include "control/preflight.hpp"
@@ -120,7 +121,8 @@ int parse_options(int argc, char** argv, Options& options) {
 // other), then the engine.
 class Capture {
 public:
-    static linecap::Result<std::unique_ptr<Capture>> start(const linecap::Config& config) {
+    static linecap::Result<std::unique_ptr<Capture>> start(const linecap::Config& config,
+                                                           const linecap::ClockQualityBoard& clock_quality) {
         std::unique_ptr<Capture> capture(new Capture);
         const linecap::OutputConfig& out = config.output;
         Capture* self = capture.get();
@@ -148,7 +150,7 @@ public:
                 capture->indexing_);
             file_finished = [indexer = capture->indexer_.get()](const std::string& name) { indexer->file_finished(name); };
         }
-        auto engine = linecap::CaptureEngine::start(config, std::move(file_finished));
+        auto engine = linecap::CaptureEngine::start(config, std::move(file_finished), &clock_quality);
         if (!engine) return engine.error();
         capture->engine_ = std::move(engine.value());
         if (capture->indexer_) capture->indexer_->start();
@@ -225,6 +227,7 @@ std::unique_ptr<linecap::MetricsCollector> make_collector(const Capture& capture
         .indexing = capture.indexing(),
         .compressing = capture.compressing(),
         .scrub = capture.scrub(),
+        .clock_quality = engine.clock_quality(),
     };
     return std::make_unique<linecap::MetricsCollector>(std::move(views), std::make_unique<linecap::EthdevPortStats>());
 }
@@ -289,7 +292,10 @@ int run(const Options& options) {
     }
 
     spdlog::info("linecapd {} ({}) starting with {}", LINECAP_VERSION, rte_version(), options.config_path);
-    auto capture = Capture::start(config.value());
+    // The host clock's state before the first file opens, then once a second.
+    linecap::ClockMonitor clock = linecap::ClockMonitor::from_environment();
+    clock.sample();
+    auto capture = Capture::start(config.value(), clock.board());
     if (!capture) {
         spdlog::error("{}", capture.error().message);
         return capture.error().config ? kExitConfig : kExitFailure;
@@ -307,6 +313,7 @@ int run(const Options& options) {
     linecap::ControlHooks hooks;
     hooks.collect_metrics = [&metrics] { metrics.value()->collect(); };
     hooks.snapshot = [&metrics] { return metrics.value()->snapshot(); };
+    hooks.sample_clock = [&clock] { clock.sample(); };
     linecap::run_control_loop(engine, signals.value(), notifier, options.config_path, hooks);
 
     capture.value()->stop();

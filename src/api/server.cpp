@@ -494,7 +494,9 @@ void ApiServer::Impl::handle_files(const HttpRequest& req, HttpExchange& ex, Aud
         if (m.ok()) {
             j["sha256"] = m.manifest.sha256;
             if (m.manifest.drops) j["drops"] = m.manifest.drops->total();
+            if (m.manifest.clock) j["clock"] = nlohmann::ordered_json::parse(to_json(*m.manifest.clock));
         }
+        j["clock_sync"] = m.clock_sync();  // what extract --require-synced goes by
         if (const auto marker = dir_fd ? read_damaged_marker(dir_fd.get(), f.name) : std::nullopt)
             j["damaged"] = marker->empty() ? "marked damaged" : *marker;
         files.push_back(std::move(j));

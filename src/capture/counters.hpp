@@ -26,6 +26,10 @@ struct QueueCountersOf {
     Counter flow_cap_evicted_flows{};    // live flows pushed out of a full table bucket
     Counter dedup_packets{};             // copies not written
     Counter dedup_saved_bytes{};
+    // Timestamps (capture.timestamps): stamps raised to the one before (never going back),
+    // and packets of a port-stamped queue that came without the port's stamp (TSC instead).
+    Counter clock_clamped_packets{};
+    Counter clock_unstamped_packets{};
 
     template <class F, class... Group>
     static void fields(F&& f, Group&... g) {
@@ -39,6 +43,8 @@ struct QueueCountersOf {
         f(g.flow_cap_evicted_flows...);
         f(g.dedup_packets...);
         f(g.dedup_saved_bytes...);
+        f(g.clock_clamped_packets...);
+        f(g.clock_unstamped_packets...);
     }
 };
 struct alignas(64) QueueCounters : QueueCountersOf<OwnedCounter> {};
@@ -88,6 +94,19 @@ inline constexpr FieldMetric<QueueCounts> kDedupSavedBytesMetric{
     {"linecap_dedup_saved_bytes_total", "Packet bytes capture.dedup kept out of the capture files.",
      MetricType::counter},
     &QueueCounts::dedup_saved_bytes};
+
+inline constexpr FieldMetric<QueueCounts> kClockClampedPacketsMetric{
+    {"linecap_clock_clamped_packets_total",
+     "Packets whose timestamp was earlier than the one before it in the stream and was raised to it (timestamps "
+     "within a file never go back; a port clock stepped back, or stamps from two clocks).",
+     MetricType::counter},
+    &QueueCounts::clock_clamped_packets};
+inline constexpr FieldMetric<QueueCounts> kClockUnstampedPacketsMetric{
+    {"linecap_clock_unstamped_packets_total",
+     "Packets of a port-stamped queue (capture.timestamps) that arrived without the port's rx timestamp and got the "
+     "host's TSC time instead.",
+     MetricType::counter},
+    &QueueCounts::clock_unstamped_packets};
 
 inline constexpr DropReason<QueueCounts> kWriterFullDrop{"writer_full", &QueueCounts::writer_full_packets};
 

@@ -236,10 +236,11 @@ struct DedupQueue;
 
 // What append_burst (or the worker, packet by packet) calls with dedup on for each packet
 // of the burst (DedupQueue::recorder): the record of a remembered packet, where it was
-// written whole (`bytes`, in `block`), else none.
+// written whole (`bytes`, in `block`), else none; packet i was stamped times[i].
+template <class Times>
 struct DedupRecorder {
     DedupQueue& dedup;
-    uint64_t ts_ns;
+    Times times;
     WriteBlock* block;
     void operator()(uint16_t i, const uint8_t* bytes, uint32_t caplen, const rte_mbuf* m) const;
 };
@@ -271,8 +272,12 @@ struct DedupQueue {
     // given to a later packet by the ring nor in a block taken again since. (During
     // apply_dedup next_seq is still the burst's first: its records are not written yet.)
     bool holds(uint64_t seq) const { return seq > valid_after && next_seq - seq <= record_mask + 1; }
-    // The recorder of records written at ts_ns into `block`.
-    DedupRecorder recorder(uint64_t ts_ns, WriteBlock* block) { return {*this, ts_ns, block}; }
+    // The recorder of records stamped `times` (a uint64_t ns, BurstTime or PacketTimes)
+    // written into `block`.
+    template <class Times>
+    auto recorder(Times times, WriteBlock* block) {
+        return DedupRecorder<decltype(burst_times(times))>{*this, burst_times(times), block};
+    }
     // The worker took `block` from the writer again: what it held is gone.
     void block_taken(WriteBlock& block) {
         valid_after = std::max(valid_after, block.dedup_last_seq);
@@ -298,11 +303,12 @@ struct DedupOutcome {
     uint64_t saved_bytes = 0;  // packet bytes not written (record headers not included)
 };
 
-inline void DedupRecorder::operator()(uint16_t i, const uint8_t* bytes, uint32_t caplen, const rte_mbuf* m) const {
+template <class Times>
+inline void DedupRecorder<Times>::operator()(uint16_t i, const uint8_t* bytes, uint32_t caplen, const rte_mbuf* m) const {
     const uint64_t seq = dedup.burst_seq[i];
     if (seq == 0) return;
     const bool whole = bytes != nullptr && caplen == m->pkt_len;
-    dedup.records[seq & dedup.record_mask] = DedupRecord{whole ? DedupRecord::pack(bytes, caplen) : 0, ts_ns};
+    dedup.records[seq & dedup.record_mask] = DedupRecord{whole ? DedupRecord::pack(bytes, caplen) : 0, times[i]};
     if (whole) block->dedup_last_seq = seq;  // the burst's sequence numbers only grow
 }
 
@@ -318,9 +324,12 @@ inline void end_dedup_burst(DedupQueue& dedup, bool recorded) {
 // Dedup over one burst: keep[i] as in apply_flow_cap (0 = not written); a copy's keep[i]
 // becomes 0. Hashes first with each bucket prefetched, then the table, in packet order
 // (a copy in the same burst as its original is found, compared with the original's mbuf).
-// end_dedup_burst must follow, before the mbufs are freed.
+// end_dedup_burst must follow, before the mbufs are freed. `times`: the packets' stamps (a
+// uint64_t ns for all, BurstTime or PacketTimes; never going back within the queue).
+template <class Times>
 inline DedupOutcome apply_dedup(DedupQueue& dedup, rte_mbuf* const* pkts, uint16_t n, uint64_t* keep,
-                                uint64_t ts_ns, uint64_t* hashes) {
+                                Times times, uint64_t* hashes) {
+    const auto ts = burst_times(times);
     if (unlikely(dedup.burst_first_seq != dedup.next_seq)) end_dedup_burst(dedup, false);  // a burst never ended
     DedupOutcome out;
     for (uint16_t i = 0; i < n; ++i) {
@@ -348,7 +357,7 @@ inline DedupOutcome apply_dedup(DedupQueue& dedup, rte_mbuf* const* pkts, uint16
                 copy = same_packet(pkts[i], nullptr, original, original->pkt_len);
             } else if (dedup.holds(seq)) {
                 const DedupRecord& r = dedup.records[seq & dedup.record_mask];
-                copy = r.where != 0 && ts_ns - r.ts_ns <= dedup.window_ns && same_packet(pkts[i], r.bytes(), nullptr, r.len());
+                copy = r.where != 0 && ts[i] - r.ts_ns <= dedup.window_ns && same_packet(pkts[i], r.bytes(), nullptr, r.len());
             }
             if (copy) {
                 out.suppressed += 1;

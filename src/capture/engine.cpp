@@ -19,6 +19,7 @@
 #include "dpdk/eal.hpp"
 #include "dpdk/mempool.hpp"
 #include "dpdk/port.hpp"
+#include "dpdk/rx_timestamp.hpp"
 #include "output/recovery.hpp"
 
 namespace linecap {
@@ -40,11 +41,13 @@ BlockMemory hugepage_block_memory() {
 
 }  // namespace
 
-CaptureEngine::CaptureEngine(const Config& config, FileFinishedHook file_finished)
-    : config_(config), file_finished_(std::move(file_finished)) {}
+CaptureEngine::CaptureEngine(const Config& config, FileFinishedHook file_finished,
+                             const ClockQualityBoard* clock_quality)
+    : config_(config), file_finished_(std::move(file_finished)), clock_quality_(clock_quality) {}
 
-Result<std::unique_ptr<CaptureEngine>> CaptureEngine::start(const Config& config, FileFinishedHook file_finished) {
-    std::unique_ptr<CaptureEngine> engine(new CaptureEngine(config, std::move(file_finished)));
+Result<std::unique_ptr<CaptureEngine>> CaptureEngine::start(const Config& config, FileFinishedHook file_finished,
+                                                            const ClockQualityBoard* clock_quality) {
+    std::unique_ptr<CaptureEngine> engine(new CaptureEngine(config, std::move(file_finished), clock_quality));
     Status status = engine->init();
     if (!status) return status.error();
     return engine;
@@ -85,7 +88,8 @@ Status CaptureEngine::init() {
     }
     auto planned = plan_capture(config_, infos);
     if (!planned) return planned.error();
-    const CapturePlan& plan = planned.value();
+    CapturePlan& plan = planned.value();
+    if (Status s = plan_timestamps(infos, plan); !s) return s;
     for (const std::string& adjustment : plan.adjustments) spdlog::warn("device limits: {}", adjustment);
 
     std::map<int, Mempool*> pool_by_socket;
@@ -108,9 +112,10 @@ Status CaptureEngine::init() {
         auto port = Port::open(pc, infos[p], plan.ports[p], pool_by_socket[infos[p].socket]->get(),
                                config_.capture.mbufs);
         if (!port) return port.error();
-        port_views_.push_back(PortView{pc.name, pc.device, infos[p].port_id, pc.rx_queues});
+        port_views_.push_back(PortView{pc.name, pc.device, infos[p].port_id, pc.rx_queues, stamp_plans_[p].source});
         ports_.push_back(std::move(port.value()));
     }
+    if (Status s = start_port_clocks(); !s) return s;
 
     if (Status s = build_writer(writer_placement(config_)); !s) return s;
     std::vector<int> port_sockets;
@@ -149,6 +154,10 @@ Status CaptureEngine::init() {
             q.policy = policy_slots_[ref.port_index].get();
             q.flow_cap = flow_caps_[s].get();
             q.dedup = dedups_[s].get();
+            const RxTimestampPlan& stamps = stamp_plans_[ref.port_index];
+            q.stamps = stamps.source;
+            q.port_stamps = PortStamps{stamp_field_.offset, stamp_field_.flag, stamps.ns_per_unit,
+                                       port_clocks_[ref.port_index].clock.get()};
             ctx->queues.push_back(q);
             stream_views_[s].lcore = a.lcore;
             if (lcore_socket != infos[ref.port_index].socket) {
@@ -162,6 +171,52 @@ Status CaptureEngine::init() {
         worker_contexts_.push_back(std::move(ctx));
     }
     return launch_workers();
+}
+
+// capture.timestamps per port, after the probe: what each driver's rx timestamp means
+// (dpdk/rx_timestamp.hpp); the ports ask for the offload where it is used.
+Status CaptureEngine::plan_timestamps(const std::vector<PortInfo>& infos, CapturePlan& plan) {
+    bool any_port_stamps = false;
+    for (size_t p = 0; p < config_.ports.size(); ++p) {
+        auto stamps = plan_rx_timestamps(config_.capture.timestamps, config_.ports[p].name, infos[p]);
+        if (!stamps) return stamps.error();
+        plan.ports[p].rx_timestamp = stamps->request_offload;
+        any_port_stamps |= stamps->source != StampSource::tsc;
+        stamp_plans_.push_back(stamps.value());
+    }
+    port_clocks_.resize(config_.ports.size());
+    if (!any_port_stamps) return {};
+    auto field = register_rx_timestamp_field();
+    if (!field) return field.error().context("capture.timestamps");
+    stamp_field_ = field.value();
+    return {};
+}
+
+// A port stamping with its NIC clock needs that clock readable (rte_eth_read_clock) to map
+// its ticks to UTC; without it, auto falls back to the TSC and port refuses.
+Status CaptureEngine::start_port_clocks() {
+    for (size_t p = 0; p < config_.ports.size(); ++p) {
+        RxTimestampPlan& stamps = stamp_plans_[p];
+        if (stamps.source == StampSource::port_clock) {
+            auto ticks = read_port_clock(port_views_[p].port_id);
+            if (!ticks) {
+                const std::string why = "port " + config_.ports[p].name + ": its rx timestamps cannot be mapped to UTC: " +
+                                        ticks.error().message;
+                if (config_.capture.timestamps == TimestampMode::port) return config_error("capture.timestamps: port: " + why);
+                spdlog::warn("{}; stamping with the TSC", why);
+                stamps.source = StampSource::tsc;
+                stamps.note = "TSC per burst (the NIC clock is not readable)";
+                port_views_[p].stamps = StampSource::tsc;
+            } else {
+                PortClock& pc = port_clocks_[p];
+                pc.last_ticks = ticks.value();
+                pc.last_ns = realtime_ns();
+                pc.clock = std::make_unique<TscClock>(pc.hz, pc.last_ticks, pc.last_ns);
+            }
+        }
+        spdlog::info("port {}: timestamps {}", config_.ports[p].name, stamps.note);
+    }
+    return {};
 }
 
 Status CaptureEngine::build_policies() {
@@ -275,6 +330,9 @@ Status CaptureEngine::build_writer(const ThreadPlacement& placement) {
                 spec.flow_cap = ManifestFlowCap{cap.bytes, cap.packets, cap.snaplen_after, cap.filter, 0, 0};
             if (config_.capture.dedup.applies_to(pc.name))
                 spec.dedup = ManifestDedup{config_.capture.dedup.window_us, 0};
+            spec.clock.source = source_name(stamp_plans_[p].source);
+            spec.clock.port_clock = port_detail(stamp_plans_[p].source);
+            spec.clock_quality = clock_quality_;
             specs.push_back(spec);
         }
     }
@@ -436,7 +494,24 @@ Status CaptureEngine::reload_policies(const std::vector<PortConfig>& ports) {
     return {};
 }
 
-void CaptureEngine::tick_clock() { clock_->anchor(tsc_hz_, rte_rdtsc(), realtime_ns()); }
+void CaptureEngine::tick_clock() {
+    clock_->anchor(tsc_hz_, rte_rdtsc(), realtime_ns());
+    for (size_t p = 0; p < port_clocks_.size(); ++p) {
+        PortClock& pc = port_clocks_[p];
+        if (!pc.clock) continue;
+        auto ticks = read_port_clock(port_views_[p].port_id);
+        if (!ticks) continue;  // keeps the last mapping; the clock runs on at its rate
+        const uint64_t now = realtime_ns();
+        // The NIC clock's rate against the host's, over at least half a second.
+        if (now > pc.last_ns + 500000000ull && ticks.value() > pc.last_ticks) {
+            pc.hz = static_cast<uint64_t>(static_cast<unsigned __int128>(ticks.value() - pc.last_ticks) *
+                                          1000000000ull / (now - pc.last_ns));
+            pc.last_ticks = ticks.value();
+            pc.last_ns = now;
+        }
+        if (pc.hz != 0) pc.clock->anchor(pc.hz, ticks.value(), now);
+    }
+}
 
 void CaptureEngine::wait_workers() {
     if (!workers_running_) return;

@@ -28,6 +28,8 @@ namespace linecap {
 class Eal;
 class Mempool;
 class Port;
+struct PortInfo;
+struct CapturePlan;
 
 class CaptureEngine {
 public:
@@ -38,7 +40,10 @@ public:
     // Initialises EAL and everything below it, launches the workers. On error, whatever
     // was built is torn down in order before returning. The hook is in place before the
     // writer starts, so that no finished file is missed.
-    static Result<std::unique_ptr<CaptureEngine>> start(const Config& config, FileFinishedHook file_finished = {});
+    // `clock_quality` (may be null: "unknown"): the host clock's state, folded into each
+    // file's manifest and pcapng statistics; it must outlive the engine.
+    static Result<std::unique_ptr<CaptureEngine>> start(const Config& config, FileFinishedHook file_finished = {},
+                                                        const ClockQualityBoard* clock_quality = nullptr);
     ~CaptureEngine();  // stop() if still running, then release DPDK resources
     CaptureEngine(const CaptureEngine&) = delete;
     CaptureEngine& operator=(const CaptureEngine&) = delete;
@@ -54,7 +59,8 @@ public:
     // if any fails nothing changes and the error is returned.
     Status reload_policies(const std::vector<PortConfig>& ports);
 
-    // Re-anchors the TSC clock to CLOCK_REALTIME (control thread, about once a second).
+    // Re-anchors the TSC clock and the ports' NIC clocks to CLOCK_REALTIME (control
+    // thread, about once a second).
     void tick_clock();
 
     bool all_workers_polling() const;
@@ -67,9 +73,10 @@ public:
     void sidecar_changed(const std::string& name) { writer_->sidecar_changed(name); }
     const Config& config() const { return config_; }
     uint64_t tsc_hz() const { return tsc_hz_; }
+    const ClockQualityBoard* clock_quality() const { return clock_quality_; }
 
 private:
-    CaptureEngine(const Config& config, FileFinishedHook file_finished);
+    CaptureEngine(const Config& config, FileFinishedHook file_finished, const ClockQualityBoard* clock_quality);
     Status init();
     Status build_policies();
     Status build_writer(const ThreadPlacement& placement);
@@ -79,12 +86,26 @@ private:
 
     Config config_;
     FileFinishedHook file_finished_;
+    const ClockQualityBoard* const clock_quality_;
     uint64_t tsc_hz_ = 0;
     std::unique_ptr<Eal> eal_;
     std::vector<std::unique_ptr<Mempool>> pools_;
     std::vector<std::unique_ptr<Port>> ports_;
     std::unique_ptr<Writer> writer_;
     std::unique_ptr<TscClock> clock_;
+    // Per port: where its stamps come from, and for a NIC clock its mapping to UTC with
+    // the last (ticks, realtime) anchor, from which the clock's rate is measured.
+    struct PortClock {
+        std::unique_ptr<TscClock> clock;
+        uint64_t hz = 1000000000;  // ns ticks until measured (ice, mlx5 and idpf stamp in ns)
+        uint64_t last_ticks = 0;
+        uint64_t last_ns = 0;
+    };
+    std::vector<RxTimestampPlan> stamp_plans_;
+    std::vector<PortClock> port_clocks_;
+    RxTimestampField stamp_field_;
+    Status plan_timestamps(const std::vector<PortInfo>& infos, CapturePlan& plan);
+    Status start_port_clocks();
 
     // One policy slot per port; policies_ keeps every policy ever published alive until
     // the workers have provably moved past it (see reload_policies).

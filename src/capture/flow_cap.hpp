@@ -140,8 +140,11 @@ struct FlowCapOutcome {
 // it); the cap lowers it to snaplen_after, or to 0 (drop). Two passes: keys and hashes
 // first with each bucket prefetched, then the table, so the burst's cache misses overlap.
 // `hashes`: room for n values (the filter's verdicts, then each packet's flow hash or 0).
+// `times`: the packets' stamps (a uint64_t ns for all, BurstTime or PacketTimes).
+template <class Times>
 inline FlowCapOutcome apply_flow_cap(FlowCapQueue& cap, rte_mbuf* const* pkts, uint16_t n, uint64_t* keep,
-                                     uint64_t ts_ns, uint64_t* hashes) {
+                                     Times times, uint64_t* hashes) {
+    const auto ts = burst_times(times);
     FlowCapOutcome out;
     if (cap.filter != nullptr) cap.filter->run(pkts, n, hashes);
     for (uint16_t i = 0; i < n; ++i) {
@@ -156,9 +159,9 @@ inline FlowCapOutcome apply_flow_cap(FlowCapQueue& cap, rte_mbuf* const* pkts, u
         cap.table.prefetch(hashes[i]);
     }
     const FlowCapRule& rule = cap.rule;
-    const uint32_t now = FlowTable::ticks(ts_ns);
     for (uint16_t i = 0; i < n; ++i) {
         if (hashes[i] == 0) continue;
+        const uint32_t now = FlowTable::ticks(ts[i]);
         const uint32_t len = pkts[i]->pkt_len;
         bool evicted = false;
         const uint32_t before = cap.table.account(hashes[i], rule.count_bytes ? len : 1, now, rule.idle_ticks, evicted);

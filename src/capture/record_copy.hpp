@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "output/block.hpp"
 #include "config/config.hpp"
@@ -15,6 +16,26 @@
 #include "format/pcapng_format.hpp"
 
 namespace linecap {
+
+// --- the timestamps of a burst ---------------------------------------------------------
+//
+// A burst's packets share one timestamp (the TSC read once per burst: BurstTime), or each
+// has its own (the port's rx timestamp: PacketTimes, capture/timestamps.hpp). The burst
+// functions below, dedup and the flow cap take either; with BurstTime they compile to the
+// code of one timestamp per burst.
+struct BurstTime {
+    uint64_t ns;
+    uint64_t operator[](uint16_t) const { return ns; }
+};
+struct PacketTimes {
+    const uint64_t* ns;
+    uint64_t operator[](uint16_t i) const { return ns[i]; }
+};
+inline BurstTime burst_times(uint64_t ns) { return {ns}; }
+inline BurstTime burst_times(BurstTime t) { return t; }
+inline PacketTimes burst_times(PacketTimes t) { return t; }
+template <class Times>
+inline constexpr bool kPerPacketTimes = std::is_same_v<std::remove_cvref_t<Times>, PacketTimes>;
 
 // Bytes the record for `m` takes in a block at snap length `snaplen`.
 static inline uint32_t record_caplen(const rte_mbuf* m, uint32_t snaplen) {
@@ -119,28 +140,39 @@ struct NoRecorder {
     void operator()(uint16_t, const uint8_t*, uint32_t, const rte_mbuf*) const {}
 };
 
-// Appends the kept packets of a burst, all stamped ts_ns. The caller has checked that the
-// block has room for measure_burst(...).record_bytes and set first_ts_ns on an empty block.
-// `on_record(i, bytes, caplen, m)` learns where each packet's bytes went (bytes == nullptr:
-// not written); capture/dedup.hpp's DedupRecorder remembers them.
-template <FileFormat F, class Recorder = NoRecorder>
+// Appends the kept packets of a burst, stamped `times` (one uint64_t ns for all, or
+// BurstTime / PacketTimes). The caller has checked that the block has room for
+// measure_burst(...).record_bytes; an empty block's first_ts_ns becomes the first kept
+// packet's. `on_record(i, bytes, caplen, m)` learns where each packet's bytes went
+// (bytes == nullptr: not written); capture/dedup.hpp's DedupRecorder remembers them.
+template <FileFormat F, class Recorder = NoRecorder, class Times>
 static inline void append_burst(WriteBlock& block, rte_mbuf* const* pkts, uint16_t n, const uint64_t* keep,
-                                uint32_t snaplen, uint64_t ts_ns, const BurstSize& size, Recorder on_record = {}) {
+                                uint32_t snaplen, Times times, const BurstSize& size, Recorder on_record = {}) {
+    const auto ts = burst_times(times);
+    constexpr bool per_packet = kPerPacketTimes<decltype(ts)>;
     uint8_t* dst = block.tail();
-    const pcap::RecordTime t = pcap::record_time(ts_ns);
+    const pcap::RecordTime burst_t = pcap::record_time(ts[0]);
+    uint16_t last_kept = 0;
     for (uint16_t i = 0; i < n; ++i) {
         if (i + kAppendPrefetch < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kAppendPrefetch], void*));
         if (keep != nullptr && keep[i] == 0) {
             on_record(i, nullptr, 0, pkts[i]);
             continue;
         }
+        if constexpr (per_packet) {
+            if (block.packets == 0 && dst == block.tail()) block.first_ts_ns = ts[i];
+            last_kept = i;
+        }
         const uint32_t caplen = record_caplen(pkts[i], kept_snaplen(keep, i, snaplen));
         on_record(i, dst + record_data_offset<F>, caplen, pkts[i]);
-        dst = write_record<F>(dst, pkts[i], caplen, ts_ns, t);
+        dst = write_record<F>(dst, pkts[i], caplen, ts[i], per_packet ? pcap::record_time(ts[i]) : burst_t);
+    }
+    if constexpr (!per_packet) {
+        if (block.packets == 0) block.first_ts_ns = ts[0];
     }
     block.used += size.record_bytes;
     block.packets += size.kept;
-    block.last_ts_ns = ts_ns;
+    block.last_ts_ns = ts[last_kept];
     block.wire_bytes += size.kept_wire_bytes;
 }
 

@@ -25,6 +25,7 @@ struct PortView {
     std::string device;
     uint16_t port_id = 0;
     unsigned rx_queues = 0;
+    StampSource stamps = StampSource::tsc;  // capture.timestamps as resolved for the port
 };
 
 struct WorkerView {

@@ -42,15 +42,22 @@ inline void deliver_rotation(WorkerQueue& q) {
     q.rotation_pending = false;
 }
 
-// Ends the current file of every queue: each one's current block (or an empty one)
-// carries the mark, and its next block starts a new file. A queue with neither keeps the
-// mark pending: its packets are dropped until the writer frees a block to carry it, so no
-// packet ever lands in a file before its mark.
-inline void rotate_all(std::vector<WorkerQueue>& queues) {
-    for (WorkerQueue& q : queues) {
-        q.rotation_pending = true;
-        deliver_rotation(q);
-    }
+// Ends the queue's current file: its current block (or an empty one) carries the mark,
+// and its next block starts a new file. A queue with neither keeps the mark pending: its
+// packets are dropped until the writer frees a block to carry it, so no packet ever lands
+// in a file before its mark.
+inline void rotate(WorkerQueue& q) {
+    q.rotation_pending = true;
+    deliver_rotation(q);
+}
+
+// Exact rotation: the stream reached its boundary at `ts_ns` (a packet stamped at or after
+// it, or the host clock with no packet); the next file takes the following interval, and
+// no later stamp of the stream goes below the boundary it crossed.
+inline void rotate_at(WorkerQueue& q, uint64_t ts_ns, uint64_t interval_ns) {
+    q.last_ts_ns = std::max(q.last_ts_ns, ts_ns / interval_ns * interval_ns);
+    q.next_boundary_ns = next_rotation_boundary(ts_ns, interval_ns);
+    rotate(q);
 }
 
 // A block with room for `need` bytes, or nullptr when the writer has none free.
@@ -65,8 +72,9 @@ inline WriteBlock* block_with_room(WorkerQueue& q, uint32_t need) {
     return q.block;
 }
 
-template <FileFormat F>
-inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc, uint64_t ts_ns) {
+// One burst (or the part of one within a file), stamped `ts` (BurstTime or PacketTimes).
+template <FileFormat F, class Times>
+inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc, Times ts) {
     const CapturePolicy* policy = q.policy->load(std::memory_order_acquire);
 
     uint64_t keep_mask[kMaxBurst];
@@ -85,7 +93,7 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
         }
         uint64_t scratch[kMaxBurst];
         if (q.dedup != nullptr) {
-            const DedupOutcome d = apply_dedup(*q.dedup, pkts, n, keep, ts_ns, scratch);
+            const DedupOutcome d = apply_dedup(*q.dedup, pkts, n, keep, ts, scratch);
             if (d.suppressed != 0) {
                 q.counters->dedup_packets.add(d.suppressed);
                 q.counters->dedup_saved_bytes.add(d.saved_bytes);
@@ -93,7 +101,7 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
             }
         }
         if (q.flow_cap != nullptr) {
-            const FlowCapOutcome c = apply_flow_cap(*q.flow_cap, pkts, n, keep, ts_ns, scratch);
+            const FlowCapOutcome c = apply_flow_cap(*q.flow_cap, pkts, n, keep, ts, scratch);
             if (c.cut != 0) q.counters->flow_cap_cut_packets.add(c.cut);
             if (c.dropped != 0) q.counters->flow_cap_dropped_packets.add(c.dropped);
             if (c.saved_bytes != 0) q.counters->flow_cap_saved_bytes.add(c.saved_bytes);
@@ -110,14 +118,11 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
         // Fast path: the whole burst fits the current block (every burst but the one
         // that fills a block).
         if (size.kept != 0) {
-            if (current->packets == 0) {
-                current->first_ts_ns = ts_ns;
-                current->first_tsc = now_tsc;
-            }
+            if (current->packets == 0) current->first_tsc = now_tsc;
             if (q.dedup != nullptr)
-                append_burst<F>(*current, pkts, n, keep, policy->snaplen, ts_ns, size, q.dedup->recorder(ts_ns, current));
+                append_burst<F>(*current, pkts, n, keep, policy->snaplen, ts, size, q.dedup->recorder(ts, current));
             else
-                append_burst<F>(*current, pkts, n, keep, policy->snaplen, ts_ns, size);
+                append_burst<F>(*current, pkts, n, keep, policy->snaplen, ts, size);
         } else {
             dedup_recorded = false;
         }
@@ -134,17 +139,17 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
                 block = block_with_room(q, record_bytes<F>(caplen));
                 if (likely(block != nullptr)) {
                     if (block->packets == 0) {
-                        block->first_ts_ns = ts_ns;
+                        block->first_ts_ns = ts[i];
                         block->first_tsc = now_tsc;
                     }
-                    block->last_ts_ns = ts_ns;
+                    block->last_ts_ns = ts[i];
                     bytes = block->tail() + record_data_offset<F>;
-                    append_record<F>(*block, m, caplen, ts_ns);
+                    append_record<F>(*block, m, caplen, ts[i]);
                 } else {
                     ++dropped;
                 }
             }
-            if (q.dedup != nullptr) q.dedup->recorder(ts_ns, block)(i, bytes, caplen, m);
+            if (q.dedup != nullptr) q.dedup->recorder(ts, block)(i, bytes, caplen, m);
         }
     }
     if (q.dedup != nullptr) end_dedup_burst(*q.dedup, dedup_recorded);  // before the mbufs go
@@ -157,6 +162,30 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
     if (dropped) q.counters->writer_full_packets.add(dropped);
 }
 
+// A burst stamped per packet: split where it crosses the stream's rotation boundary, so
+// every packet lands in the file of its own interval.
+template <FileFormat F>
+inline void capture_stamped_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc, uint64_t burst_ns,
+                                  uint64_t interval_ns) {
+    uint64_t ts[kMaxBurst];
+    const StampOutcome stamped = stamp_packets(q.port_stamps, pkts, n, burst_ns, q.last_ts_ns, ts);
+    if (unlikely(stamped.clamped != 0)) q.counters->clock_clamped_packets.add(stamped.clamped);
+    if (unlikely(stamped.unstamped != 0)) q.counters->clock_unstamped_packets.add(stamped.unstamped);
+    if (unlikely(q.boundary_from_first_packet)) {
+        q.boundary_from_first_packet = false;
+        if (interval_ns != 0) q.next_boundary_ns = next_rotation_boundary(ts[0], interval_ns);
+    }
+    uint16_t done = 0;
+    while (unlikely(ts[n - 1] >= q.next_boundary_ns)) {
+        uint16_t k = done;
+        while (ts[k] < q.next_boundary_ns) ++k;
+        if (k > done) capture_burst<F>(q, pkts + done, static_cast<uint16_t>(k - done), now_tsc, PacketTimes{ts + done});
+        rotate_at(q, ts[k], interval_ns);
+        done = k;
+    }
+    capture_burst<F>(q, pkts + done, static_cast<uint16_t>(n - done), now_tsc, PacketTimes{ts + done});
+}
+
 // The poll loop, compiled once per file format so the record encoding is inlined.
 template <FileFormat F>
 int worker_loop(WorkerContext& w) {
@@ -167,8 +196,13 @@ int worker_loop(WorkerContext& w) {
 
     uint64_t rotate_seen = control.rotate_requests.load(std::memory_order_relaxed);
     uint64_t start_tsc = rte_rdtsc();
-    uint64_t next_boundary_ns =
-        w.rotate_interval_ns ? next_rotation_boundary(w.clock->to_ns(start_tsc), w.rotate_interval_ns) : UINT64_MAX;
+    const uint64_t interval_ns = w.rotate_interval_ns;
+    const uint64_t start_ns = w.clock->to_ns(start_tsc);
+    for (WorkerQueue& q : w.queues) {
+        q.last_ts_ns = q.on_host_time() ? start_ns : 0;
+        q.boundary_from_first_packet = !q.on_host_time();
+        q.next_boundary_ns = interval_ns && q.on_host_time() ? next_rotation_boundary(start_ns, interval_ns) : UINT64_MAX;
+    }
     uint64_t next_housekeeping = start_tsc + housekeeping_tsc;
     uint64_t prev_tsc = start_tsc;
     // The longest gap between two polls, published once a second (max_poll_gap_ns).
@@ -192,19 +226,17 @@ int worker_loop(WorkerContext& w) {
         for (WorkerQueue& q : w.queues) {
             const uint16_t n = rte_eth_rx_burst(q.port_id, q.queue, pkts, burst);
             if (n == 0) continue;
-            if (!prev_busy) {
-                ts_ns = w.clock->to_ns(now);  // one clock read per iteration
-                // Exact rotation: a burst stamped at or after the boundary belongs to the
-                // next file, so every file ends here, before it is appended. The bursts of
-                // an iteration share this timestamp, so one comparison covers them all.
-                if (unlikely(ts_ns >= next_boundary_ns)) {
-                    next_boundary_ns = next_rotation_boundary(ts_ns, w.rotate_interval_ns);
-                    rotate_all(w.queues);
-                }
-            }
+            if (!prev_busy) ts_ns = w.clock->to_ns(now);  // one clock read per iteration
             prev_busy = true;
             packets += n;
-            capture_burst<F>(q, pkts, n, now, ts_ns);
+            if (likely(q.stamps == StampSource::tsc)) {
+                // Exact rotation: a burst stamped at or after the boundary belongs to the
+                // next file, so the file ends here, before it is appended.
+                if (unlikely(ts_ns >= q.next_boundary_ns)) rotate_at(q, ts_ns, interval_ns);
+                capture_burst<F>(q, pkts, n, now, BurstTime{ts_ns});
+            } else {
+                capture_stamped_burst<F>(q, pkts, n, now, ts_ns, interval_ns);
+            }
         }
         ++loops;
         busy_loops += prev_busy;
@@ -232,14 +264,19 @@ int worker_loop(WorkerContext& w) {
                 gap_second_end = now + w.tsc_hz;
             }
 
-            // Without traffic a file still ends at its boundary (and on request, SIGHUP);
-            // no packet of a later iteration is stamped earlier than now_ns.
+            // Without traffic a file on the host's time still ends at its boundary (and
+            // every file on request, SIGHUP); no packet of a later iteration is stamped
+            // earlier than now_ns (a NIC clock's stamp that would be is raised to the
+            // boundary and counted).
             const uint64_t now_ns = w.clock->to_ns(now);
             const uint64_t requests = control.rotate_requests.load(std::memory_order_relaxed);
-            if (requests != rotate_seen || now_ns >= next_boundary_ns) {
-                rotate_seen = requests;
-                if (now_ns >= next_boundary_ns) next_boundary_ns = next_rotation_boundary(now_ns, w.rotate_interval_ns);
-                rotate_all(w.queues);
+            const bool requested = requests != rotate_seen;
+            rotate_seen = requests;
+            for (WorkerQueue& q : w.queues) {
+                if (q.on_host_time() && now_ns >= q.next_boundary_ns)
+                    rotate_at(q, now_ns, interval_ns);
+                else if (requested)
+                    rotate(q);
             }
             for (WorkerQueue& q : w.queues) {
                 if (q.rotation_pending) {

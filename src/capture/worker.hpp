@@ -1,6 +1,6 @@
 // The worker lcore: a run-to-completion poll loop over its (port, queue) list.
 //
-// Per burst: rx, one TSC read, filter (JIT), duplicate suppression and per-flow caps when
+// Per burst: rx, one TSC read (or each packet's rx timestamp from the port), filter (JIT), duplicate suppression and per-flow caps when
 // configured (capture/dedup.hpp, capture/flow_cap.hpp), copy records into the queue's write block,
 // free the mbufs at once. Full or old blocks go to the writer over an SPSC ring; with no
 // free block the rest of the burst is dropped and counted (writer_full). The loop never
@@ -18,9 +18,11 @@
 #include "capture/counters.hpp"
 #include "capture/dedup.hpp"
 #include "capture/flow_cap.hpp"
+#include "capture/packet_stamps.hpp"
 #include "capture/policy.hpp"
 #include "capture/tsc_clock.hpp"
 #include "config/config.hpp"
+#include "dpdk/rx_timestamp.hpp"
 #include "output/stream.hpp"
 
 namespace linecap {
@@ -33,9 +35,23 @@ struct WorkerQueue {
     const PolicySlot* policy = nullptr;
     DedupQueue* dedup = nullptr;        // null: capture.dedup is off for the port
     FlowCapQueue* flow_cap = nullptr;   // null: capture.flow_cap is off for the port
+    // Where the packets' timestamps come from (dpdk/rx_timestamp.hpp): tsc = the
+    // iteration's one TSC read; otherwise per packet from the mbuf's rx timestamp field
+    // (capture/packet_stamps.hpp).
+    StampSource stamps = StampSource::tsc;
+    PortStamps port_stamps;
     // Loop state, touched only by the worker.
     WriteBlock* block = nullptr;
     bool rotation_pending = false;  // a rotation mark still has to reach the writer
+    uint64_t last_ts_ns = 0;        // the stream's latest stamp: none later goes below it
+    // The stream's next wall-clock rotation boundary (UINT64_MAX: none); a queue stamped
+    // from a replayed file takes its first one from its first packet.
+    uint64_t next_boundary_ns = UINT64_MAX;
+    bool boundary_from_first_packet = false;
+
+    // Whether the stamps follow the host's clock (the TSC, or a NIC clock mapped to UTC):
+    // only then does a file end at its boundary while no packet arrives.
+    bool on_host_time() const { return stamps != StampSource::port_utc; }
 };
 
 // Shared between the control thread and one worker.

@@ -38,7 +38,7 @@ constexpr std::string_view kTopKeys[] = {"eal", "ports", "capture", "output", "m
 constexpr std::string_view kEalKeys[] = {"lcores", "hugepages", "memory_mb", "args"};
 constexpr std::string_view kPortKeys[] = {"name", "device",      "rx_queues", "rx_descriptors", "rss",
                                           "mtu",  "promiscuous", "filter",    "snaplen"};
-constexpr std::string_view kCaptureKeys[] = {"burst_size",    "mbufs",   "mbuf_cache", "worker_priority",
+constexpr std::string_view kCaptureKeys[] = {"timestamps", "burst_size",    "mbufs",   "mbuf_cache", "worker_priority",
                                              "idle_sleep_us", "sleep_below", "workers", "flow_cap", "dedup"};
 constexpr std::string_view kWorkerKeys[] = {"lcore", "queues"};
 constexpr std::string_view kFlowCapKeys[] = {"enabled",       "ports", "filter", "bytes",
@@ -96,6 +96,11 @@ constexpr NamedValue<WriterCpus> kWriterCpus[] = {
     {"workers", WriterCpus::workers},
 };
 
+constexpr NamedValue<TimestampMode> kTimestampModes[] = {
+    {"auto", TimestampMode::auto_},
+    {"port", TimestampMode::port},
+    {"tsc", TimestampMode::tsc},
+};
 constexpr NamedValue<FileFormat> kFileFormats[] = {
     {"pcap", FileFormat::pcap},
     {"pcapng", FileFormat::pcapng},
@@ -448,6 +453,7 @@ DedupConfig read_dedup(const YamlMap& dedup, const std::vector<PortConfig>& port
 
 CaptureConfig read_capture(const YamlMap& capture, const EalConfig& eal, const std::vector<PortConfig>& ports) {
     CaptureConfig config;
+    if (const auto v = capture.get("timestamps")) config.timestamps = v->as_one_of<TimestampMode>(kTimestampModes);
     if (const auto v = capture.get("burst_size")) config.burst_size = v->as_uint(1, 512);
     if (const auto v = capture.get("mbufs")) {
         config.mbufs = v->as_uint_where(
@@ -737,6 +743,7 @@ bool PortConfig::is_pci() const { return normalize_pci_address(device).has_value
 
 const char* to_string(RssMode mode) { return name_of(mode, kRssModes); }
 const char* to_string(FileFormat format) { return name_of(format, kFileFormats); }
+const char* to_string(TimestampMode mode) { return name_of(mode, kTimestampModes); }
 const char* to_string(WriterCpus cpus) { return name_of(cpus, kWriterCpus); }
 
 CpuSet worker_cpus(const EalConfig& eal) {

@@ -94,7 +94,14 @@ struct DedupConfig {
     bool operator==(const DedupConfig&) const = default;
 };
 
+// Where each packet's timestamp comes from (capture/timestamp_source.hpp): the port's rx
+// timestamp (RTE_ETH_RX_OFFLOAD_TIMESTAMP, the mbuf's rx timestamp field) where the port
+// offers one, else the TSC read once per burst; `port` refuses to start on a port without
+// one; `tsc` never reads the port's.
+enum class TimestampMode { auto_, port, tsc };
+
 struct CaptureConfig {
+    TimestampMode timestamps = TimestampMode::auto_;
     unsigned burst_size = 64;        // rte_eth_rx_burst size (1..512)
     unsigned mbufs = 0;              // 0 = sized from ports × queues × descriptors
     unsigned mbuf_cache = 256;
@@ -240,6 +247,7 @@ std::vector<std::string> config_key_paths();
 
 const char* to_string(RssMode mode);
 const char* to_string(FileFormat format);
+const char* to_string(TimestampMode mode);
 const char* to_string(WriterCpus cpus);
 
 // The CPUs of the worker lcores: every lcore but the first (the main, control lcore).

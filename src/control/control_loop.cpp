@@ -139,6 +139,7 @@ void run_control_loop(CaptureEngine& engine, SignalFd& signals, SystemdNotifier&
         if (Clock::now() >= next_second) {
             next_second += std::chrono::seconds(1);
             engine.tick_clock();
+            if (hooks.sample_clock) hooks.sample_clock();
             if (hooks.collect_metrics) hooks.collect_metrics();
             const Totals now = hooks.snapshot ? totals(hooks.snapshot()) : Totals{};
             notifier.status(fmt::format("{} pkt/s received, {} pkt/s written ({:.1f} Mbit/s), {} dropped in total",

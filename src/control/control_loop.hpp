@@ -17,6 +17,7 @@ class SystemdNotifier;
 struct ControlHooks {
     std::function<void()> collect_metrics;   // about once a second, and once at the end
     std::function<MetricsSnapshot()> snapshot;  // the last collection (status line)
+    std::function<void()> sample_clock;      // the host clock's quality (ClockMonitor), once a second
 };
 
 // Runs until SIGINT/SIGTERM. SIGHUP re-reads config_path: new filters/snap lengths are

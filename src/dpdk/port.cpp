@@ -90,6 +90,7 @@ PortInfo port_info_from_dev_info(uint16_t port_id, int socket, const rte_eth_dev
     info.driver = dev_info.driver_name ? dev_info.driver_name : "?";
     info.probed = true;
     info.scatter_capable = (dev_info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER) != 0;
+    info.rx_timestamp_capable = (dev_info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP) != 0;
     info.max_rx_queues = dev_info.max_rx_queues;
     info.rx_desc_min = dev_info.rx_desc_lim.nb_min;
     info.rx_desc_max = dev_info.rx_desc_lim.nb_max;
@@ -174,6 +175,7 @@ Result<std::unique_ptr<Port>> Port::open(const PortConfig& config, const PortInf
 
     conf.rxmode.mtu = setup.mtu;
     if (setup.scatter) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+    if (setup.rx_timestamp) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
 
     // A capture port never transmits, so it asks for no tx queue. Some PMDs (af_xdp,
     // af_packet) only work with rx/tx pairs: for those, idle tx queues are set up too.

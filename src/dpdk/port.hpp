@@ -28,6 +28,7 @@ struct PortInfo {
     std::string driver;              // rte_eth_dev_info::driver_name, e.g. net_ixgbe
     bool probed = false;             // false: assumed before EAL probed the device (see below)
     bool scatter_capable = false;    // RTE_ETH_RX_OFFLOAD_SCATTER offered
+    bool rx_timestamp_capable = false;  // RTE_ETH_RX_OFFLOAD_TIMESTAMP offered (dpdk/rx_timestamp.hpp)
     unsigned max_rx_queues = 0;      // 0: unknown
     unsigned rx_desc_min = 0;        // rte_eth_desc_lim; 0: no limit known
     unsigned rx_desc_max = 0;
@@ -83,6 +84,7 @@ struct PortSetup {
     unsigned rx_descriptors = 0;     // per queue, within the device's limits
     unsigned mtu = 0;                // at most the device's maximum
     bool scatter = false;            // frames larger than one mbuf: RTE_ETH_RX_OFFLOAD_SCATTER
+    bool rx_timestamp = false;       // per-packet stamps: RTE_ETH_RX_OFFLOAD_TIMESTAMP
 };
 
 class Port {

@@ -83,6 +83,7 @@ std::vector<uint8_t> interface_block(const InterfaceInfo& interface) {
     idb.option(kIfName, interface.name);
     if (!interface.description.empty()) idb.option(kIfDescription, interface.description);
     idb.option(kIfTsresol, &kNanosecondResolution, 1);
+    if (!interface.comment.empty()) idb.option(kOptComment, interface.comment);
     return idb.finish();
 }
 

@@ -7,11 +7,15 @@
 //   SHB  byte-order magic, version 1.0, section length -1 (unknown: the file is written
 //        as it goes), shb_userappl "linecap <version>"
 //   IDB  linktype 1 (Ethernet), snaplen = the stream's, if_name "<port>:<queue>",
-//        if_description = the port's device, if_tsresol = 9 (EPB timestamps are ns)
+//        if_description = the port's device, if_tsresol = 9 (EPB timestamps are ns, UTC;
+//        no if_tsoffset: the stamps are absolute), opt_comment "linecap timestamps: port
+//        (replayed-file|nic-clock)" or "... tsc" (doc/timestamps.md)
 //   EPB… written by the worker, interface 0
 //   ISB  interface 0, timestamp = when the file was finished; isb_starttime and
 //        isb_endtime = first and last packet of the file; isb_ifrecv, isb_ifdrop,
-//        isb_filteraccept (see IsbCounts); opt_comment spells out the drops by reason.
+//        isb_filteraccept (see IsbCounts); opt_comment spells out the drops by reason and
+//        the host clock over the file's span ("clock: timestamps port (nic-clock), host
+//        clock synced est_error_ns=… max_error_ns=… steps=…").
 //
 // Why not DPDK's rte_pcapng: it writes its own SHB/IDBs for every port of the process
 // at open (rte_pcapng_fdopen) and builds EPBs inside mbufs (rte_pcapng_copy), i.e. it is
@@ -49,6 +53,7 @@ struct InterfaceInfo {
     std::string description;   // the port's device string
     uint32_t snaplen = 262144;
     uint16_t link_type = 1;    // Ethernet
+    std::string comment;       // opt_comment; "" = none
 };
 
 // SHB followed by the one IDB: what a file starts with.

@@ -37,6 +37,7 @@ struct CaptureViews {
     const store::IndexingCounters* indexing = nullptr;  // the background indexer; null: off
     const store::CompressCounters* compressing = nullptr;  // the background compressor; null: off
     const ScrubCounters* scrub = nullptr;               // the background scrub; null: off
+    const ClockQualityBoard* clock_quality = nullptr;   // the host clock's state; null: not sampled
 };
 
 }  // namespace linecap

@@ -92,6 +92,7 @@ PortSample MetricsCollector::sample_port(const PortView& view, PortHistory& hist
     PortSample p;
     p.name = view.name;
     p.device = view.device;
+    p.stamps = view.stamps;
     p.identity = *history.identity;
     p.counters = PortCounters{
         .ipackets = history.ipackets.total(),
@@ -162,6 +163,9 @@ void MetricsCollector::collect() {
     next.indexing = sample_indexing(views_.indexing);
     next.compressing = sample_compressing(views_.compressing);
     next.scrub = sample_scrub(views_.scrub);
+    if (views_.clock_quality != nullptr)
+        next.clock = ClockQualitySample{views_.clock_quality->sample(), views_.clock_quality->steps(),
+                                        views_.clock_quality->status_source()};
 
     const std::lock_guard lock(mutex_);
     published_ = std::move(next);

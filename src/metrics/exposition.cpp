@@ -120,6 +120,22 @@ void add_port_families(std::vector<MetricFamily>& out, const MetricsSnapshot& sn
     out.push_back(std::move(info));
 }
 
+void add_clock_families(std::vector<MetricFamily>& out, const MetricsSnapshot& snapshot) {
+    MetricFamily source = family(kClockSourceMetric);
+    for (const PortSample& p : snapshot.ports)
+        add_gauge(source, {{"port", p.name}, {"source", source_name(p.stamps)}, {"port_clock", port_detail(p.stamps)}}, 1);
+    out.push_back(std::move(source));
+    if (!snapshot.clock) return;
+    const ClockQualitySample& c = *snapshot.clock;
+    MetricFamily synced = family(kClockSyncedMetric);
+    add_gauge(synced, {{"state", to_string(c.sample.sync)}, {"status_source", c.status_source}},
+              c.sample.sync == ClockSync::synced ? 1 : 0);
+    out.push_back(std::move(synced));
+    push(out, kClockEstimatedErrorMetric, static_cast<double>(c.sample.est_error_ns) / 1e9);
+    push(out, kClockMaxErrorMetric, static_cast<double>(c.sample.max_error_ns) / 1e9);
+    push(out, kClockStepsMetric, static_cast<double>(c.steps));
+}
+
 void add_worker_families(std::vector<MetricFamily>& out, const MetricsSnapshot& snapshot) {
     MetricFamily busy = family(kWorkerBusyRatioMetric);
     MetricFamily heartbeat = family(kWorkerHeartbeatMetric);
@@ -267,8 +283,11 @@ std::vector<MetricFamily> build_metric_families(const MetricsSnapshot& snapshot,
     out.push_back(per_stream_counter(snapshot, kFlowCapEvictedFlowsMetric));
     out.push_back(per_stream_counter(snapshot, kDedupPacketsMetric));
     out.push_back(per_stream_counter(snapshot, kDedupSavedBytesMetric));
+    out.push_back(per_stream_counter(snapshot, kClockClampedPacketsMetric));
+    out.push_back(per_stream_counter(snapshot, kClockUnstampedPacketsMetric));
     out.push_back(dropped_packets_family(snapshot));
     add_port_families(out, snapshot);
+    add_clock_families(out, snapshot);
     add_output_families(out, snapshot);
     add_worker_families(out, snapshot);
     return out;

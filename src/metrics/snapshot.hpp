@@ -13,6 +13,7 @@
 
 #include "metrics/filesystem_usage.hpp"
 #include "capture/counters.hpp"
+#include "dpdk/rx_timestamp.hpp"
 #include "metrics/port_stats.hpp"
 #include "output/writer.hpp"
 
@@ -28,6 +29,7 @@ struct StreamSample {
 struct PortSample {
     std::string name;
     std::string device;
+    StampSource stamps = StampSource::tsc;  // capture.timestamps as resolved
     PortIdentity identity;
     PortCounters counters;   // never decreasing (driver-side resets are folded in)
     PortLink link;
@@ -102,6 +104,34 @@ struct ScrubSample {
     double period_seconds = 0;
 };
 
+// The host clock (util/clock_quality.hpp), metrics linecap_clock_*.
+struct ClockQualitySample {
+    ClockSample sample;
+    uint64_t steps = 0;
+    std::string status_source;
+};
+
+inline constexpr MetricDecl kClockSourceMetric{
+    "linecap_clock_source",
+    "1 per port: where its packets' timestamps come from (capture.timestamps): source port (port_clock "
+    "replayed-file or nic-clock) or tsc.",
+    MetricType::gauge};
+inline constexpr MetricDecl kClockSyncedMetric{
+    "linecap_clock_synced",
+    "1 while the host clock is synchronised (adjtimex: STA_UNSYNC clear), 0 when unsynchronised or unknown "
+    "(label state); status_source says where the state was read (adjtimex, or a test double).",
+    MetricType::gauge};
+inline constexpr MetricDecl kClockEstimatedErrorMetric{
+    "linecap_clock_estimated_error_seconds", "The host clock's estimated error (adjtimex esterror).",
+    MetricType::gauge};
+inline constexpr MetricDecl kClockMaxErrorMetric{
+    "linecap_clock_max_error_seconds", "The host clock's maximum error (adjtimex maxerror).", MetricType::gauge};
+inline constexpr MetricDecl kClockStepsMetric{
+    "linecap_clock_steps_total",
+    "Steps of the host clock seen since the start (CLOCK_REALTIME moved against CLOCK_MONOTONIC by more than 1 ms "
+    "between two samples); the TSC stamps never go back across one, and the files' manifests count them.",
+    MetricType::counter};
+
 struct MetricsSnapshot {
     bool collected = false;           // false until the first collect()
     std::vector<StreamSample> streams;
@@ -116,6 +146,7 @@ struct MetricsSnapshot {
     std::optional<IndexingSample> indexing;
     std::optional<CompressSample> compressing;
     std::optional<ScrubSample> scrub;
+    std::optional<ClockQualitySample> clock;
 };
 
 // ---- drop accounting, computed here only (exposition, shutdown summary, status line) ----

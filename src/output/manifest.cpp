@@ -12,6 +12,7 @@
 
 #include "output/layout.hpp"
 #include "output/unique_fd.hpp"
+#include "util/clock_quality.hpp"
 
 namespace linecap {
 namespace {
@@ -20,7 +21,7 @@ using Json = nlohmann::ordered_json;
 
 constexpr size_t kMaxManifestBytes = 1 << 20;
 constexpr mode_t kManifestMode = 0640;  // like the capture files it describes
-// A manifest nests two levels (the root, then "stream", "drops_by_reason", "flow_cap", "dedup"). Deeper
+// A manifest nests two levels (the root, then "stream", "drops_by_reason", "flow_cap", "dedup", "clock"). Deeper
 // input is refused while it is parsed, so hostile nesting costs neither memory nor time.
 constexpr int kMaxDepth = 4;
 struct TooDeep {};
@@ -117,6 +118,25 @@ std::string format_utc_ns(uint64_t ns) {
     return std::string(text, n) + frac;
 }
 
+namespace {
+
+Json clock_object(const ManifestClock& clock) {
+    Json c{{"source", clock.source}};
+    if (!clock.port_clock.empty()) c["port_clock"] = clock.port_clock;
+    c["sync"] = clock.sync;
+    c["est_error_ns"] = clock.est_error_ns;
+    c["max_error_ns"] = clock.max_error_ns;
+    c["steps"] = clock.steps;
+    c["status_source"] = clock.status_source;
+    return c;
+}
+
+}  // namespace
+
+std::string to_json(const ManifestClock& clock) {
+    return clock_object(clock).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 std::string to_json(const Manifest& m) {
     Json j;
     j["manifest_version"] = Manifest::kVersion;
@@ -143,6 +163,7 @@ std::string to_json(const Manifest& m) {
                              {"cut", m.flow_cap->cut},       {"dropped", m.flow_cap->dropped}};
     }
     if (m.dedup) j["dedup"] = Json{{"window_us", m.dedup->window_us}, {"suppressed", m.dedup->suppressed}};
+    if (m.clock) j["clock"] = clock_object(*m.clock);
     if (m.span_start_ns) j["span_start_ns"] = *m.span_start_ns;
     if (m.span_end_ns) j["span_end_ns"] = *m.span_end_ns;
     if (m.stream) j["stream"] = Json{{"port", m.stream->port}, {"port_id", m.stream->port_id}, {"queue", m.stream->queue}};
@@ -215,6 +236,21 @@ Result<Manifest> parse_manifest(std::string_view text) {
         Fields df(*d, "dedup: ");
         m.dedup = ManifestDedup{df.number("window_us", true).value_or(0), df.number("suppressed", true).value_or(0)};
         f.note(df.problem());
+    }
+    if (const Json* c = f.object("clock")) {
+        Fields cf(*c, "clock: ");
+        ManifestClock clock;
+        clock.source = cf.text("source", true).value_or("tsc");
+        if (clock.source != "port" && clock.source != "tsc") cf.note("\"source\" is not port or tsc");
+        clock.port_clock = cf.text("port_clock", false).value_or("");
+        clock.sync = cf.text("sync", true).value_or("unknown");
+        if (!parse_clock_sync(clock.sync)) cf.note("\"sync\" is not synced, unknown or unsynchronised");
+        clock.est_error_ns = cf.number("est_error_ns", true).value_or(0);
+        clock.max_error_ns = cf.number("max_error_ns", true).value_or(0);
+        clock.steps = cf.number("steps", true).value_or(0);
+        clock.status_source = cf.text("status_source", true).value_or("");
+        f.note(cf.problem());
+        m.clock = clock;
     }
     m.span_start_ns = f.number("span_start_ns", false);
     m.span_end_ns = f.number("span_end_ns", false);

@@ -18,6 +18,15 @@
 //                  "snaplen_after": 128, "filter": "",     the rule, and in the span the packets
 //                  "cut": 10, "dropped": 0},               cut (written) and not written
 //     "dedup": {"window_us": 1000, "suppressed": 3},       only when capture.dedup applied
+//     "clock": {                                           how the stamps were taken and
+//       "source": "port",                                  how good the host clock was in
+//       "port_clock": "nic-clock",                         the file's span (doc/timestamps.md):
+//       "sync": "synced",                                  source port | tsc; port_clock
+//       "est_error_ns": 250000,                            replayed-file | nic-clock (port
+//       "max_error_ns": 1500000,                           only); sync the worst sampled:
+//       "steps": 0,                                        synced | unknown | unsynchronised;
+//       "status_source": "adjtimex"                        the worst errors; host clock steps;
+//     },                                                   where the state was read
 //     "span_start_ns": …, "span_end_ns": …,                the span (wall clock): from the
 //                                                          end of the stream's previous file
 //                                                          (or the start of the run) to the
@@ -87,6 +96,18 @@ struct ManifestDedup {
     bool operator==(const ManifestDedup&) const = default;
 };
 
+// The file's timestamps: their source and the host clock's quality over the span.
+struct ManifestClock {
+    std::string source = "tsc";          // "port" | "tsc"
+    std::string port_clock;              // source port: "replayed-file" | "nic-clock"
+    std::string sync = "unknown";        // the worst over the span (util/clock_quality.hpp)
+    uint64_t est_error_ns = 0;
+    uint64_t max_error_ns = 0;
+    uint64_t steps = 0;
+    std::string status_source;           // "adjtimex", or "test-file:PATH" (a test double)
+    bool operator==(const ManifestClock&) const = default;
+};
+
 struct ManifestStream {
     std::string port;
     uint16_t port_id = 0;
@@ -118,6 +139,7 @@ struct Manifest {
     std::optional<uint64_t> filtered;
     std::optional<ManifestFlowCap> flow_cap;
     std::optional<ManifestDedup> dedup;
+    std::optional<ManifestClock> clock;
     std::optional<uint64_t> span_start_ns;
     std::optional<uint64_t> span_end_ns;
     std::optional<ManifestStream> stream;
@@ -134,6 +156,8 @@ struct Manifest {
 std::string format_utc_ns(uint64_t ns);
 
 std::string to_json(const Manifest& manifest);
+// The manifest's "clock" object alone, compact (linecap stats --json, the API's /files).
+std::string to_json(const ManifestClock& clock);
 // Errors: one line, "invalid JSON at byte N: …" or which key is wrong and how.
 Result<Manifest> parse_manifest(std::string_view json);
 
@@ -153,6 +177,12 @@ struct ManifestRead {
     std::string problem;  // unreadable, damaged: one line naming the manifest file
 
     bool ok() const { return state == State::ok; }
+    // The host clock over the file as the manifest records it (clock.sync): "unknown"
+    // without a readable manifest or without its clock object (files of older versions).
+    const std::string& clock_sync() const {
+        static const std::string unknown = "unknown";
+        return ok() && manifest.clock ? manifest.clock->sync : unknown;
+    }
 };
 
 // Reads layout::manifest_name(capture_name) in `dir_fd`: at most 1 MiB, a regular file

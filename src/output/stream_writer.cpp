@@ -60,6 +60,8 @@ StreamWriter::StreamWriter(const WriterContext& context, uint32_t index, const S
       capture_counts_(spec.capture_counts),
       flow_cap_(spec.flow_cap),
       dedup_(spec.dedup),
+      clock_(spec.clock),
+      clock_quality_(spec.clock_quality),
       label_("port " + spec.id.port + " queue " + std::to_string(spec.id.queue)),
       counters_(counters),
       snaplen_(snaplen),
@@ -74,7 +76,10 @@ StreamWriter::~StreamWriter() = default;
 
 std::vector<uint8_t> StreamWriter::encode_file_header(uint32_t snaplen) const {
     if (context_.config.format == FileFormat::pcapng) {
-        const pcapng::InterfaceInfo interface{id_.port + ":" + std::to_string(id_.queue), device_, snaplen};
+        pcapng::InterfaceInfo interface{id_.port + ":" + std::to_string(id_.queue), device_, snaplen};
+        interface.comment = "linecap timestamps: " + clock_.source +
+                            (clock_.port_clock.empty() ? "" : " (" + clock_.port_clock + ")") +
+                            ", UTC; the host clock's quality over the file is in its statistics block";
         return pcapng::file_header(interface, std::string("linecap ") + LINECAP_VERSION);
     }
     const pcap::FileHeader header = pcap::file_header(snaplen);
@@ -84,6 +89,17 @@ std::vector<uint8_t> StreamWriter::encode_file_header(uint32_t snaplen) const {
 }
 
 CaptureCounts StreamWriter::capture_counts() const { return capture_counts_ ? capture_counts_() : CaptureCounts{}; }
+
+ManifestClock StreamWriter::file_clock() const {
+    ManifestClock clock = clock_;
+    if (clock_quality_ == nullptr) return clock;
+    clock.sync = to_string(clock_span_.worst);
+    clock.est_error_ns = clock_span_.est_error_ns;
+    clock.max_error_ns = clock_span_.max_error_ns;
+    clock.steps = clock_span_.steps;
+    clock.status_source = clock_quality_->status_source();
+    return clock;
+}
 
 void StreamWriter::process(const WriteBlock* block) {
     assert(block->used <= block->capacity && block->data != nullptr);
@@ -131,6 +147,7 @@ bool StreamWriter::write_records(const WriteBlock& block) {
         return false;
     }
 
+    if (clock_quality_ != nullptr) clock_span_.add(*clock_quality_);
     add(counters_.written_packets, block.packets);
     add(counters_.written_bytes, block.wire_bytes);
     add(counters_.file_bytes, block.used);
@@ -172,6 +189,7 @@ bool StreamWriter::open_file(const WriteBlock& block) {
 
     if (context_.hasher != nullptr) context_.hasher->opened(index_, file_.in_progress_name(), file_.size());
     file_seq_ = next_seq_++;
+    if (clock_quality_ != nullptr) clock_span_.begin(*clock_quality_);
     file_first_ns_ = block.first_ts_ns;
     file_last_ns_ = block.first_ts_ns;
     add(counters_.file_bytes, file_.size());
@@ -204,6 +222,8 @@ void StreamWriter::finalise_file() {
     if (dedup) dedup->suppressed = since(capture.dedup_packets, span_.capture_at_start.dedup_packets);
     const uint64_t not_accepted = filtered + (flow_cap ? flow_cap->dropped : 0) + (dedup ? dedup->suppressed : 0);
     const uint64_t received = packets + drops.total() + not_accepted;
+    if (clock_quality_ != nullptr) clock_span_.add(*clock_quality_);
+    const ManifestClock clock = file_clock();
 
     if (context_.config.format == FileFormat::pcapng) {
         pcapng::IsbCounts isb;
@@ -231,6 +251,11 @@ void StreamWriter::finalise_file() {
             isb.comment += "; duplicate suppression on (window " + std::to_string(dedup->window_us) +
                            " us): not written=" + std::to_string(dedup->suppressed);
         }
+        isb.comment += "; clock: timestamps " + clock.source +
+                       (clock.port_clock.empty() ? "" : " (" + clock.port_clock + ")") + ", host clock " + clock.sync +
+                       " est_error_ns=" + std::to_string(clock.est_error_ns) +
+                       " max_error_ns=" + std::to_string(clock.max_error_ns) + " steps=" + std::to_string(clock.steps) +
+                       (clock.status_source.empty() ? "" : " (status from " + clock.status_source + ")");
         const std::vector<uint8_t> block = pcapng::statistics_block(isb);
         if (const IoStatus status = file_.append(block, 0); !status.ok()) {
             spdlog::warn("{}: {} without its statistics block: {} (the file is complete otherwise)", label_,
@@ -281,6 +306,7 @@ void StreamWriter::finalise_file() {
         m.filtered = filtered;
         m.flow_cap = flow_cap;
         m.dedup = dedup;
+        m.clock = clock;
         m.span_start_ns = span_start;
         m.span_end_ns = now_ns;
         m.stream = ManifestStream{id_.port, id_.port_id, id_.queue};

@@ -100,6 +100,8 @@ private:
 
     std::vector<uint8_t> encode_file_header(uint32_t snaplen) const;
     CaptureCounts capture_counts() const;
+    // The open file's clock object (manifest) from clock_span_.
+    ManifestClock file_clock() const;
     void ask_room_if_full(const IoStatus& status);
     // fsync finished files and manifests (output.fsync other than none).
     bool durable() const { return context_.config.fsync != FsyncPolicy::none; }
@@ -119,6 +121,9 @@ private:
     const std::function<CaptureCounts()> capture_counts_;
     const std::optional<ManifestFlowCap> flow_cap_;   // the stream's policies (counts 0)
     const std::optional<ManifestDedup> dedup_;
+    const ManifestClock clock_;                // the stream's timestamp source
+    const ClockQualityBoard* const clock_quality_;
+    ClockSpan clock_span_;                     // of the open file
     const std::string label_;                  // "port p0 queue 3", for logs
     StreamCounters& counters_;
     std::atomic<uint32_t> snaplen_;            // latest, set by set_snaplen

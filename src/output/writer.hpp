@@ -19,6 +19,7 @@
 #include "config/config.hpp"
 #include "output/manifest.hpp"
 #include "output/stream.hpp"
+#include "util/clock_quality.hpp"
 #include "util/metric.hpp"
 #include "util/result.hpp"
 #include "util/thread_priority.hpp"
@@ -194,6 +195,11 @@ struct StreamSpec {
     // statistics and manifests; absent: off.
     std::optional<ManifestFlowCap> flow_cap;
     std::optional<ManifestDedup> dedup;
+    // Where the stream's stamps come from (clock.source and port_clock; the rest is
+    // filled per file), and the host clock's quality to fold into each file's span
+    // (null: not known, recorded as "unknown").
+    ManifestClock clock;
+    const ClockQualityBoard* clock_quality = nullptr;
 };
 
 class Writer {

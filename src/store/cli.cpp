@@ -49,7 +49,7 @@ constexpr CommandHelp kCommands[] = {
     {"extract",
      R"(  linecap extract --dir DIR [--from TIME] [--to TIME] [--filter EXPR] [--community-id ID]
                   [--max-bytes N] -o OUT.pcap|- [--format pcap|pcapng] [--no-index]
-                  [--accept-damaged] [-v]
+                  [--accept-damaged] [--require-synced] [-v]
   linecap extract --remote URL[,URL...] [--cert FILE --key FILE] [--cacert FILE]
                   [--token-file FILE] [--remote-timeout SECONDS] [--format pcapng|pcap]
                   [--from TIME] [--to TIME] [--filter EXPR] [--community-id ID]
@@ -85,6 +85,10 @@ constexpr CommandHelp kCommands[] = {
           --no-index        scan every selected file (ignore indexes; then a file
                             that changed after indexing is not noticed)
           --accept-damaged  still name such files, but exit 0 for them
+          --require-synced  refuse (nothing written, exit status 1) when a file in
+                            the range was not captured on a synchronised host clock
+                            as its manifest records it (clock.sync; no manifest:
+                            unknown, refused too), naming the files
           -v                print the plan and what was read on stderr
           --remote URL,...  ask the retrieval APIs (`linecap serve`) of these
                             appliances instead of a local store, all at once, and
@@ -198,8 +202,8 @@ bool takes_value(const std::string& name) {
 }
 
 bool known_flag(const std::string& name) {
-    static const char* flags[] = {"--no-index", "--accept-damaged", "-v", "--verbose", "--force", "--per-file", "--json",
-                                  "--help", "-h"};
+    static const char* flags[] = {"--no-index", "--accept-damaged", "--require-synced", "-v", "--verbose", "--force",
+                                  "--per-file", "--json", "--help", "-h"};
     for (const char* f : flags)
         if (name == f) return true;
     return false;
@@ -365,6 +369,7 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
     if (auto m = cli.get("--max-bytes"); m && !parse_count(*m, sizeof(pcap::FileHeader), UINT64_MAX / 2, &o.max_bytes))
         return Cli::usage_error("--max-bytes: expected a byte count of at least 24 (the pcap file header)"), kExitUsage;
     o.use_index = !cli.flag("--no-index");
+    o.require_synced = cli.flag("--require-synced");
     if (auto f = cli.get("--format")) {
         if (*f == "pcapng") o.output_format = format::FileKind::pcapng;
         else if (*f != "pcap") return Cli::usage_error("--format: expected pcap or pcapng, not '" + *f + "'"), kExitUsage;

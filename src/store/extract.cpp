@@ -10,6 +10,7 @@
 #include <queue>
 
 #include "format/pcapng_blocks.hpp"
+#include "output/manifest.hpp"
 #include "output/capture_scan.hpp"
 #include "output/scrub.hpp"
 #include "output/unique_fd.hpp"
@@ -366,11 +367,16 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
     std::optional<uint32_t> link_field;  // the sources' when they agree
     bool link_fields_differ = false;
     const uint64_t from = o.from_ns, to = o.to_ns;
+    std::vector<std::string> not_synced;  // require_synced: "FILE (state)"
     for (size_t rank = 0; rank < catalog->files.size(); ++rank) {
         const CaptureFileInfo& f = catalog->files[rank];
         if (from >= to) break;
         if (f.upper_ns <= from || f.lower_ns >= to) continue;
         ++report.files_selected;
+        if (o.require_synced) {
+            const std::string sync = dir_fd ? read_manifest(dir_fd.get(), f.name).clock_sync() : "unknown";
+            if (sync != "synced") not_synced.push_back(f.path + " (" + sync + ")");
+        }
         // Marked damaged: whatever was derived from the old bytes (the index) is not
         // trusted; the file is scanned.
         const std::optional<std::string> marker = dir_fd ? read_damaged_marker(dir_fd.get(), f.name) : std::nullopt;
@@ -434,6 +440,16 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
         rep.warning("the files differ in their link-type field (FCS bits); the pcap output says plain Ethernet "
                     "(--format pcapng keeps each source's)");
     const uint32_t out_link = link_field && !link_fields_differ ? *link_field : pcap::kLinktypeEthernet;
+
+    if (!not_synced.empty()) {
+        std::string names;
+        for (size_t i = 0; i < not_synced.size() && i < 3; ++i) names += (i ? ", " : "") + not_synced[i];
+        if (not_synced.size() > 3) names += ", ...";
+        return runtime_error("require-synced: " + std::to_string(not_synced.size()) + " of the " +
+                             std::to_string(report.files_selected) +
+                             " files in the range were not captured on a synchronised host clock (their "
+                             "manifest's clock.sync): " + names);
+    }
 
     // --- merge ---
     format::CaptureWriter writer(out, o.output_format);

@@ -63,6 +63,10 @@ struct ExtractOptions {
     // caller that knows the flow's addresses or ports passes them as the filter as well.
     std::string community_id;
     bool use_index = true;
+    // Refuse (an error, nothing written) when a file in the range was not captured on a
+    // synchronised host clock as its manifest records it (clock.sync other than synced,
+    // or no manifest saying so).
+    bool require_synced = false;
     // pcap: one link type and snaplen (the sources', when they agree); pcapng: one
     // interface per source stream, named "<port>:<queue>" (see extract.cpp).
     format::FileKind output_format = format::FileKind::pcap;

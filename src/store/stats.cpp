@@ -68,6 +68,9 @@ Result<StoreStats> collect_stats(const StatsOptions& o) {
         fs.size = f.size;
         const ManifestRead manifest = read_manifest(dir_fd.get(), f.name);
         if (manifest.ok() && manifest.manifest.drops) fs.drops = manifest.manifest.drops->total();
+        if (manifest.ok()) fs.clock = manifest.manifest.clock;
+        const std::string& sync = manifest.clock_sync();
+        ++(sync == "synced" ? st.clock_synced : sync == "unsynchronised" ? st.clock_unsynchronised : st.clock_unknown);
         if (manifest.state != ManifestRead::State::missing) st.any_manifest = true;
         if (manifest.state == ManifestRead::State::missing &&
             ::faccessat(dir_fd.get(), layout::manifest_pending_name(f.name).c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -183,6 +186,8 @@ std::string format_stats(const StoreStats& st, bool per_file, uint64_t gap_thres
     else
         out += "span       (no packets)\n";
     if (!st.any_manifest) out += "drops      (no manifests in the store)\n";
+    add("clock      %zu file(s) on a synced host clock, %zu unsynchronised, %zu unknown (manifests' clock.sync)\n",
+        st.clock_synced, st.clock_unsynchronised, st.clock_unknown);
     if (st.manifest_pending)
         add("manifests  %zu pending (finished files the daemon has not hashed yet; their drops are not counted yet)\n",
             st.manifest_pending);
@@ -215,6 +220,10 @@ std::string format_stats(const StoreStats& st, bool per_file, uint64_t gap_thres
             if (f.drops) add("  %llu dropped", static_cast<unsigned long long>(*f.drops));
             if (f.damaged) out += "  DAMAGED";
             if (f.manifest_pending) out += "  manifest pending";
+            if (f.clock)
+                add("  clock %s%s %s est_error %s steps %llu", f.clock->source.c_str(),
+                    f.clock->port_clock.empty() ? "" : ("(" + f.clock->port_clock + ")").c_str(), f.clock->sync.c_str(),
+                    human_duration(f.clock->est_error_ns).c_str(), static_cast<unsigned long long>(f.clock->steps));
             out += "\n";
         }
     }
@@ -229,6 +238,8 @@ std::string format_stats_json(const StoreStats& st) {
     o += ",\"indexed\":" + num(st.indexed) + ",\"scanned\":" + num(st.scanned) + ",\"unreadable\":" + num(st.unreadable);
     o += ",\"bytes\":" + num(st.bytes) + ",\"packets\":" + num(st.packets) + ",\"damaged\":" + num(st.damaged) +
          ",\"manifest_pending\":" + num(st.manifest_pending);
+    o += ",\"clock\":{\"synced\":" + num(st.clock_synced) + ",\"unsynchronised\":" + num(st.clock_unsynchronised) +
+         ",\"unknown\":" + num(st.clock_unknown) + "}";
     o += ",\"first_ts_ns\":" + num(st.packets ? st.first_ts_ns : 0) + ",\"last_ts_ns\":" + num(st.last_ts_ns);
     o += ",\"streams\":[";
     for (size_t i = 0; i < st.streams.size(); ++i) {
@@ -257,6 +268,7 @@ std::string format_stats_json(const StoreStats& st) {
         if (f.drops) o += ",\"drops\":" + num(*f.drops);
         if (f.damaged) o += ",\"damaged\":" + json_string(*f.damaged);
         if (f.manifest_pending) o += ",\"manifest_pending\":true";
+        if (f.clock) o += ",\"clock\":" + to_json(*f.clock);
         o += "}";
     }
     o += "],\"errors\":[";

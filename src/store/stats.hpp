@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "output/manifest.hpp"
 #include "store/catalog.hpp"
 #include "util/result.hpp"
 
@@ -40,6 +41,7 @@ struct FileStats {
     std::optional<uint64_t> drops;             // from a manifest
     std::optional<std::string> damaged;        // marked by the scrub: the marker's line
     bool manifest_pending = false;             // finished, manifest not written yet
+    std::optional<ManifestClock> clock;        // from a manifest: stamps and host clock quality
 };
 
 struct Gap {
@@ -67,6 +69,9 @@ struct StoreStats {
     bool any_manifest = false;
     size_t damaged = 0;  // files marked damaged by the scrub (scanned, never read through their index)
     size_t manifest_pending = 0;  // finished files whose manifest the daemon has not written yet
+    // Files by their host clock's state over their span (manifest clock.sync; no manifest or
+    // no clock object: unknown).
+    size_t clock_synced = 0, clock_unsynchronised = 0, clock_unknown = 0;
     std::vector<StreamStats> streams;
     std::vector<FileStats> file_list;
     std::vector<std::string> errors;

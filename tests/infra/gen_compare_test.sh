@@ -37,6 +37,9 @@ grep -q "Number of packets: *$N\$" capinfos.txt || { cat capinfos.txt >&2; fail 
 n=$(tcpdump -nn -q -r mix.pcap 2>tcpdump.err | wc -l) || true
 [[ $n == "$N" ]] || { cat tcpdump.err >&2; fail "tcpdump -r read $n of $N packets"; }
 expect_ok "validate --unique --monotonic" pcap_compare validate --unique --monotonic mix.pcap
+# The default start is 1700000000 s and the packets 1 µs apart.
+expect_ok "validate --ts-within the span" pcap_compare validate --ts-within 1700000000000000000 1700000000009999000 mix.pcap
+expect_mismatch "validate --ts-within short of the last" pcap_compare validate --ts-within 1700000000000000000 1700000000009998999 mix.pcap
 
 log "generator: checksums, no malformed packets (tshark), every type present"
 check_tshark() { # check_tshark FILE: no bad checksum, nothing malformed, no error-level expert info

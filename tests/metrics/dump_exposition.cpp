@@ -38,6 +38,9 @@ int main() {
     capture.scrub.passes.store(2);
     capture.scrub.last_pass_end_ns.store(1'764'468'600'000'000'000);
     capture.scrub.period_s.store(7 * 86400);
+    capture.clock.publish(ClockSample{ClockSync::synced, 250'000, 1'500'000});
+    capture.clock.count_step();
+    capture.queue[0].clock_clamped_packets.add(1);
     capture.lcore[0].total_cycles.set(1000);
     capture.lcore[0].busy_cycles.set(500);
     capture.lcore[0].packets.set(50);

@@ -56,6 +56,7 @@ struct FakeCapture {
     bool scrub_on = true;      // output.scrub.enabled
     ManifestCounters manifest;
     bool manifest_on = true;   // output.manifest
+    ClockQualityBoard clock{"test-file:fake"};
     size_t backlog = 0;
 
     // Owned by the collector once make_collector() ran; the test keeps a pointer.
@@ -72,7 +73,8 @@ struct FakeCapture {
         };
         v.ports = {
             PortView{.name = "wan", .device = "0000:03:00.0", .port_id = 0, .rx_queues = 2},
-            PortView{.name = "tap", .device = "net_pcap0,rx_pcap=a.pcap", .port_id = 1, .rx_queues = 1},
+            PortView{.name = "tap", .device = "net_pcap0,rx_pcap=a.pcap", .port_id = 1, .rx_queues = 1,
+                     .stamps = StampSource::port_utc},
         };
         v.workers = {
             WorkerView{.lcore = 1, .counters = &lcore[0], .control = &control[0]},
@@ -85,6 +87,7 @@ struct FakeCapture {
         v.compressing = compressing_on ? &compressing : nullptr;
         v.scrub = scrub_on ? &scrub : nullptr;
         v.manifest = manifest_on ? &manifest : nullptr;
+        v.clock_quality = &clock;
         return v;
     }
 

@@ -315,6 +315,27 @@ TEST_F(CollectorTest, ScrubCountersByResult) {
     EXPECT_EQ(s.value("linecap_scrub_period_seconds"), 604800);
 }
 
+TEST_F(CollectorTest, ClockSourceSyncErrorsAndSteps) {
+    capture.clock.publish(ClockSample{ClockSync::unsynchronised, 16'000'000, 1'500'000'000});
+    capture.clock.count_step();
+    capture.clock.count_step();
+    capture.queue[2].clock_clamped_packets.add(3);
+    collector->collect();
+    const Scrape s = scrape(*collector);
+    EXPECT_EQ(s.value("linecap_clock_source", {{"port", "wan"}, {"source", "tsc"}, {"port_clock", ""}}), 1);
+    EXPECT_EQ(s.value("linecap_clock_source", {{"port", "tap"}, {"source", "port"}, {"port_clock", "replayed-file"}}), 1);
+    EXPECT_EQ(s.value("linecap_clock_synced", {{"state", "unsynchronised"}, {"status_source", "test-file:fake"}}), 0);
+    EXPECT_NEAR(s.value("linecap_clock_estimated_error_seconds").value_or(0), 0.016, 1e-9);
+    EXPECT_NEAR(s.value("linecap_clock_max_error_seconds").value_or(0), 1.5, 1e-9);
+    EXPECT_EQ(s.value("linecap_clock_steps_total"), 2);
+    EXPECT_EQ(s.types.at("linecap_clock_steps_total"), "counter");
+    EXPECT_EQ(s.value("linecap_clock_clamped_packets_total", {{"port", "tap"}, {"queue", "0"}}), 3);
+
+    capture.clock.publish(ClockSample{ClockSync::synced, 250'000, 1'000'000});
+    collector->collect();
+    EXPECT_EQ(scrape(*collector).value("linecap_clock_synced", {{"state", "synced"}, {"status_source", "test-file:fake"}}), 1);
+}
+
 TEST_F(CollectorTest, ManifestBacklogAndHashRate) {
     capture.manifest.backlog_bytes.store(123456);
     capture.manifest.backlog_files.store(3);

@@ -46,6 +46,7 @@ Manifest full_manifest() {
     m.span_start_ns = kT0 - 10;
     m.span_end_ns = kT0 + 10;
     m.stream = ManifestStream{"p0", 4, 2};
+    m.clock = ManifestClock{"port", "nic-clock", "unsynchronised", 16000000, 1500000000, 2, "adjtimex"};
     m.run = "1700000000000000000";
     m.seq = 17;
     m.linecap_version = "0.1.0";
@@ -87,6 +88,30 @@ TEST(ManifestFormat, RejectsWhatItCannotTrust) {
     std::string sha = json;
     sha.replace(sha.find(std::string(64, 'a')), 64, "abc");
     EXPECT_FALSE(parse_manifest(sha).ok());
+    std::string sync = json;
+    sync.replace(sync.find("\"unsynchronised\""), 16, "\"maybe\"");
+    EXPECT_NE(parse_manifest(sync).error().message.find("clock: \"sync\" is not synced, unknown or unsynchronised"),
+              std::string::npos)
+        << parse_manifest(sync).error().message;
+}
+
+// A file's clock is the worst the board showed while it was written, and the steps
+// counted in that time only.
+TEST(ClockSpanOfAFile, WorstStateAndErrorsStepsWithinOnly) {
+    ClockQualityBoard board("test-file:x");
+    board.publish(ClockSample{ClockSync::synced, 1000, 5000});
+    board.count_step();  // before the file: not its step
+    ClockSpan span;
+    span.begin(board);
+    board.publish(ClockSample{ClockSync::unsynchronised, 9000, 4000});
+    span.add(board);
+    board.publish(ClockSample{ClockSync::synced, 2000, 3000});
+    board.count_step();
+    span.add(board);
+    EXPECT_EQ(span.worst, ClockSync::unsynchronised);
+    EXPECT_EQ(span.est_error_ns, 9000u);
+    EXPECT_EQ(span.max_error_ns, 5000u);
+    EXPECT_EQ(span.steps, 1u);
 }
 
 TEST(ManifestFormat, Sha256OfNothing) {

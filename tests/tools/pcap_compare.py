@@ -20,6 +20,7 @@ Modes (exit 0 = as expected, 1 = mismatch or invalid, 2 = usage or unreadable fi
   validate FILE...              every file parses completely (no partial record), caplen <=
                                 len, caplen <= snaplen, timestamp fraction in range;
                                 --monotonic: timestamps never go back within a file;
+                                --ts-within LO HI: every timestamp in [LO, HI] ns;
                                 --unique: no packet occurs twice
   flows FILE...                 each IPv4/IPv6 TCP/UDP flow, both directions, lies in the files
                                 of one group only (the group: --group REGEX of the file name,
@@ -474,6 +475,7 @@ def cmd_validate(args):
         n = 0
         last_ts = None
         back = 0
+        outside = 0
         dups = []
         try:
             for rec in cap:
@@ -485,6 +487,13 @@ def cmd_validate(args):
                             cap.problems.append(f"record {rec.index}: timestamp {rec.ts_ns} < "
                                                 f"previous {last_ts}")
                     last_ts = rec.ts_ns
+                if args.ts_within and rec.ts_ns is not None:
+                    lo, hi = args.ts_within
+                    if not lo <= rec.ts_ns <= hi:
+                        outside += 1
+                        if outside <= 3:
+                            cap.problems.append(f"record {rec.index}: timestamp {rec.ts_ns} outside "
+                                                f"[{lo}, {hi}]")
                 if seen is not None:
                     k = key_of(rec)
                     if k in seen:
@@ -495,6 +504,8 @@ def cmd_validate(args):
             cap.problems.append(str(e))
         if back > 3:
             cap.problems.append(f"... {back} records with decreasing timestamps in all")
+        if outside > 3:
+            cap.problems.append(f"... {outside} records with timestamps outside the range in all")
         if dups:
             cap.problems.extend(dups[:5])
             if len(dups) > 5:
@@ -602,6 +613,8 @@ def main(argv=None):
     p.add_argument("files", nargs="+")
     p.add_argument("--monotonic", action="store_true", help="timestamps never decrease")
     p.add_argument("--unique", action="store_true", help="no packet occurs twice")
+    p.add_argument("--ts-within", type=int, nargs=2, metavar=("LO", "HI"),
+                   help="every timestamp within [LO, HI] ns since the epoch")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("flows", help="each TCP/UDP flow (both directions) in one file group")
