@@ -40,6 +40,8 @@ ports:
     rx_queues: 2
     rx_descriptors: 1024
     mtu: 9000
+capture:
+  timestamps: tsc   # both runs replay the same files: with their times they would name the same files
 output:
   directory: "$T/out"
   blocks_per_queue: 64
