@@ -149,7 +149,7 @@ expect_exit 0 "$LINECAP" extract --dir "$STORE" --no-index -o "$T/x/ok.pcap"
 # Interrupted mid-way: the extract is stepped with SIGSTOP/SIGCONT until its temporary
 # exists, then signalled; it must be gone when the tool has died of the signal.
 python3 "$LINECAP_SRC/tests/store/make_store.py" --out "$T/big" --per-file 20000 --gen-arg=--mix \
-    --stream "p0:0:2:$T0:1000:40000" >/dev/null
+    --stream "p0:0:2:$T0:1000:200000" >/dev/null
 for sig in TERM INT; do
     caught=0
     for attempt in 1 2 3; do
