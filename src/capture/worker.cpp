@@ -259,7 +259,10 @@ int worker_loop(WorkerContext& w) {
             w.counters->total_cycles.set(now - start_tsc);
             w.counters->packets.set(packets);
             if (now >= gap_second_end) {
-                w.counters->max_poll_gap_ns.set(max_gap * 1'000'000'000 / w.tsc_hz);
+                // In double: cycles × 10^9 overflows 64 bits for gaps of a few seconds,
+                // the stalls this gauge is for.
+                w.counters->max_poll_gap_ns.set(
+                    static_cast<uint64_t>(static_cast<double>(max_gap) * 1e9 / static_cast<double>(w.tsc_hz)));
                 max_gap = 0;
                 gap_second_end = now + w.tsc_hz;
             }
