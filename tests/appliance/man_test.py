@@ -4,7 +4,9 @@
 (config/linecap.yaml) is in it, the exit codes and test-only environment variables are
 documented. doc/linecap.1: every command `linecap --help` names is described under
 COMMANDS, every option its `linecap COMMAND --help` lists is in the page, and so is every
-exit status. groff and `man --warnings -l` format both pages without a warning.
+exit status. doc/linecap-{bind,hugepages,shield}.8: every option, command and exit status
+the script's --help names. groff and `man --warnings -l` format every page without a
+warning.
 Exit 0 = pass, 1 = fail, 77 = skipped (with the reason printed)."""
 import os
 import re
@@ -85,6 +87,39 @@ def linecap_problems(src, linecap):
     return problems
 
 
+def script_problems(src, name):
+    """doc/NAME.8 against scripts/NAME.sh --help (the boot helpers the units run)."""
+    man_path = os.path.join(src, "doc", name + ".8")
+    if not os.path.exists(man_path):
+        return [f"{name} has no manual page ({man_path})"]
+    with open(man_path) as f:
+        roff = f.read()
+    text = readable(roff)
+    usage = subprocess.run(["bash", os.path.join(src, "scripts", name + ".sh"), "--help"],
+                           capture_output=True, text=True, check=True).stdout
+    problems = []
+    for opt in sorted(options_of(usage)):
+        if not mentions(text, opt):
+            problems.append(f"option {opt} (from {name} --help) is not in doc/{name}.8")
+    # Commands: the bare lower-case words of the usage lines ("NAME [--opt X] bind [ADDR...]").
+    synopsis = usage[usage.index("Usage:"):].split("\n\n")[0] if "Usage:" in usage else ""
+    commands = set()
+    for line in synopsis.splitlines():
+        words = re.sub(r"\[[^]]*\]", " ", line.replace("Usage:", "")).replace("|", " ").split()
+        commands.update(w for w in words[1:] if re.fullmatch(r"[a-z]+", w))
+    for command in sorted(commands):
+        if not re.search(r"^\.TP\n\.B " + command + r"$", roff, flags=re.M):
+            problems.append(f"command {command} (from {name} --help) is not under COMMANDS")
+    exit_part = usage[usage.index("Exit status"):] if "Exit status" in usage else ""
+    codes = re.findall(r"(\d+) [a-z]", exit_part)
+    if not codes:
+        problems.append(f"no exit status read from {name} --help: its layout changed?")
+    for code in codes:
+        if not re.search(r"^\.TP\n" + code + r"$", roff, flags=re.M):
+            problems.append(f"exit status {code} (from {name} --help) is not under EXIT STATUS")
+    return problems + formatting_problems(man_path)
+
+
 def main():
     src = os.environ.get("LINECAP_SRC") or os.path.join(os.path.dirname(__file__), "..", "..")
     linecapd = os.environ.get("LINECAPD", "")
@@ -155,6 +190,8 @@ def main():
         print("SKIP: linecap not built (set LINECAP or LINECAP_BUILD)", file=sys.stderr)
         sys.exit(77)
     problems += linecap_problems(src, linecap)
+    for name in ("linecap-bind", "linecap-hugepages", "linecap-shield"):
+        problems += script_problems(src, name)
 
     if problems:
         fail("\n  ".join(["the man pages are out of date:"] + problems))
