@@ -29,7 +29,10 @@ CpuSet online_cpus(const PreflightOptions& options);
 // Preflight's warnings about what is not shielded (never errors: an unshielded machine
 // captures, it only loses packets sooner under load): worker CPUs missing from isolcpus= or
 // nohz_full=, and systemd slices (system, user, machine) whose cpuset still includes a
-// worker CPU.
+// worker CPU; and the kernel's receive work of a port's interface (net_af_xdp / net_af_packet
+// "iface=") placed where it takes a worker's CPU away: a threaded-NAPI thread allowed on a
+// worker CPU at a real-time priority at or above the worker's, or, without threaded NAPI,
+// the interface's interrupts steered to a worker CPU (their softirq outranks every thread).
 void check_cpu_shield(const Config& config, const PreflightOptions& options,
                       std::vector<PreflightFinding>& findings);
 

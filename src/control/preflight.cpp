@@ -501,6 +501,7 @@ void apply_test_overrides(PreflightOptions& options) {
     if (const char* proc = std::getenv("LINECAP_PROC"); proc && *proc) {
         options.proc_mounts = std::string(proc) + "/mounts";
         options.proc_meminfo = std::string(proc) + "/meminfo";
+        options.proc = proc;
     }
 }
 

@@ -23,6 +23,7 @@ struct PreflightOptions {
     std::string sysfs = "/sys";                  // PCI devices, CPUs, NUMA nodes, hugepage pools
     std::string proc_mounts = "/proc/mounts";    // hugetlbfs mount
     std::string proc_meminfo = "/proc/meminfo";  // HugePages_Total/Free, Hugepagesize
+    std::string proc = "/proc";                  // tasks (NAPI threads), interrupts' affinity
     bool probe_disk_speed = false;               // --check only: a short write-speed probe
     uint64_t disk_probe_bytes = 128ull << 20;    // written (and deleted) by that probe
 };
@@ -30,7 +31,7 @@ struct PreflightOptions {
 std::vector<PreflightFinding> preflight(const Config& config, const PreflightOptions& options);
 
 // TEST ONLY: LINECAP_SYSFS=DIR replaces /sys, LINECAP_PROC=DIR replaces /proc (DIR/mounts,
-// DIR/meminfo), so that tests can run `linecapd --check` against fake kernel trees. The
+// DIR/meminfo, DIR/PID/{comm,stat,status}, DIR/irq/N), so that tests can run `linecapd --check` against fake kernel trees. The
 // only place the daemon reads these variables; documented in linecapd(8), ENVIRONMENT.
 void apply_test_overrides(PreflightOptions& options);
 

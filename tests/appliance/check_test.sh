@@ -249,6 +249,78 @@ case $CASE in
         "$LINECAPD" --config "$T/bad.yaml" --print-cpus >/dev/null 2>&1 || RC=$?
         expect_rc 78
         ;;
+    receive-work)
+        # The kernel's receive work of an af_xdp port's interface on a worker CPU (fake tree).
+        # fake_task PID COMM POLICY RT_PRIORITY CPUS: a task as /proc shows it.
+        fake_task() {
+            mkdir -p "$T/proc/$1"
+            echo "$2" >"$T/proc/$1/comm"
+            # fields 3..41 after "(COMM)": field 40 rt_priority, field 41 policy
+            echo "$1 ($2) S 2 0 0 0 -1 2129984 0 0 0 0 0 7 0 0 -51 0 1 0 412 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 0 1 $4 $3 0 0 0" >"$T/proc/$1/stat"
+            printf 'Name:\t%s\nCpus_allowed_list:\t%s\n' "$2" "$5" >"$T/proc/$1/status"
+        }
+        ports='  - {name: live, device: "net_af_xdp0,iface=veth-cap0,start_queue=0,queue_count=1", rx_queues: 1}'
+        write_cfg false 0-1 "$ports"
+        mkdir -p "$S/class/net/veth-cap0"
+        echo 1 >"$S/class/net/veth-cap0/threaded"
+        fake_task 4711 napi/veth-cap0- 1 50 1   # SCHED_FIFO 50 on the worker's CPU 1
+        fake_task 4712 napi/veth-cap0- 1 50 0   # the same on the control CPU: harmless
+        fake_task 4713 napi/eth7-8193 1 50 1    # another interface's
+        check
+        expect_rc 0
+        expect_out "receive work: ports[live] interface veth-cap0: its NAPI thread (pid 4711, SCHED_FIFO 50) may run on worker CPU 1 and outranks capture.worker_priority rr:1"
+        expect_out "taskset -p -c 0 4711"
+        expect_out "capture.worker_priority: fifo:60"
+        expect_no "pid 4712"
+        expect_no "pid 4713"
+        # The worker ranked above it: nothing to say.
+        sed -i 's/^eal:/capture: {worker_priority: "fifo:60"}\neal:/' "$T/cfg.yaml"
+        check
+        expect_rc 0
+        expect_no "receive work"
+        # Without threaded NAPI: the interface's interrupts. One on the worker CPU, one not.
+        write_cfg false 0-1 "$ports"
+        echo 0 >"$S/class/net/veth-cap0/threaded"
+        mkdir -p "$S/class/net/veth-cap0/device/msi_irqs/45" "$S/class/net/veth-cap0/device/msi_irqs/46" \
+            "$T/proc/irq/45" "$T/proc/irq/46"
+        echo 1 >"$T/proc/irq/45/smp_affinity_list"
+        echo 0-1 >"$T/proc/irq/46/smp_affinity_list"
+        echo 0 >"$T/proc/irq/46/effective_affinity_list"  # where the kernel really delivers it
+        check
+        expect_rc 0
+        expect_out "receive work: ports[live] interface veth-cap0: interrupt 45 is delivered to worker CPU 1"
+        expect_out "echo 0 > $T/proc/irq/45/smp_affinity_list"
+        expect_no "interrupt 46"
+        ;;
+    receive-work-live)
+        # The same against the kernel's own files: a veth with threaded NAPI (GRO on, so it
+        # uses NAPI without an XDP program), its NAPI thread put at SCHED_FIFO 50 on CPU 1.
+        unset LINECAP_SYSFS LINECAP_PROC
+        need_root
+        need_cmd ethtool
+        veth_pair receive-work
+        ethtool -K "$CAP_IF" gro on >/dev/null
+        echo 1 >"/sys/class/net/$CAP_IF/threaded"
+        prefix="napi/$CAP_IF-"
+        prefix=${prefix:0:15}
+        napi_pids() {  # the NAPI threads of $CAP_IF (a task's comm is cut to 15 characters)
+            local c
+            for c in /proc/[0-9]*/comm; do
+                if [[ $(cat "$c" 2>/dev/null) == "$prefix"* ]]; then c=${c%/comm}; echo "${c#/proc/}"; fi
+            done
+        }
+        wait_for '[[ -n $(napi_pids) ]]' 5 || skip "no NAPI thread appeared for $CAP_IF (threaded NAPI unsupported here)"
+        pids=($(napi_pids))
+        for pid in "${pids[@]}"; do taskset -p -c 1 "$pid" >/dev/null && chrt -f -p 50 "$pid"; done
+        pid=${pids[0]}
+        ports="  - {name: live, device: \"net_af_xdp0,iface=$CAP_IF,start_queue=0,queue_count=1\", rx_queues: 1}"
+        write_cfg false 0-1 "$ports"
+        check
+        expect_out "receive work: ports[live] interface $CAP_IF: its NAPI thread (pid $pid, SCHED_FIFO 50) may run on worker CPU 1"
+        sed -i 's/^eal:/capture: {worker_priority: "fifo:60"}\neal:/' "$T/cfg.yaml"
+        check
+        expect_no "receive work"
+        ;;
     *) fail "unknown case $CASE" ;;
 esac
 log "$CASE: ok"
