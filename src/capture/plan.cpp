@@ -4,6 +4,7 @@
 #include <rte_mempool.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include "capture/dedup.hpp"
@@ -153,6 +154,45 @@ Result<CapturePlan> plan_capture(const Config& config, const std::vector<PortInf
     return plan;
 }
 
+BurstHeadroom burst_headroom(unsigned rx_descriptors, uint64_t queue_block_bytes, unsigned frame_bytes) {
+    constexpr double kLineBitsPerSecond = 10e9;
+    constexpr unsigned kWireOverhead = 24;  // FCS 4, preamble and start delimiter 8, gap 12
+    const double packets_per_second = kLineBitsPerSecond / 8 / (frame_bytes + kWireOverhead);
+    const double record_bytes = frame_bytes + 16;  // pcap record header
+    return {.ring_seconds = rx_descriptors / packets_per_second,
+            .blocks_seconds = double(queue_block_bytes) / (packets_per_second * record_bytes)};
+}
+
+namespace {
+
+std::string milliseconds(double seconds) {
+    char text[32];
+    std::snprintf(text, sizeof text, seconds < 0.01 ? "%.2f ms" : "%.0f ms", seconds * 1e3);
+    return text;
+}
+
+// One line per port: what one of its queues absorbs (burst_headroom), for full-size and
+// minimum-size frames.
+// DPDK 22.11's net_af_xdp keeps this many buffers in flight per queue, whatever the
+// descriptor count (its initial fill ring, refilled one for one; doc/tuning.md).
+constexpr unsigned kAfXdpBuffersInFlight = 2048;
+
+std::string describe_headroom(const Config& config, const PortConfig& port_config, const PortSetup& port) {
+    const bool af_xdp = port_config.device.starts_with("net_af_xdp");
+    const unsigned ring = af_xdp ? std::min(port.rx_descriptors, kAfXdpBuffersInFlight) : port.rx_descriptors;
+    const uint64_t blocks = uint64_t(config.output.blocks_per_queue) * config.output.block_size_kb * 1024;
+    const BurstHeadroom large = burst_headroom(ring, blocks, 1514);
+    const BurstHeadroom small = burst_headroom(ring, blocks, 60);
+    return "burst headroom of one " + port_config.name + " queue at 10 Gbit/s, 1514 B (60 B) frames: rx ring " +
+           std::to_string(ring) + (af_xdp ? " buffers (net_af_xdp's)" : " packets") + " = " +
+           milliseconds(large.ring_seconds) + " (" +
+           milliseconds(small.ring_seconds) + ") without a poll; write blocks " + std::to_string(mib_up(blocks)) +
+           " MiB = " + milliseconds(large.blocks_seconds) + " (" + milliseconds(small.blocks_seconds) +
+           ") without a write\n";
+}
+
+}  // namespace
+
 std::string describe_plan(const Config& config, const CapturePlan& plan) {
     std::string out = "# capture plan for " + (config.path.empty() ? std::string("the configuration") : config.path) +
                       (plan.probed ? " (device capabilities from rte_eth_dev_info)"
@@ -166,6 +206,7 @@ std::string describe_plan(const Config& config, const CapturePlan& plan) {
                (s.scatter ? ", scattered rx" : "") + "\n";
     }
     for (const std::string& line : plan.adjustments) out += "adjusted " + line + "\n";
+    for (size_t p = 0; p < config.ports.size(); ++p) out += describe_headroom(config, config.ports[p], plan.ports[p]);
     for (const WorkerAssignment& w : plan.workers) {
         out += "worker lcore " + std::to_string(w.lcore) + ": polls";
         for (const QueueRef& q : w.queues) out += " " + config.ports[q.port_index].name + ":" + std::to_string(q.queue);

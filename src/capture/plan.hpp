@@ -87,4 +87,15 @@ Result<CapturePlan> plan_capture(const Config& config, const std::vector<PortInf
 //   hugepages_2m: TOTAL
 std::string describe_plan(const Config& config, const CapturePlan& plan);
 
+// How long one rx queue absorbs a burst when a whole 10 Gbit/s line's traffic lands in it
+// (one flow does: RSS cannot spread it): its descriptor ring while the worker does not poll,
+// its write blocks while the writer or the disk does not keep up. Frames of `frame_bytes`
+// (Ethernet, without FCS), whole packets kept; on the wire each also takes 24 bytes of FCS,
+// preamble and inter-frame gap. In seconds.
+struct BurstHeadroom {
+    double ring_seconds = 0;
+    double blocks_seconds = 0;
+};
+BurstHeadroom burst_headroom(unsigned rx_descriptors, uint64_t queue_block_bytes, unsigned frame_bytes);
+
 }  // namespace linecap

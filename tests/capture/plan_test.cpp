@@ -254,5 +254,27 @@ capture:
     EXPECT_NE(text.find(" + flow/dedup tables 8.0 MiB"), std::string::npos) << text;
 }
 
+// What one queue absorbs at 10 Gbit/s: 812,744 frames/s of 1514 B (1538 B on the wire),
+// 14.88 M of 60 B (84 B on the wire); records carry a 16-byte header.
+TEST(CapturePlan, BurstHeadroomIsTheLineRatesTimeToFillRingAndBlocks) {
+    const BurstHeadroom large = burst_headroom(4096, 32ull << 20, 1514);
+    EXPECT_NEAR(large.ring_seconds, 4096 / (1.25e9 / 1538), 1e-9);
+    EXPECT_NEAR(large.blocks_seconds, double(32ull << 20) / (1.25e9 / 1538 * 1530), 1e-9);
+    EXPECT_NEAR(large.ring_seconds, 5.04e-3, 0.01e-3);
+    EXPECT_NEAR(large.blocks_seconds, 27.0e-3, 0.1e-3);
+    const BurstHeadroom small = burst_headroom(4096, 32ull << 20, 60);
+    EXPECT_NEAR(small.ring_seconds, 0.275e-3, 0.001e-3);
+    EXPECT_NEAR(small.blocks_seconds, 29.7e-3, 0.1e-3);
+    // Twice the memory, twice the time.
+    EXPECT_NEAR(burst_headroom(8192, 64ull << 20, 1514).blocks_seconds, 2 * large.blocks_seconds, 1e-12);
+
+    const Config config = config_from(kTwoPorts);
+    auto plan = plan_capture(config, {ixgbe_82599(0), ixgbe_82599(0)});
+    ASSERT_TRUE(plan);
+    const std::string text = describe_plan(config, plan.value());
+    EXPECT_NE(text.find("burst headroom of one a queue at 10 Gbit/s, 1514 B (60 B) frames: rx ring "), std::string::npos)
+        << text;
+}
+
 }  // namespace
 }  // namespace linecap
