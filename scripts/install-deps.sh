@@ -16,6 +16,9 @@ PACKAGES=(
     man-db groff bash-completion  # the man pages formatted without warnings; the completions
     # the live-path peer bench (bench/run.sh peers)
     stenographer
+    # the archive tier's tests: a real single-node Ceph RGW (tests/archive/rgw.sh) and s3cmd
+    # to cross-check what linecap stored there
+    ceph-mon ceph-osd radosgw ceph-common s3cmd
 )
 
 # missing_packages PKG...: prints the ones dpkg does not have installed (one query for all).

@@ -1,0 +1,116 @@
+// A client of an S3-compatible object store (Ceph RGW, MinIO, AWS S3): the requests the
+// archive tier needs — objects put whole or by multipart upload, read whole or by byte range,
+// listed by prefix, deleted — over libcurl, which signs each request with AWS Signature
+// Version 4 (CURLOPT_AWS_SIGV4). One Client holds one connection and is used by one thread.
+//
+// Every request sends x-amz-content-sha256 with the body's SHA-256, so the store refuses a
+// body that arrived altered; objects carry user metadata (x-amz-meta-*) that a HEAD returns.
+// An error names the request ("S3 PUT s3://bucket/key") and what the store or the network
+// said; last_failure() tells the caller whether trying again can help.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "s3/credentials.hpp"
+#include "util/result.hpp"
+
+namespace linecap::s3 {
+
+struct Endpoint {
+    std::string url = "http://127.0.0.1:7480";  // scheme://host[:port], no path
+    std::string region = "us-east-1";
+    bool path_style = true;     // URL/BUCKET/KEY (RGW, MinIO); false: BUCKET.host/KEY (AWS)
+    std::string ca_file;        // TLS: the CA bundle that signed the endpoint's certificate
+    long connect_timeout_ms = 5000;
+    // A transfer slower than low_speed_bytes per second for low_speed_seconds is abandoned:
+    // a stalled store does not hold a caller forever.
+    long low_speed_bytes = 1024;
+    long low_speed_seconds = 30;
+};
+
+using Metadata = std::map<std::string, std::string>;  // x-amz-meta-NAME (names lower-case)
+
+struct ObjectInfo {
+    std::string key;
+    uint64_t size = 0;
+    std::string etag;           // without quotes
+    std::string last_modified;  // as the store wrote it
+    Metadata metadata;          // HEAD only
+};
+
+struct Listing {
+    std::vector<ObjectInfo> objects;
+    std::vector<std::string> common_prefixes;  // with a delimiter
+    std::string next_token;                    // empty: nothing more
+};
+
+struct Upload {
+    std::string key;
+    std::string upload_id;
+};
+
+// Why the last request failed.
+struct Failure {
+    long http_status = 0;  // 0: no answer (connection refused, timeout, TLS)
+    std::string code;      // the store's error code (NoSuchKey, SignatureDoesNotMatch, ...)
+    bool retryable() const;  // no answer, 5xx, 429, RequestTimeout, SlowDown
+};
+
+class Client {
+public:
+    Client(Endpoint endpoint, Credentials credentials, std::string bucket);
+    ~Client();
+    Client(const Client&) = delete;
+    Client& operator=(const Client&) = delete;
+
+    const std::string& bucket() const { return bucket_; }
+
+    Status put_object(const std::string& key, std::string_view body, const Metadata& metadata = {});
+    Result<ObjectInfo> head_object(const std::string& key);
+    // The whole object, or LENGTH bytes from OFFSET (a Range GET: 206).
+    Result<std::string> get_object(const std::string& key);
+    Result<std::string> get_range(const std::string& key, uint64_t offset, uint64_t length);
+    // One page (up to 1000 keys) of ListObjectsV2 under PREFIX; pass next_token back for more.
+    Result<Listing> list_objects(const std::string& prefix, const std::string& token = "",
+                                 const std::string& delimiter = "");
+    Status delete_object(const std::string& key);
+
+    // Multipart: every part but the last at least 5 MiB; complete with the parts' ETags in order.
+    Result<std::string> create_multipart_upload(const std::string& key, const Metadata& metadata = {});
+    Result<std::string> upload_part(const std::string& key, const std::string& upload_id, unsigned part_number,
+                                    std::string_view body);
+    Status complete_multipart_upload(const std::string& key, const std::string& upload_id,
+                                     const std::vector<std::string>& part_etags);
+    Status abort_multipart_upload(const std::string& key, const std::string& upload_id);
+    Result<std::vector<Upload>> list_multipart_uploads(const std::string& prefix);
+
+    Status create_bucket();
+
+    const Failure& last_failure() const { return failure_; }
+
+    struct Request;
+    struct Response;
+
+private:
+    Result<Response> perform(const Request& request);
+    std::string url_for(const std::string& key, const std::string& query) const;
+
+    Endpoint endpoint_;
+    Credentials credentials_;
+    std::string bucket_;
+    struct Curl;
+    std::unique_ptr<Curl> curl_;
+    Failure failure_;
+};
+
+// AWS's URI encoding: unreserved characters as they are, '/' kept when KEEP_SLASH, every
+// other byte %XX (upper-case hex). Keys in paths, values in query strings.
+std::string uri_encode(std::string_view text, bool keep_slash);
+
+}  // namespace linecap::s3

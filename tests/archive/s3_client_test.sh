@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The S3 client (src/s3) against a real single-node Ceph RGW started for this test
+# (tests/archive/rgw.sh): put/head/get/range, listing pages and odd keys, multipart upload
+# and abort, refusals (wrong secret, unknown key, missing bucket), a store that is down.
+# Usage: s3_client_test.sh GTEST_BINARY
+TEST_NAME=archive-s3-client
+# shellcheck source=../lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+need_root
+make_tmpdir
+RGW=$(dirname "${BASH_SOURCE[0]}")/rgw.sh
+D=$TEST_TMPDIR/rgw
+on_exit "bash '$RGW' stop '$D'"
+rc=0
+bash "$RGW" start "$D" || rc=$?
+[[ $rc == 77 ]] && skip "Ceph RGW is not installed (scripts/install-deps.sh installs it)"
+[[ $rc == 0 ]] || fail "the RGW did not start"
+set -a
+# shellcheck disable=SC1091
+source "$D/s3.env"
+set +a
+"${1:?usage: s3_client_test.sh GTEST_BINARY}" || fail "s3 client tests failed"
+log "ok"
