@@ -8,6 +8,7 @@
 #include <random>
 
 #include "s3/client.hpp"
+#include "s3/upload.hpp"
 
 namespace linecap::s3 {
 namespace {
@@ -182,6 +183,98 @@ TEST_F(S3ClientTest, AStoreThatIsDownIsRetryable) {
     EXPECT_EQ(c.last_failure().http_status, 0);
     EXPECT_TRUE(c.last_failure().retryable());
     EXPECT_NE(r.error().message.find("no answer from http://127.0.0.1:1"), std::string::npos) << r.error().message;
+}
+
+std::string write_file(const std::string& name, const std::string& bytes) {
+    const std::string path = ::testing::TempDir() + "/" + name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+}
+
+TEST_F(S3ClientTest, UploadsAFileWholeOrInPartsAndVerifiesIt) {
+    Client c = client();
+    const std::string small = random_bytes(100000, 3), large = random_bytes((12u << 20) + 77, 4);
+    UploadOptions options;
+    options.part_bytes = 5u << 20;
+    auto one = upload_file(c, write_file("small.pcap", small), prefix + "small.pcap", {{"sha256", "s"}}, options);
+    ASSERT_TRUE(one) << one.error().message;
+    EXPECT_EQ(one->parts, 0u);
+    EXPECT_EQ(one->bytes, small.size());
+    auto three = upload_file(c, write_file("large.pcap", large), prefix + "large.pcap", {{"sha256", "l"}}, options);
+    ASSERT_TRUE(three) << three.error().message;
+    EXPECT_EQ(three->parts, 3u);
+    EXPECT_EQ(three->retries, 0u);
+    auto back = c.get_object(prefix + "large.pcap");
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back.value(), large);
+    EXPECT_EQ(c.head_object(prefix + "large.pcap")->metadata["sha256"], "l");
+    auto pending = c.list_multipart_uploads(prefix);
+    ASSERT_TRUE(pending);
+    EXPECT_TRUE(pending->empty());
+    ASSERT_TRUE(c.delete_object(prefix + "small.pcap"));
+    ASSERT_TRUE(c.delete_object(prefix + "large.pcap"));
+}
+
+// radosgw stopped before the upload: the first request gets no answer, the retry's wait
+// starts radosgw again (tests/archive/rgw.sh), and the upload completes.
+TEST_F(S3ClientTest, AnUploadRetriesUntilTheStoreIsBack) {
+    const std::string rgw = env("RGW_SH"), dir = env("RGW_DIR");
+    if (rgw.empty() || dir.empty()) GTEST_SKIP() << "RGW_SH/RGW_DIR not set";
+    Client c = client();
+    const std::string body = random_bytes((6u << 20) + 5, 5);
+    const std::string path = write_file("retried.pcap", body);
+    ASSERT_EQ(std::system(("bash " + rgw + " stop-rgw " + dir).c_str()), 0);
+    UploadOptions options;
+    options.part_bytes = 5u << 20;
+    int waits = 0;
+    options.wait = [&](std::chrono::milliseconds) {
+        if (waits++ == 0) return std::system(("bash " + rgw + " restart-rgw " + dir + " >&2").c_str()) == 0;
+        return true;
+    };
+    auto r = upload_file(c, path, prefix + "retried.pcap", {{"sha256", "r"}}, options);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_GE(r->retries, 1u);
+    EXPECT_EQ(r->parts, 2u);
+    auto back = c.get_object(prefix + "retried.pcap");
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back.value(), body);
+    ASSERT_TRUE(c.delete_object(prefix + "retried.pcap"));
+}
+
+// What a kill -9 between two parts leaves: an unfinished upload, no object. abort_uploads()
+// (run at start) removes it; a caller that stops mid-upload leaves nothing either.
+TEST_F(S3ClientTest, AnUnfinishedUploadIsNoObjectAndIsAbortedAtRestart) {
+    Client c = client();
+    const std::string key = prefix + "killed.pcap";
+    auto id = c.create_multipart_upload(key, {{"sha256", "k"}});
+    ASSERT_TRUE(id);
+    ASSERT_TRUE(c.upload_part(key, id.value(), 1, random_bytes(5u << 20, 6)));
+    EXPECT_FALSE(c.head_object(key));
+    auto aborted = abort_uploads(c, prefix);
+    ASSERT_TRUE(aborted) << aborted.error().message;
+    EXPECT_EQ(aborted.value(), 1u);
+    EXPECT_TRUE(c.list_multipart_uploads(prefix)->empty());
+
+    UploadOptions stopping;
+    stopping.part_bytes = 5u << 20;
+    stopping.max_bytes_per_second = 1u << 20;  // the first part is due after 5 s: wait, and stop
+    stopping.wait = [](std::chrono::milliseconds) { return false; };
+    auto r = upload_file(c, write_file("stopped.pcap", random_bytes(11u << 20, 7)), key, {}, stopping);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("stopped"), std::string::npos) << r.error().message;
+    EXPECT_FALSE(c.head_object(key));
+    EXPECT_TRUE(c.list_multipart_uploads(prefix)->empty());
+}
+
+TEST_F(S3ClientTest, ARefusedUploadIsNotRetried) {
+    Client wrong(endpoint, {credentials.access_key, "wrong", ""}, env("S3_BUCKET"));
+    UploadOptions options;
+    int waits = 0;
+    options.wait = [&](std::chrono::milliseconds) { return ++waits, true; };
+    auto r = upload_file(wrong, write_file("refused.pcap", "x"), prefix + "refused.pcap", {}, options);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(waits, 0);
+    EXPECT_NE(r.error().message.find("HTTP 403"), std::string::npos) << r.error().message;
 }
 
 TEST(S3Credentials, FileModeProfileAndKeysAreChecked) {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The S3 client (src/s3) against a real single-node Ceph RGW started for this test
 # (tests/archive/rgw.sh): put/head/get/range, listing pages and odd keys, multipart upload
-# and abort, refusals (wrong secret, unknown key, missing bucket), a store that is down.
+# and abort, refusals (wrong secret, unknown key, missing bucket), a store that is down;
+# whole-file uploads (one PUT or parts, verified), retried across a radosgw restart, and
+# what a kill mid-upload leaves (no object; aborted at restart).
 # Usage: s3_client_test.sh GTEST_BINARY
 TEST_NAME=archive-s3-client
 # shellcheck source=../lib/common.sh
@@ -19,5 +21,6 @@ set -a
 # shellcheck disable=SC1091
 source "$D/s3.env"
 set +a
+export RGW_SH=$RGW RGW_DIR=$D  # for the test that stops and restarts radosgw
 "${1:?usage: s3_client_test.sh GTEST_BINARY}" || fail "s3 client tests failed"
 log "ok"
