@@ -1,0 +1,272 @@
+#include "api/steno_query.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cctype>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "store/time_spec.hpp"
+
+namespace linecap::api {
+
+namespace {
+
+constexpr size_t kMaxQueryBytes = 64 * 1024;
+constexpr unsigned kMaxDepth = 64;
+
+// A parsed query: a term, or two operands joined by "and" or "or".
+struct Node {
+    enum class Kind { term, time, both, either } kind;
+    std::string filter;          // term: its libpcap expression
+    bool before = false;         // time: "before" (upper bound) or "after" (lower bound)
+    uint64_t time_ns = 0;
+    std::unique_ptr<Node> left, right;
+};
+
+class Parser {
+public:
+    Parser(std::string_view text, uint64_t now_ns) : text_(text), now_ns_(now_ns) {}
+
+    Result<std::unique_ptr<Node>> parse() {
+        auto node = expression(0);
+        if (!node) return node;
+        skip_space();
+        if (pos_ < text_.size()) return fail("unexpected '" + std::string(peek_word()) + "'");
+        return node;
+    }
+
+private:
+    // expression: primary (("and" | "&&" | "or" | "||") primary)*, left to right.
+    Result<std::unique_ptr<Node>> expression(unsigned depth) {
+        if (depth > kMaxDepth) return fail("parentheses nested deeper than " + std::to_string(kMaxDepth));
+        auto left = primary(depth);
+        if (!left) return left;
+        std::unique_ptr<Node> node = std::move(left.value());
+        for (;;) {
+            skip_space();
+            Node::Kind kind;
+            if (take("and") || take("&&")) kind = Node::Kind::both;
+            else if (take("or") || take("||")) kind = Node::Kind::either;
+            else return node;
+            auto right = primary(depth);
+            if (!right) return right;
+            auto joined = std::make_unique<Node>(Node{.kind = kind});
+            joined->left = std::move(node);
+            joined->right = std::move(right.value());
+            node = std::move(joined);
+        }
+    }
+
+    Result<std::unique_ptr<Node>> primary(unsigned depth) {
+        skip_space();
+        if (pos_ >= text_.size()) return fail("the query ends where a term is expected");
+        if (text_[pos_] == '(') {
+            ++pos_;
+            auto inner = expression(depth + 1);
+            if (!inner) return inner;
+            skip_space();
+            if (pos_ >= text_.size() || text_[pos_] != ')') return fail("missing ')'");
+            ++pos_;
+            return inner;
+        }
+        const size_t at = pos_;
+        const std::string word(next_word());
+        auto term = [](std::string filter) { return std::make_unique<Node>(Node{.kind = Node::Kind::term, .filter = std::move(filter)}); };
+        if (word == "host") {
+            auto ip = address();
+            if (!ip) return ip.error();
+            return term("host " + ip.value());
+        }
+        if (word == "net") return network();
+        if (word == "port") {
+            auto n = number(65535, "port");
+            if (!n) return n.error();
+            const std::string p = std::to_string(n.value());
+            return term("(tcp port " + p + " or udp port " + p + ")");
+        }
+        if (word == "ip") {
+            if (next_word() != "proto") return fail_at(at, "'ip' must be followed by 'proto'");
+            auto n = number(255, "protocol");
+            if (!n) return n.error();
+            const std::string p = std::to_string(n.value());
+            return term("(ip proto " + p + " or ip6 proto " + p + ")");
+        }
+        if (word == "tcp" || word == "udp") return term("(ip proto " + std::string(word == "tcp" ? "6" : "17") +
+                                                        " or ip6 proto " + (word == "tcp" ? "6" : "17") + ")");
+        if (word == "icmp") return term("(ip proto 1)");
+        if (word == "before" || word == "after") return time_term(word == "before");
+        if (word.empty()) return fail_at(at, "unexpected '" + std::string(1, text_[at]) + "'");
+        return fail_at(at, "'" + word + "' is not a word of Stenographer's query language (host, net, port, ip "
+                               "proto, tcp, udp, icmp, before, after, and, or)");
+    }
+
+    Result<std::unique_ptr<Node>> network() {
+        auto ip = address();
+        if (!ip) return ip.error();
+        skip_space();
+        const bool v6 = ip->find(':') != std::string::npos;
+        if (pos_ < text_.size() && text_[pos_] == '/') {
+            ++pos_;
+            auto bits = number(v6 ? 128 : 32, "prefix length");
+            if (!bits) return bits.error();
+            return std::make_unique<Node>(Node{.kind = Node::Kind::term,
+                                               .filter = "net " + ip.value() + "/" + std::to_string(bits.value())});
+        }
+        const size_t at = pos_;
+        if (next_word() != "mask") return fail_at(at, "'net ADDRESS' needs '/BITS' or 'mask MASK'");
+        auto mask = address();
+        if (!mask) return mask.error();
+        if (v6 || mask->find(':') != std::string::npos) return fail_at(at, "'mask' is for IPv4; use net ADDRESS/BITS");
+        return std::make_unique<Node>(Node{.kind = Node::Kind::term, .filter = "net " + ip.value() + " mask " + mask.value()});
+    }
+
+    Result<std::unique_ptr<Node>> time_term(bool before) {
+        skip_space();
+        const size_t at = pos_;
+        std::string value;
+        while (pos_ < text_.size() && !std::isspace(static_cast<unsigned char>(text_[pos_])) && text_[pos_] != ')') {
+            value += text_[pos_++];
+        }
+        if (value.empty()) return fail_at(at, std::string(before ? "'before'" : "'after'") + " needs a time");
+        uint64_t ns = 0;
+        const size_t after_value = pos_;
+        if (next_word() == "ago") {
+            auto d = duration_ns(value);
+            if (!d) return fail_at(at, d.error().message);
+            ns = d.value() > now_ns_ ? 0 : now_ns_ - d.value();
+        } else {
+            pos_ = after_value;
+            auto t = store::parse_time(value);
+            if (!t) return fail_at(at, t.error().message);
+            ns = t.value();
+        }
+        return std::make_unique<Node>(Node{.kind = Node::Kind::time, .before = before, .time_ns = ns});
+    }
+
+    // "45m", "3h", "1h30m", "90s": what Stenographer's relative times are.
+    static Result<uint64_t> duration_ns(const std::string& text) {
+        uint64_t total = 0;
+        size_t i = 0;
+        while (i < text.size()) {
+            uint64_t n = 0;
+            const size_t digits = i;
+            while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && n < 100000000) {
+                n = n * 10 + uint64_t(text[i++] - '0');
+            }
+            if (i == digits || i >= text.size()) return runtime_error("'" + text + "': a relative time is like 45m or 3h");
+            const char unit = text[i++];
+            const uint64_t scale = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : 0;
+            if (!scale) return runtime_error("'" + text + "': units are s, m and h");
+            total += n * scale * 1000000000ull;
+        }
+        return total;
+    }
+
+    Result<std::string> address() {
+        skip_space();
+        const size_t at = pos_;
+        std::string value;
+        while (pos_ < text_.size() && (std::isxdigit(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '.' ||
+                                       text_[pos_] == ':')) {
+            value += text_[pos_++];
+        }
+        unsigned char buf[16];
+        if (value.empty() || (inet_pton(AF_INET, value.c_str(), buf) != 1 && inet_pton(AF_INET6, value.c_str(), buf) != 1)) {
+            return fail_at(at, "'" + (value.empty() ? std::string(peek_word()) : value) +
+                                   "' is not an IP address (Stenographer takes no host names)");
+        }
+        return value;
+    }
+
+    Result<unsigned> number(unsigned max, const std::string& what) {
+        skip_space();
+        const size_t at = pos_;
+        unsigned long n = 0;
+        bool any = false;
+        while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_])) && n <= max) {
+            n = n * 10 + unsigned(text_[pos_++] - '0');
+            any = true;
+        }
+        if (!any || n > max) return fail_at(at, "invalid " + what + " (0-" + std::to_string(max) + ")");
+        return unsigned(n);
+    }
+
+    void skip_space() {
+        while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+    }
+    bool take(std::string_view op) {
+        skip_space();
+        if (!text_.substr(pos_).starts_with(op)) return false;
+        const size_t end = pos_ + op.size();
+        const bool word = std::isalpha(static_cast<unsigned char>(op[0]));
+        if (word && end < text_.size() && std::isalnum(static_cast<unsigned char>(text_[end]))) return false;
+        pos_ = end;
+        return true;
+    }
+    std::string_view next_word() {
+        skip_space();
+        const size_t begin = pos_;
+        while (pos_ < text_.size() && std::isalpha(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+        return text_.substr(begin, pos_ - begin);
+    }
+    std::string_view peek_word() const {
+        size_t end = pos_;
+        while (end < text_.size() && !std::isspace(static_cast<unsigned char>(text_[end]))) ++end;
+        return text_.substr(pos_, std::min<size_t>(end - pos_, 40));
+    }
+    Error fail(const std::string& what) const { return fail_at(pos_, what); }
+    Error fail_at(size_t at, const std::string& what) const {
+        return config_error("stenographer query: " + what + " at character " + std::to_string(at + 1));
+    }
+
+    std::string_view text_;
+    uint64_t now_ns_;
+    size_t pos_ = 0;
+};
+
+// The libpcap expression of a subtree without time terms.
+Result<std::string> filter_of(const Node& node) {
+    if (node.kind == Node::Kind::term) return node.filter;
+    if (node.kind == Node::Kind::time) {
+        return config_error("stenographer query: 'before'/'after' may only narrow the whole query (join it with "
+                            "'and' at the top level), not one side of an 'or'");
+    }
+    auto l = filter_of(*node.left);
+    if (!l) return l;
+    auto r = filter_of(*node.right);
+    if (!r) return r;
+    return "(" + l.value() + (node.kind == Node::Kind::both ? " and " : " or ") + r.value() + ")";
+}
+
+// Splits the top-level "and" chain into the time bounds and the filter of the rest.
+Status collect(const Node& node, StenoQuery& q) {
+    if (node.kind == Node::Kind::time) {
+        if (node.before) q.to_ns = std::min(q.to_ns, node.time_ns);
+        else q.from_ns = std::max(q.from_ns, node.time_ns);
+        return {};
+    }
+    if (node.kind == Node::Kind::both) {
+        if (auto s = collect(*node.left, q); !s) return s;
+        return collect(*node.right, q);
+    }
+    auto f = filter_of(node);
+    if (!f) return f.error();
+    q.filter = q.filter.empty() ? f.value() : q.filter + " and " + f.value();
+    return {};
+}
+
+}  // namespace
+
+Result<StenoQuery> compile_steno_query(std::string_view query, uint64_t now_ns) {
+    if (query.size() > kMaxQueryBytes) return config_error("stenographer query: longer than 64 KiB");
+    auto tree = Parser(query, now_ns).parse();
+    if (!tree) return tree.error();
+    StenoQuery q;
+    if (auto s = collect(*tree.value(), q); !s) return s.error();
+    return q;
+}
+
+}  // namespace linecap::api

@@ -1,0 +1,104 @@
+// Stenographer's query language compiled to a libpcap filter and a time range: every form
+// its README documents, its left-to-right precedence, and what is refused. Each filter is
+// also compiled by libpcap, so a translation libpcap would refuse fails here.
+#include <gtest/gtest.h>
+#include <pcap/pcap.h>
+
+#include "api/steno_query.hpp"
+#include "store/time_spec.hpp"
+
+namespace linecap::api {
+namespace {
+
+constexpr uint64_t kNow = 1700000000ull * 1000000000ull;
+
+StenoQuery compiled(const std::string& q) {
+    auto r = compile_steno_query(q, kNow);
+    EXPECT_TRUE(r) << q << ": " << (r ? "" : r.error().message);
+    if (!r) return {};
+    pcap_t* p = pcap_open_dead(DLT_EN10MB, 65535);
+    bpf_program prog{};
+    EXPECT_EQ(pcap_compile(p, &prog, r->filter.c_str(), 1, PCAP_NETMASK_UNKNOWN), 0)
+        << r->filter << ": " << pcap_geterr(p);
+    pcap_freecode(&prog);
+    pcap_close(p);
+    return r.value();
+}
+
+std::string refused(const std::string& q) {
+    auto r = compile_steno_query(q, kNow);
+    EXPECT_FALSE(r) << q << " was accepted: " << (r ? r->filter : "");
+    return r ? "" : r.error().message;
+}
+
+TEST(StenoQuery, EveryPrimitiveOfTheReadme) {
+    EXPECT_EQ(compiled("host 8.8.8.8").filter, "host 8.8.8.8");
+    EXPECT_EQ(compiled("host 2001:db8::1").filter, "host 2001:db8::1");
+    EXPECT_EQ(compiled("net 1.0.0.0/8").filter, "net 1.0.0.0/8");
+    EXPECT_EQ(compiled("net 1.0.0.0 mask 255.255.255.0").filter, "net 1.0.0.0 mask 255.255.255.0");
+    EXPECT_EQ(compiled("net 2001:db8::/32").filter, "net 2001:db8::/32");
+    EXPECT_EQ(compiled("port 80").filter, "(tcp port 80 or udp port 80)");
+    EXPECT_EQ(compiled("ip proto 6").filter, "(ip proto 6 or ip6 proto 6)");
+    EXPECT_EQ(compiled("icmp").filter, "(ip proto 1)");
+    EXPECT_EQ(compiled("tcp").filter, "(ip proto 6 or ip6 proto 6)");
+    EXPECT_EQ(compiled("udp").filter, "(ip proto 17 or ip6 proto 17)");
+    const StenoQuery every = compiled("host 8.8.8.8");
+    EXPECT_EQ(every.from_ns, 0u);
+    EXPECT_EQ(every.to_ns, UINT64_MAX);
+}
+
+TEST(StenoQuery, AndOrHaveEqualPrecedenceLeftToRight) {
+    // (udp and port 514) or (tcp and port 8080): as written.
+    EXPECT_EQ(compiled("(udp and port 514) or (tcp and port 8080)").filter,
+              "(((ip proto 17 or ip6 proto 17) and (tcp port 514 or udp port 514)) or "
+              "((ip proto 6 or ip6 proto 6) and (tcp port 8080 or udp port 8080)))");
+    // a or b and c is (a or b) and c — unlike BPF, where "and" binds tighter.
+    EXPECT_EQ(compiled("host 1.1.1.1 or host 2.2.2.2 and port 53").filter,
+              "(host 1.1.1.1 or host 2.2.2.2) and (tcp port 53 or udp port 53)");
+    EXPECT_EQ(compiled("host 1.1.1.1 && port 1 || port 2").filter,
+              "((host 1.1.1.1 and (tcp port 1 or udp port 1)) or (tcp port 2 or udp port 2))");
+}
+
+TEST(StenoQuery, TimesNarrowTheWholeQueryExactly) {
+    const StenoQuery q = compiled("host 1.2.3.4 and after 2012-11-03T11:05:00Z and before 2012-11-03T12:00:00-07:00");
+    EXPECT_EQ(q.filter, "host 1.2.3.4");
+    EXPECT_EQ(q.from_ns, store::parse_time("2012-11-03T11:05:00Z").value());
+    EXPECT_EQ(q.to_ns, store::parse_time("2012-11-03T19:00:00Z").value());
+    const StenoQuery ago = compiled("after 3h ago and before 45m ago and port 443");
+    EXPECT_EQ(ago.from_ns, kNow - 3 * 3600 * 1000000000ull);
+    EXPECT_EQ(ago.to_ns, kNow - 45 * 60 * 1000000000ull);
+    EXPECT_EQ(ago.filter, "(tcp port 443 or udp port 443)");
+    EXPECT_EQ(compiled("after 1h30m ago").from_ns, kNow - 5400 * 1000000000ull);
+    const StenoQuery only_time = compiled("after 2012-11-03T11:05:00Z");
+    EXPECT_EQ(only_time.filter, "");
+    // Two bounds on one side: the narrower holds.
+    EXPECT_EQ(compiled("after 2h ago and after 1h ago").from_ns, kNow - 3600 * 1000000000ull);
+    // Times inside parentheses of the "and" chain still narrow the whole query.
+    EXPECT_EQ(compiled("(host 1.2.3.4 and after 1h ago) and port 1").from_ns, kNow - 3600 * 1000000000ull);
+}
+
+TEST(StenoQuery, WhatStenographerDoesNotSayIsRefused) {
+    EXPECT_NE(refused("not host 1.2.3.4").find("'not' is not a word of Stenographer's query language"),
+              std::string::npos);
+    EXPECT_NE(refused("host example.com").find("is not an IP address"), std::string::npos);
+    EXPECT_NE(refused("port 70000").find("invalid port"), std::string::npos);
+    EXPECT_NE(refused("ip proto 256").find("invalid protocol"), std::string::npos);
+    EXPECT_NE(refused("ip 6").find("'ip' must be followed by 'proto'"), std::string::npos);
+    EXPECT_NE(refused("net 10.0.0.0").find("needs '/BITS' or 'mask MASK'"), std::string::npos);
+    EXPECT_NE(refused("net 10.0.0.0/33").find("invalid prefix length"), std::string::npos);
+    EXPECT_NE(refused("host 1.2.3.4 or after 1h ago").find("may only narrow the whole query"), std::string::npos);
+    EXPECT_NE(refused("(host 1.2.3.4").find("missing ')'"), std::string::npos);
+    EXPECT_NE(refused("host 1.2.3.4 and").find("the query ends where a term is expected"), std::string::npos);
+    EXPECT_NE(refused("host 1.2.3.4 port 80").find("unexpected 'port'"), std::string::npos);
+    EXPECT_NE(refused("after yesterday").find("at character 7"), std::string::npos);
+    EXPECT_NE(refused("after 2d ago").find("units are s, m and h"), std::string::npos);
+    EXPECT_NE(refused("vlan 100").find("'vlan' is not a word"), std::string::npos);
+    refused("");
+    refused(std::string(70000, ' ') + "tcp");
+    refused(std::string(100, '(') + "tcp" + std::string(100, ')'));
+    // Deeply nested but within the bound: fine.
+    EXPECT_EQ(compiled(std::string(10, '(') + "tcp" + std::string(10, ')')).filter, "(ip proto 6 or ip6 proto 6)");
+}
+
+}  // namespace
+}  // namespace linecap::api
