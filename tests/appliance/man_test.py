@@ -120,6 +120,18 @@ def script_problems(src, name):
     return problems + formatting_problems(man_path)
 
 
+def extcap_problems(src):
+    """doc/linecap-extcap.1 against extcap/linecap-extcap --help."""
+    man_path = os.path.join(src, "doc", "linecap-extcap.1")
+    with open(man_path) as f:
+        text = readable(f.read())
+    usage = subprocess.run([sys.executable, os.path.join(src, "extcap", "linecap-extcap"), "--help"],
+                           capture_output=True, text=True, check=True).stdout
+    problems = [f"option {opt} (from linecap-extcap --help) is not in doc/linecap-extcap.1"
+                for opt in sorted(options_of(usage)) if not mentions(text, opt)]
+    return problems + formatting_problems(man_path)
+
+
 def main():
     src = os.environ.get("LINECAP_SRC") or os.path.join(os.path.dirname(__file__), "..", "..")
     linecapd = os.environ.get("LINECAPD", "")
@@ -192,6 +204,7 @@ def main():
     problems += linecap_problems(src, linecap)
     for name in ("linecap-bind", "linecap-hugepages", "linecap-shield"):
         problems += script_problems(src, name)
+    problems += extcap_problems(src)
 
     if problems:
         fail("\n  ".join(["the man pages are out of date:"] + problems))
