@@ -1,0 +1,177 @@
+#include "store/alert_records.hpp"
+
+#include <arpa/inet.h>
+
+#include <cctype>
+#include <cmath>
+#include <optional>
+#include <nlohmann/json.hpp>
+
+#include "store/time_spec.hpp"
+
+namespace linecap::store {
+
+namespace {
+
+using json = nlohmann::json;
+
+bool valid_ip(const std::string& text) {
+    unsigned char buf[16];
+    return inet_pton(AF_INET, text.c_str(), buf) == 1 || inet_pton(AF_INET6, text.c_str(), buf) == 1;
+}
+
+std::string string_at(const json& j, const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// A port from a JSON number or numeric string; -1 when absent or out of range.
+int port_at(const json& j, const char* key) {
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_number_integer()) return -1;
+    const auto v = it->get<int64_t>();
+    return v >= 0 && v <= 65535 ? int(v) : -1;
+}
+
+// "TCP"/"tcp"/6 → the libpcap protocol word, or "" for one without ports.
+std::string protocol_word(const json& j) {
+    const auto it = j.find("proto");
+    if (it == j.end()) return "";
+    std::string p;
+    if (it->is_string()) p = it->get<std::string>();
+    else if (it->is_number_integer()) p = std::to_string(it->get<int>());
+    for (char& c : p) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (p == "tcp" || p == "6") return "tcp";
+    if (p == "udp" || p == "17") return "udp";
+    if (p == "sctp" || p == "132") return "sctp";
+    if (p == "icmp" || p == "1" || p == "ipv6-icmp" || p == "icmp6" || p == "58") return "icmp";
+    return "";
+}
+
+// Both directions of a flow: the two hosts, and with a port protocol the two ports.
+std::string five_tuple_filter(const std::string& a, int a_port, const std::string& b, int b_port,
+                              const std::string& proto) {
+    std::string f = "host " + a + " and host " + b;
+    if ((proto == "tcp" || proto == "udp" || proto == "sctp") && a_port >= 0 && b_port >= 0) {
+        f += " and " + proto + " port " + std::to_string(a_port) + " and " + proto + " port " + std::to_string(b_port);
+    } else if (proto == "icmp") {
+        f += " and (icmp or icmp6)";
+    } else if (!proto.empty()) {
+        f += " and " + proto;
+    }
+    return f;
+}
+
+// Seconds since the epoch with a fraction (Zeek's ts) to ns; nullopt when out of range.
+std::optional<uint64_t> seconds_to_ns(double s) {
+    if (!std::isfinite(s) || s < 0 || s > 1.8e10) return std::nullopt;
+    return uint64_t(std::llround(s * 1e9));
+}
+
+uint64_t sub_sat(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+// EVE: "2017-04-06T16:49:34.152186+0000". store::parse_time takes ±HHMM offsets.
+std::optional<uint64_t> eve_time(const json& j, const char* key) {
+    const std::string text = string_at(j, key);
+    if (text.empty()) return std::nullopt;
+    auto t = parse_time(text);
+    if (!t) return std::nullopt;
+    return t.value();
+}
+
+Result<FlowQuery> from_eve(const json& r, uint64_t margin) {
+    const std::string src = string_at(r, "src_ip"), dst = string_at(r, "dest_ip");
+    if (!valid_ip(src) || !valid_ip(dst)) return runtime_error("EVE record without valid src_ip/dest_ip");
+    FlowQuery q;
+    q.community_id = string_at(r, "community_id");
+    q.filter = five_tuple_filter(src, port_at(r, "src_port"), dst, port_at(r, "dest_port"), protocol_word(r));
+    std::optional<uint64_t> from, to;
+    if (const auto flow = r.find("flow"); flow != r.end() && flow->is_object()) {
+        from = eve_time(*flow, "start");
+        to = eve_time(*flow, "end");
+    }
+    const auto stamp = eve_time(r, "timestamp");
+    if (!from) from = stamp;
+    if (!to) to = stamp ? stamp : from;
+    if (!from || !to) return runtime_error("EVE record without a readable timestamp or flow.start");
+    if (*to < *from) std::swap(from, to);
+    q.from_ns = sub_sat(*from, margin);
+    q.to_ns = add_sat(add_sat(*to, margin), 1);  // the last packet's own time is in the range
+    std::string what = string_at(r, "event_type");
+    if (const auto alert = r.find("alert"); alert != r.end() && alert->is_object()) {
+        if (const auto sid = alert->find("signature_id"); sid != alert->end() && sid->is_number_integer()) {
+            what += " " + std::to_string(sid->get<int64_t>());
+        }
+        const std::string sig = string_at(*alert, "signature");
+        if (!sig.empty()) what += " \"" + sig.substr(0, 80) + "\"";
+    }
+    q.source = "suricata " + what;
+    return q;
+}
+
+Result<FlowQuery> from_zeek(const json& r, uint64_t margin) {
+    const std::string src = string_at(r, "id.orig_h"), dst = string_at(r, "id.resp_h");
+    if (!valid_ip(src) || !valid_ip(dst)) return runtime_error("Zeek record without valid id.orig_h/id.resp_h");
+    const auto ts = r.find("ts");
+    std::optional<uint64_t> from;
+    if (ts != r.end() && ts->is_number()) from = seconds_to_ns(ts->get<double>());
+    else if (ts != r.end() && ts->is_string()) {
+        if (auto t = parse_time(ts->get<std::string>())) from = t.value();
+    }
+    if (!from) return runtime_error("Zeek record without a readable ts");
+    uint64_t to = *from;
+    if (const auto d = r.find("duration"); d != r.end() && d->is_number() && d->get<double>() >= 0) {
+        if (const auto span = seconds_to_ns(d->get<double>())) to = add_sat(*from, *span);
+    }
+    FlowQuery q;
+    q.community_id = string_at(r, "community_id");
+    q.filter = five_tuple_filter(src, port_at(r, "id.orig_p"), dst, port_at(r, "id.resp_p"), protocol_word(r));
+    q.from_ns = sub_sat(*from, margin);
+    q.to_ns = add_sat(add_sat(to, margin), 1);
+    q.source = "zeek conn " + string_at(r, "uid");
+    return q;
+}
+
+}  // namespace
+
+Result<AlertRecords> read_alert_records(std::istream& in, uint64_t margin_ns, size_t max_records) {
+    AlertRecords out;
+    std::string line;
+    size_t number = 0;
+    bool any_json = false;
+    while (std::getline(in, line)) {
+        ++number;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        const std::string where = "line " + std::to_string(number);
+        json record = json::parse(line, nullptr, false);
+        if (record.is_discarded() || !record.is_object()) {
+            if (!any_json) {
+                return config_error(where + ": not a JSON object: alert input is one JSON record per line "
+                                            "(Suricata EVE, Zeek conn.log with LogAscii::use_json)");
+            }
+            out.skipped.push_back(where + ": not a JSON object");
+            continue;
+        }
+        any_json = true;
+        const bool zeek = record.contains("id.orig_h");
+        const bool eve = record.contains("src_ip");
+        if (!zeek && !eve) {
+            out.skipped.push_back(where + ": no flow in it (neither src_ip nor id.orig_h)");
+            continue;
+        }
+        auto q = zeek ? from_zeek(record, margin_ns) : from_eve(record, margin_ns);
+        if (!q) {
+            out.skipped.push_back(where + ": " + q.error().message);
+            continue;
+        }
+        if (out.queries.size() >= max_records) {
+            return config_error("more than " + std::to_string(max_records) + " flow records: narrow the input");
+        }
+        q->source = where + ": " + q->source;
+        out.queries.push_back(std::move(q.value()));
+    }
+    return out;
+}
+
+}  // namespace linecap::store
