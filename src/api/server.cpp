@@ -26,9 +26,7 @@
 #include "output/idle_priority.hpp"
 #include "output/layout.hpp"
 #include "output/manifest.hpp"
-#include "output/scrub.hpp"
-#include "output/unique_fd.hpp"
-#include "store/catalog.hpp"
+#include "output/store_inventory.hpp"
 #include "store/extract.hpp"
 #include "store/index_format.hpp"
 #include "store/time_spec.hpp"
@@ -460,16 +458,16 @@ void ApiServer::Impl::handle_files(const HttpRequest& req, HttpExchange& ex, Aud
     Result<PacketQuery> q = params ? parse_query(QueryKind::files, params.value()) : Result<PacketQuery>(params.error());
     if (!q) return reply(ex, 400, json_error(q.error().message), "application/json", "refused: " + q.error().message, a, started);
     auto tmpl = FileTemplate::compile(config.output.file_template);
-    auto catalog = tmpl ? store::scan_catalog(config.output.directory, tmpl.value()) : Result<store::Catalog>(tmpl.error());
+    const std::unique_ptr<StoreBackend> store = open_store(config.output.directory);
+    auto catalog = tmpl ? store->list(ListOptions::catalog(tmpl.value())) : Result<StoreInventory>(tmpl.error());
     if (!catalog) return reply(ex, 500, json_error(catalog.error().message), "application/json", "error: " + catalog.error().message, a, started);
-    const UniqueFd dir_fd(::open(config.output.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     nlohmann::ordered_json files = nlohmann::ordered_json::array();
     for (const auto& f : catalog->files) {
         if (f.upper_ns <= q->from_ns || f.lower_ns >= q->to_ns) continue;
         nlohmann::ordered_json j;
         j["name"] = f.name;
         j["stream"] = f.stream;
-        j["format"] = f.pcapng ? "pcapng" : "pcap";
+        j["format"] = f.format == FileFormat::pcapng ? "pcapng" : "pcap";
         j["bytes"] = f.size;
         j["first_packet_from_name"] = f.parsed && f.parsed->has_time ? store::format_time(f.lower_ns) : "";
         j["span_upper_bound"] = f.upper_ns == UINT64_MAX ? "" : store::format_time(f.upper_ns);
@@ -485,7 +483,7 @@ void ApiServer::Impl::handle_files(const HttpRequest& req, HttpExchange& ex, Aud
             }
         }
         // The manifest's state, and what it says about the file's completeness.
-        const ManifestRead m = dir_fd ? read_manifest(dir_fd.get(), f.name) : ManifestRead{};
+        const ManifestRead m = store->read_manifest(f);
         j["manifest"] = m.state == ManifestRead::State::ok          ? "ok"
                         : m.state == ManifestRead::State::missing   ? "missing"
                         : m.state == ManifestRead::State::unreadable ? "unreadable"
@@ -497,8 +495,7 @@ void ApiServer::Impl::handle_files(const HttpRequest& req, HttpExchange& ex, Aud
             if (m.manifest.clock) j["clock"] = nlohmann::ordered_json::parse(to_json(*m.manifest.clock));
         }
         j["clock_sync"] = m.clock_sync();  // what extract --require-synced goes by
-        if (const auto marker = dir_fd ? read_damaged_marker(dir_fd.get(), f.name) : std::nullopt)
-            j["damaged"] = marker->empty() ? "marked damaged" : *marker;
+        if (f.damaged) j["damaged"] = f.damaged->empty() ? "marked damaged" : *f.damaged;
         files.push_back(std::move(j));
     }
     nlohmann::ordered_json out;

@@ -1,6 +1,5 @@
 #include "output/manifest_hasher.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -14,6 +13,7 @@
 #include "output/idle_priority.hpp"
 #include "output/layout.hpp"
 #include "output/recovery.hpp"
+#include "output/store_inventory.hpp"
 #include "output/stream_writer.hpp"
 
 namespace linecap {
@@ -317,35 +317,26 @@ void ManifestHasher::drop(Tracked* file, Gone why) {
 }
 
 void ManifestHasher::sweep() {
-    // A descriptor of its own: a dup would share the directory offset with other readers.
-    const int fd = ::openat(context_.dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR* dir = fd < 0 ? nullptr : ::fdopendir(fd);
-    if (dir == nullptr) {
-        if (fd >= 0) ::close(fd);
-        spdlog::warn("manifest hasher: cannot list {}: {}; files left pending by a previous run are not completed",
-                     context_.config.directory, errno_text(errno));
+    const Result<StoreInventory> inventory =
+        LocalDirectoryStore(context_.config.directory, context_.dir_fd).list({});
+    if (!inventory) {
+        spdlog::warn("manifest hasher: cannot list {}; files left pending by a previous run are not completed",
+                     inventory.error().message);
         return;
     }
-    std::vector<std::string> markers;
-    while (const dirent* entry = ::readdir(dir)) {
-        if (layout::capture_name_of_manifest_pending(entry->d_name)) markers.emplace_back(entry->d_name);
-    }
-    ::closedir(dir);
-    std::sort(markers.begin(), markers.end());
-    for (const std::string& marker : markers) {
-        const std::string capture = *layout::capture_name_of_manifest_pending(marker);
-        struct stat st {};
-        // No file (a crash before its rename: recovery finished it under this name or
-        // another, with a manifest) or a manifest already (a crash after it was written):
-        // the marker is stale.
-        if (::fstatat(context_.dir_fd, capture.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-            name_exists(context_.dir_fd, layout::manifest_name(capture))) {
-            remove_name(context_.dir_fd, marker);
+    // No file (a crash before its rename: recovery finished it under this name or
+    // another, with a manifest), or only its compressed form, or a manifest already (a
+    // crash after it was written): the marker is stale.
+    for (const std::string& marker : inventory->orphan_pending_markers) remove_name(context_.dir_fd, marker);
+    for (const StoredFile& f : inventory->files) {
+        if (!f.manifest_pending) continue;
+        if (f.compressed || f.manifest) {
+            remove_name(context_.dir_fd, layout::manifest_pending_name(f.name));
             continue;
         }
         Manifest m;
-        m.file = capture;
-        m.size = static_cast<uint64_t>(st.st_size);
+        m.file = f.name;
+        m.size = f.stored_size;
         add(counters_.backlog_files, 1);
         add(counters_.backlog_bytes, m.size);
         by_name_.push_back(ByName{std::move(m), true});

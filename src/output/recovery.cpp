@@ -1,6 +1,5 @@
 #include "output/recovery.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include "linecap_build.h"
 #include "output/layout.hpp"
 #include "output/manifest.hpp"
+#include "output/store_inventory.hpp"
 #include "output/unique_fd.hpp"
 
 namespace linecap {
@@ -36,36 +36,6 @@ std::optional<std::string> free_name(int dir_fd, const std::string& preferred, c
         if (!name_exists(dir_fd, candidate)) return candidate;
     }
     return std::nullopt;
-}
-
-struct HiddenNames {
-    std::vector<std::string> in_progress;
-    // Temporaries of layout::AtomicFile: manifests and indexes a kill interrupted. Removed
-    // at start without an age check (unlike `linecap index`, which waits an hour): the
-    // daemon owns its output directory, and a kill leaves its indexer's temporary behind.
-    std::vector<std::string> temporaries;
-    // Compressed files (NAME.zst) beside their capture file: a compression a kill
-    // interrupted after the compressed file was complete but before the capture file was
-    // deleted (store/compress.hpp). Not hidden, but handled here with the rest a kill
-    // leaves behind.
-    std::vector<std::string> compressed;
-};
-
-Result<HiddenNames> hidden_names(const std::string& directory) {
-    DIR* dir = ::opendir(directory.c_str());
-    if (dir == nullptr) return runtime_error("recovery: " + directory + ": " + errno_text(errno));
-    HiddenNames names;
-    // Collected first and handled afterwards: renaming while readdir runs may show an
-    // entry twice or not at all.
-    while (const dirent* entry = ::readdir(dir)) {
-        if (layout::final_name_of_in_progress(entry->d_name)) names.in_progress.emplace_back(entry->d_name);
-        else if (layout::final_name_of_temporary(entry->d_name)) names.temporaries.emplace_back(entry->d_name);
-        else if (layout::capture_name_of_compressed(entry->d_name)) names.compressed.emplace_back(entry->d_name);
-    }
-    ::closedir(dir);
-    std::sort(names.in_progress.begin(), names.in_progress.end());
-    std::sort(names.temporaries.begin(), names.temporaries.end());
-    return names;
 }
 
 class Recoverer {
@@ -204,13 +174,15 @@ size_t RecoveryReport::count(RecoveredFile::Outcome outcome) const {
 Result<RecoveryReport> recover_in_progress(const std::string& directory, RecoveryOptions options) {
     UniqueFd dir_fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dir_fd) return runtime_error("recovery: " + directory + ": " + errno_text(errno));
-    Result<HiddenNames> names = hidden_names(directory);
-    if (!names) return names.error();
+    const Result<StoreInventory> inventory = LocalDirectoryStore(directory, dir_fd.get()).list({});
+    if (!inventory) return runtime_error("recovery: " + inventory.error().message);
 
-    // A manifest or index temporary is derived data never finished: the file it
-    // describes gets its manifest again (or is reported without one by verify), and its
-    // index from the indexer's start-up sweep.
-    for (const std::string& temp : names->temporaries) {
+    // A manifest or index temporary (of layout::AtomicFile) is derived data a kill
+    // interrupted, never finished: the file it describes gets its manifest again (or is
+    // reported without one by verify), and its index from the indexer's start-up sweep.
+    // Removed without an age check (unlike `linecap index`, which waits an hour): the
+    // daemon owns its output directory.
+    for (const std::string& temp : inventory->temporaries) {
         if (::unlinkat(dir_fd.get(), temp.c_str(), 0) == 0)
             spdlog::info("recovery: removed stale temporary {}/{}", directory, temp);
         else
@@ -218,12 +190,14 @@ Result<RecoveryReport> recover_in_progress(const std::string& directory, Recover
     }
 
     RecoveryReport report;
-    // An interrupted compression is undone: the capture file is what the manifest's
+    // An interrupted compression (NAME.zst complete beside NAME, which a kill left
+    // undeleted: store/compress.hpp) is undone: the capture file is what the manifest's
     // "size" and "sha256" describe and stays; the compressed copy goes (the compressor
     // makes it again), and so does its entry in the manifest, if it was written.
-    for (const std::string& compressed : names->compressed) {
-        const std::string capture = *layout::capture_name_of_compressed(compressed);
-        if (!name_exists(dir_fd.get(), capture)) continue;  // the compression was finished
+    for (const StoredFile& file : inventory->files) {
+        if (!file.compression_unfinished) continue;
+        const std::string& capture = file.name;
+        const std::string compressed = layout::compressed_name(capture);
         if (::unlinkat(dir_fd.get(), compressed.c_str(), 0) != 0) {
             spdlog::warn("recovery: cannot remove {}/{}: {}", directory, compressed, errno_text(errno));
             continue;
@@ -238,7 +212,7 @@ Result<RecoveryReport> recover_in_progress(const std::string& directory, Recover
             spdlog::error("recovery: {}/{}: {}", directory, layout::manifest_name(capture), written.message());
     }
     Recoverer recoverer(directory, dir_fd.get(), options);
-    for (const std::string& name : names->in_progress) report.files.push_back(recoverer.recover(name));
+    for (const std::string& name : inventory->in_progress_names) report.files.push_back(recoverer.recover(name));
     return report;
 }
 

@@ -1,6 +1,5 @@
 #include "output/retention.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <pthread.h>
@@ -136,6 +135,7 @@ RetentionManager::RetentionManager(const OutputConfig& config, int dir_fd, Reten
                                    RetentionCounters& counters)
     : config_(config),
       dir_fd_(dir_fd),
+      store_(config.directory, dir_fd),
       env_(std::move(environment)),
       counters_(counters),
       hold_(config.retention.hold_file, config.directory) {}
@@ -157,30 +157,18 @@ void RetentionManager::sidecar_changed(const std::string& name) {
     pending_sidecars_.push_back(name);
 }
 
-uint64_t RetentionManager::bytes_with_sidecars(const std::string& name, uint64_t file_bytes) const {
-    uint64_t bytes = file_bytes;
-    for (const std::string& sidecar : layout::sidecar_names(name)) {
-        struct stat side {};
-        if (::fstatat(dir_fd_, sidecar.c_str(), &side, AT_SYMLINK_NOFOLLOW) == 0)
-            bytes += static_cast<uint64_t>(side.st_size);
-    }
-    return bytes;
-}
-
 // From the disk rather than by adding the sidecar's size: idempotent, whether or not the
-// scan or an earlier report already counted it.
+// scan or an earlier report already counted it. A compressed file (NAME.zst, a
+// "sidecar") may have replaced the plain one, or be about to.
 void RetentionManager::refresh_bytes(const std::string& name) {
     const auto it = first_ns_by_name_.find(name);
     if (it == first_ns_by_name_.end()) return;  // deleted meanwhile, or not ours
     const auto node = by_age_.find(Key{it->second, name});
     if (node == by_age_.end()) return;
-    // A compressed file (NAME.zst, a "sidecar") has replaced the plain one, or is about to.
-    struct stat st {};
-    const bool plain = ::fstatat(dir_fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
-    if (!plain && ::fstatat(dir_fd_, layout::compressed_name(name).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
-    const uint64_t bytes = bytes_with_sidecars(name, plain ? static_cast<uint64_t>(st.st_size) : 0);
-    stored_bytes_ = stored_bytes_ - std::min(stored_bytes_, node->second.bytes) + bytes;
-    node->second.bytes = bytes;
+    const std::optional<StoredFile> stored = store_.find(name, {.sidecar_bytes = true});
+    if (!stored) return;
+    stored_bytes_ = stored_bytes_ - std::min(stored_bytes_, node->second.bytes) + stored->bytes_on_disk;
+    node->second.bytes = stored->bytes_on_disk;
 }
 
 std::optional<FilesystemSpace> RetentionManager::filesystem() const {
@@ -213,31 +201,19 @@ void RetentionManager::erase(const std::string& name) {
 
 void RetentionManager::scan() {
     scanned_ = true;
-    const int fd = ::openat(dir_fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR* dir = fd < 0 ? nullptr : ::fdopendir(fd);
-    if (dir == nullptr) {
-        if (fd >= 0) ::close(fd);
-        spdlog::error("retention: cannot list {}: {}; only files finished from now on are managed",
-                      config_.directory, errno_text(errno));
+    const Result<StoreInventory> inventory = store_.list({.sidecar_bytes = true});
+    if (!inventory) {
+        spdlog::error("retention: cannot list {}; only files finished from now on are managed",
+                      inventory.error().message);
         return;
     }
-    std::set<std::string> names;  // a compressed file counts under its capture name
-    while (const dirent* entry = ::readdir(dir))
-        if (const auto capture = layout::stored_capture_name(entry->d_name)) names.insert(*capture);
-    ::closedir(dir);
-
-    for (const std::string& name : names) {
-        if (first_ns_by_name_.contains(name)) continue;  // reported by the writer meanwhile
-        struct stat st {};
-        bool plain = ::fstatat(dir_fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
-        if (!plain && ::fstatat(dir_fd_, layout::compressed_name(name).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-            continue;
-        if (!S_ISREG(st.st_mode)) continue;
+    for (const StoredFile& stored : inventory->files) {
+        if (first_ns_by_name_.contains(stored.name)) continue;  // reported by the writer meanwhile
         FinishedFile f;
-        f.name = name;
-        f.bytes = bytes_with_sidecars(name, plain ? static_cast<uint64_t>(st.st_size) : 0);
-        const uint64_t mtime = static_cast<uint64_t>(std::max<int64_t>(stat_mtime_ns(st), 0));
-        const ManifestRead m = read_manifest(dir_fd_, name);
+        f.name = stored.name;
+        f.bytes = stored.bytes_on_disk;
+        const uint64_t mtime = static_cast<uint64_t>(std::max<int64_t>(stored.mtime_ns, 0));
+        const ManifestRead m = store_.read_manifest(stored);
         if (!m.ok() && m.state != ManifestRead::State::missing)
             spdlog::warn("retention: {}/{}; the file's age is taken from its first packet", config_.directory,
                          m.problem);
@@ -246,7 +222,7 @@ void RetentionManager::scan() {
             f.last_ns = m.manifest.last_ns;
         } else {
             f.first_ns = f.last_ns = mtime;
-            if (auto file = open_stored_capture(config_.directory + "/" + name)) {
+            if (auto file = store_.open(stored)) {
                 const CaptureScan s = scan_capture(*file.value(), ScanOptions{.first_packet_only = true});
                 if (s.io.ok() && s.packets > 0) f.first_ns = std::min(s.first_ns, mtime);
             }
@@ -272,7 +248,7 @@ bool RetentionManager::remove_files(const FinishedFile& file) {
     return true;
 }
 
-void RetentionManager::enforce(uint64_t now_ns) {
+uint64_t RetentionManager::take_reports() {
     std::vector<FinishedFile> pending;
     std::vector<std::string> sidecars;
     uint64_t room = 0;
@@ -285,118 +261,148 @@ void RetentionManager::enforce(uint64_t now_ns) {
     for (FinishedFile& f : pending) insert(std::move(f));
     if (!scanned_) scan();
     for (const std::string& name : sidecars) refresh_bytes(name);
+    return room;
+}
 
-    if (hold_.configured() && hold_.refresh()) {
-        held_dirty_ = true;
-        if (!hold_.readable()) {
-            spdlog::error("retention: legal hold list {}; deleting nothing until it can be read",
-                          hold_.problem());
-            hold_unreadable_logged_ = true;
-        } else {
-            spdlog::info("retention: legal hold list {}: {} entries", config_.retention.hold_file, hold_.entries());
-            hold_unreadable_logged_ = false;
-        }
+void RetentionManager::refresh_hold() {
+    if (!hold_.configured() || !hold_.refresh()) return;
+    held_dirty_ = true;
+    if (!hold_.readable()) {
+        spdlog::error("retention: legal hold list {}; deleting nothing until it can be read", hold_.problem());
+        hold_unreadable_logged_ = true;
+    } else {
+        spdlog::info("retention: legal hold list {}: {} entries", config_.retention.hold_file, hold_.entries());
+        hold_unreadable_logged_ = false;
+    }
+}
+
+struct RetentionManager::Budget {
+    const RetentionConfig& r;
+    uint64_t room = 0;               // a full disk asked for this much free space
+    // Plain values rather than an optional: GCC 12 sees a maybe-uninitialized read in the latter.
+    FilesystemSpace space{};
+    bool have_fs = false;
+    uint64_t used = 0;               // stored files and the files being written
+    uint64_t limit = UINT64_MAX;     // of `used`
+    uint64_t free = UINT64_MAX;      // once the files being written reach their reserved size
+    uint64_t free_wanted = 0;
+    uint64_t cutoff = 0;             // files whose last packet is older expire (0: no max_age)
+    bool force_one = false;          // a full disk although statvfs shows room: delete one file
+
+    const FilesystemSpace* fs() const { return have_fs ? &space : nullptr; }
+    bool over_bytes() const { return used > limit; }
+    bool short_of_free() const { return have_fs && free_wanted > 0 && free < free_wanted; }
+
+    // Why `f`, the oldest file left, goes now; "" when nothing is over budget and it has
+    // not expired.
+    std::string reason(const FinishedFile& f) const {
+        if (over_bytes()) return r.max_bytes > 0 && limit == r.max_bytes ? "max_bytes" : "max_percent";
+        if (short_of_free()) return room > 0 && free_wanted > r.min_free_bytes ? "disk full" : "min_free_bytes";
+        if (force_one) return "disk full";
+        if (cutoff > 0 && f.last_ns < cutoff) return "max_age";
+        return {};
     }
 
+    // The budget `reason` names, as it stood before `victim` was deleted.
+    std::string explain(const std::string& reason, const FinishedFile& victim) const {
+        if (reason == "max_age")
+            return "last packet " + format_utc_ns(victim.last_ns) + " older than " + std::to_string(r.max_age_s) + " s";
+        if (reason == "min_free_bytes" || reason == "disk full")
+            return "free " + human_bytes(fs() ? fs()->free_bytes : 0) + ", want " + human_bytes(free_wanted);
+        return "using " + human_bytes(used + victim.bytes) + " of " + human_bytes(limit);
+    }
+};
+
+RetentionManager::Budget RetentionManager::measure(uint64_t room, uint64_t now_ns) const {
     const RetentionConfig& r = config_.retention;
+    Budget b{.r = r, .room = room};
+    if (r.max_percent > 0 || r.min_free_bytes > 0 || room > 0) {
+        if (const std::optional<FilesystemSpace> probed = filesystem()) {
+            b.space = *probed;
+            b.have_fs = true;
+        }
+    }
+    const FilesystemSpace* fs = b.fs();
+    const InProgressBytes open = env_.in_progress ? env_.in_progress() : InProgressBytes{};
+    b.used = stored_bytes_ + std::max(open.reserved, open.actual);
+    if (r.max_bytes > 0) b.limit = r.max_bytes;
+    if (r.max_percent > 0 && fs)
+        b.limit = std::min(b.limit, static_cast<uint64_t>(std::floor(static_cast<double>(fs->size_bytes) * r.max_percent / 100.0)));
+    const uint64_t growth = std::max(open.reserved, open.actual) - open.actual;
+    b.free = fs ? fs->free_bytes - std::min(fs->free_bytes, growth) : UINT64_MAX;
+    b.free_wanted = std::max<uint64_t>(r.min_free_bytes, room > 0 ? room : 0);
+    b.cutoff = r.max_age_s > 0 && now_ns > r.max_age_s * kSecond ? now_ns - r.max_age_s * kSecond : 0;
+    // One file, at most once a second (quota, inodes).
+    b.force_one = room > 0 && fs && fs->free_bytes >= room && now_ns - last_forced_ns_ >= kSecond;
+    return b;
+}
+
+bool RetentionManager::delete_oldest(Budget& b) {
+    bool blocked_by_hold = false;
+    for (auto it = by_age_.begin(); it != by_age_.end();) {
+        const FinishedFile& f = it->second;
+        const std::string reason = b.reason(f);
+        // Nothing over budget and this file not expired: stop, even if a later file
+        // (of another stream, ending earlier) is expired already, so that no kept
+        // file is ever older than a deleted one. It goes once this one has.
+        if (reason.empty()) break;
+        if (hold_.holds(f.name)) {
+            if (hold_.readable() && held_logged_.insert(f.name).second)
+                spdlog::info("retention: {} is on the legal hold list; not deleted ({})", f.name, reason);
+            blocked_by_hold = true;
+            ++it;
+            continue;
+        }
+        const FinishedFile victim = f;
+        if (!remove_files(victim)) {
+            ++it;
+            continue;
+        }
+        ++it;
+        erase(victim.name);
+        b.used -= std::min(b.used, victim.bytes);
+        if (b.free != UINT64_MAX) b.free += victim.bytes;
+        b.force_one = false;
+        counters_.deleted_files.fetch_add(1, std::memory_order_relaxed);
+        counters_.deleted_bytes.fetch_add(victim.bytes, std::memory_order_relaxed);
+        spdlog::info("retention: deleted {}/{} ({}, packets {} .. {}): {} ({})", config_.directory, victim.name,
+                     human_bytes(victim.bytes), format_utc_ns(victim.first_ns), format_utc_ns(victim.last_ns), reason,
+                     b.explain(reason, victim));
+    }
+    return blocked_by_hold;
+}
+
+void RetentionManager::report_unmet(const Budget& b, bool blocked_by_hold) {
+    const bool unmet = b.over_bytes() || b.short_of_free();
+    counters_.budget_unmet.store(unmet ? 1 : 0, std::memory_order_relaxed);
+    if (unmet && !unmet_logged_) {
+        const std::string what = b.over_bytes() ? "using " + human_bytes(b.used) + " of " + human_bytes(b.limit)
+                                                : "free " + human_bytes(b.free) + ", want " + human_bytes(b.free_wanted);
+        spdlog::warn("retention: cannot meet the limits ({}): {}", what,
+                     blocked_by_hold  ? (hold_.readable() ? "the remaining files are on the legal hold list"
+                                                          : "the legal hold list cannot be read")
+                     : by_age_.empty() ? "no finished file is left to delete (the files being written need the room)"
+                                       : "finished files could not be deleted");
+        unmet_logged_ = true;
+    } else if (!unmet && unmet_logged_) {
+        spdlog::info("retention: within the limits again");
+        unmet_logged_ = false;
+    }
+}
+
+void RetentionManager::enforce(uint64_t now_ns) {
+    const uint64_t room = take_reports();
+    refresh_hold();
     const bool active = enabled();
     if (room > 0 && !active && !room_without_budget_logged_) {
         spdlog::warn("retention: the output filesystem is full, but output.retention sets no limit, so no capture "
                      "file is deleted; packets are counted as disk_full until space is freed");
         room_without_budget_logged_ = true;
     }
-
     if (active) {
-        // Plain values rather than an optional: GCC 12 sees a maybe-uninitialized read in the latter.
-        FilesystemSpace space{};
-        bool have_fs = false;
-        if (r.max_percent > 0 || r.min_free_bytes > 0 || room > 0) {
-            if (const std::optional<FilesystemSpace> probed = filesystem()) {
-                space = *probed;
-                have_fs = true;
-            }
-        }
-        const FilesystemSpace* fs = have_fs ? &space : nullptr;
-        const InProgressBytes open = env_.in_progress ? env_.in_progress() : InProgressBytes{};
-        uint64_t used = stored_bytes_ + std::max(open.reserved, open.actual);
-        uint64_t limit = UINT64_MAX;
-        if (r.max_bytes > 0) limit = r.max_bytes;
-        if (r.max_percent > 0 && fs)
-            limit = std::min(limit, static_cast<uint64_t>(std::floor(static_cast<double>(fs->size_bytes) * r.max_percent / 100.0)));
-        // Free space once the files being written reach their reserved size.
-        const uint64_t growth = std::max(open.reserved, open.actual) - open.actual;
-        uint64_t free = fs ? fs->free_bytes - std::min(fs->free_bytes, growth) : UINT64_MAX;
-        const uint64_t free_wanted = std::max<uint64_t>(r.min_free_bytes, room > 0 ? room : 0);
-        const uint64_t cutoff = r.max_age_s > 0 && now_ns > r.max_age_s * kSecond ? now_ns - r.max_age_s * kSecond : 0;
-        // A full disk although statvfs shows room (quota, inodes): one file, at most once a second.
-        bool force_one = room > 0 && fs && fs->free_bytes >= room && now_ns - last_forced_ns_ >= kSecond;
-        if (force_one) last_forced_ns_ = now_ns;
-
-        const auto over_bytes = [&] { return used > limit; };
-        const auto short_of_free = [&] { return fs && free_wanted > 0 && free < free_wanted; };
-
-        bool blocked_by_hold = false;
-        for (auto it = by_age_.begin(); it != by_age_.end();) {
-            const FinishedFile& f = it->second;
-            const bool expired = cutoff > 0 && f.last_ns < cutoff;
-            std::string reason;
-            if (over_bytes())
-                reason = r.max_bytes > 0 && limit == r.max_bytes ? "max_bytes" : "max_percent";
-            else if (short_of_free())
-                reason = room > 0 && free_wanted > r.min_free_bytes ? "disk full" : "min_free_bytes";
-            else if (force_one)
-                reason = "disk full";
-            else if (expired)
-                reason = "max_age";
-            // Nothing over budget and this file not expired: stop, even if a later file
-            // (of another stream, ending earlier) is expired already, so that no kept
-            // file is ever older than a deleted one. It goes once this one has.
-            if (reason.empty()) break;
-            if (hold_.holds(f.name)) {
-                if (hold_.readable() && held_logged_.insert(f.name).second)
-                    spdlog::info("retention: {} is on the legal hold list; not deleted ({})", f.name, reason);
-                blocked_by_hold = true;
-                ++it;
-                continue;
-            }
-            const FinishedFile victim = f;
-            if (!remove_files(victim)) {
-                ++it;
-                continue;
-            }
-            ++it;
-            erase(victim.name);
-            used -= std::min(used, victim.bytes);
-            if (free != UINT64_MAX) free += victim.bytes;
-            force_one = false;
-            counters_.deleted_files.fetch_add(1, std::memory_order_relaxed);
-            counters_.deleted_bytes.fetch_add(victim.bytes, std::memory_order_relaxed);
-            const std::string budget =
-                reason == "max_age"           ? "last packet " + format_utc_ns(victim.last_ns) + " older than " +
-                                                   std::to_string(r.max_age_s) + " s"
-                : reason == "min_free_bytes" || reason == "disk full"
-                    ? "free " + human_bytes(fs ? fs->free_bytes : 0) + ", want " + human_bytes(free_wanted)
-                    : "using " + human_bytes(used + victim.bytes) + " of " + human_bytes(limit);
-            spdlog::info("retention: deleted {}/{} ({}, packets {} .. {}): {} ({})", config_.directory, victim.name,
-                         human_bytes(victim.bytes), format_utc_ns(victim.first_ns), format_utc_ns(victim.last_ns), reason,
-                         budget);
-        }
-
-        const bool unmet = over_bytes() || short_of_free();
-        counters_.budget_unmet.store(unmet ? 1 : 0, std::memory_order_relaxed);
-        if (unmet && !unmet_logged_) {
-            const std::string what = over_bytes() ? "using " + human_bytes(used) + " of " + human_bytes(limit)
-                                                  : "free " + human_bytes(free) + ", want " + human_bytes(free_wanted);
-            spdlog::warn("retention: cannot meet the limits ({}): {}", what,
-                         blocked_by_hold  ? (hold_.readable() ? "the remaining files are on the legal hold list"
-                                                              : "the legal hold list cannot be read")
-                         : by_age_.empty() ? "no finished file is left to delete (the files being written need the room)"
-                                           : "finished files could not be deleted");
-            unmet_logged_ = true;
-        } else if (!unmet && unmet_logged_) {
-            spdlog::info("retention: within the limits again");
-            unmet_logged_ = false;
-        }
+        Budget budget = measure(room, now_ns);
+        if (budget.force_one) last_forced_ns_ = now_ns;
+        report_unmet(budget, delete_oldest(budget));
     } else {
         counters_.budget_unmet.store(0, std::memory_order_relaxed);
     }

@@ -7,7 +7,7 @@
 // full disk (request_room): unlinking a large file can take long enough to back up the
 // write blocks.
 //
-// Inventory: the directory is scanned once (finished *.pcap/*.pcapng files; their
+// Inventory: the store is listed once (output/store_inventory.hpp: finished files; their
 // packet times from the manifest, else from the file's first record and its mtime),
 // then kept up to date from what the writer reports and what retention deletes. Files
 // are ordered by their first packet (then name); in-progress files are never in it.
@@ -65,6 +65,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "output/store_inventory.hpp"
 #include "output/writer.hpp"
 
 namespace linecap {
@@ -146,17 +147,24 @@ public:
 private:
     using Key = std::pair<uint64_t, std::string>;  // first_ns, name
 
+    struct Budget;  // one pass's limits and how far the store is from them
+
     void scan();
     void insert(FinishedFile file);
     void erase(const std::string& name);
     void refresh_bytes(const std::string& name);
-    uint64_t bytes_with_sidecars(const std::string& name, uint64_t file_bytes) const;
+    uint64_t take_reports();  // what the writers reported since the last pass; returns the room asked for
+    void refresh_hold();
+    Budget measure(uint64_t room, uint64_t now_ns) const;
+    bool delete_oldest(Budget& budget);  // true when a held file stood in the way
+    void report_unmet(const Budget& budget, bool blocked_by_hold);
     bool remove_files(const FinishedFile& file);
     void publish();
     std::optional<FilesystemSpace> filesystem() const;
 
     const OutputConfig config_;
     const int dir_fd_;
+    const LocalDirectoryStore store_;
     const RetentionEnvironment env_;
     RetentionCounters& counters_;
 

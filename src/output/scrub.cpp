@@ -1,6 +1,5 @@
 #include "output/scrub.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -21,6 +20,7 @@
 #include "output/io_status.hpp"
 #include "output/manifest.hpp"
 #include "output/sha256.hpp"
+#include "output/store_inventory.hpp"
 #include "output/unique_fd.hpp"
 #include "output/verify.hpp"
 
@@ -32,11 +32,6 @@ constexpr size_t kDirectIoAlignment = 4096;
 constexpr uint64_t kMarkerRecountNs = 60 * 1'000'000'000ull;
 constexpr size_t kMaxStateBytes = 4096;
 
-struct Listed {
-    std::string name;
-    uint64_t size = 0;
-};
-
 bool exists_at(int dir_fd, const std::string& name) {
     struct stat st {};
     return ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
@@ -45,21 +40,6 @@ bool exists_at(int dir_fd, const std::string& name) {
 // The capture file `name` is stored, plain or compressed.
 bool stored_at(int dir_fd, const std::string& name) {
     return exists_at(dir_fd, name) || exists_at(dir_fd, compressed_name(name));
-}
-
-// Calls `each(name)` for every entry of the directory. Opened afresh each time: a dup of
-// dir_fd would share its read position with every earlier listing.
-template <typename Each>
-bool for_each_entry(int dir_fd, Each&& each) {
-    const int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR* dir = fd >= 0 ? ::fdopendir(fd) : nullptr;
-    if (dir == nullptr) {
-        if (fd >= 0) ::close(fd);
-        return false;
-    }
-    while (const dirent* entry = ::readdir(dir)) each(entry->d_name);
-    ::closedir(dir);
-    return true;
 }
 
 // pass start + period × done / total, without overflowing (a period in ns times a
@@ -77,19 +57,6 @@ std::string join(const std::vector<std::string>& parts) {
 }
 
 }  // namespace
-
-std::optional<std::string> read_damaged_marker(int dir_fd, const std::string& name) {
-    UniqueFd fd(::openat(dir_fd, damaged_marker_name(name).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (!fd) {
-        if (errno == ENOENT) return std::nullopt;
-        return std::string();  // there, but unreadable: still marked
-    }
-    char line[512];
-    const ssize_t n = ::read(fd.get(), line, sizeof line);
-    std::string text(line, n > 0 ? static_cast<size_t>(n) : 0);
-    if (const size_t end = text.find('\n'); end != std::string::npos) text.resize(end);
-    return text;
-}
 
 void Scrubber::AlignedFree::operator()(void* p) const { std::free(p); }
 
@@ -172,13 +139,11 @@ void Scrubber::save_state(const std::string& position, bool completed) {
 // --- markers --------------------------------------------------------------------------
 
 void Scrubber::count_markers() {
-    uint64_t markers = 0;
-    const bool listed = for_each_entry(dir_fd_, [&](const char* name) {
-        const std::optional<std::string> capture = capture_name_of_damaged_marker(name);
-        if (capture && stored_at(dir_fd_, *capture)) ++markers;
-    });
-    if (!listed) return;
-    counters_.damaged_files.store(markers, std::memory_order_relaxed);
+    const Result<StoreInventory> inventory = LocalDirectoryStore(options_.directory, dir_fd_).list({});
+    if (!inventory) return;
+    const auto markers = std::count_if(inventory->files.begin(), inventory->files.end(),
+                                       [](const StoredFile& f) { return f.damaged.has_value(); });
+    counters_.damaged_files.store(static_cast<uint64_t>(markers), std::memory_order_relaxed);
     markers_counted_ns_ = clock_.now_ns();
 }
 
@@ -308,36 +273,29 @@ bool Scrubber::run_pass() {
         pass_start_ns_ = clock_.now_ns();
         resume_after_.clear();
     }
-    std::vector<Listed> files;
-    const bool listed = for_each_entry(dir_fd_, [&](const char* name) {
-        struct stat st {};
-        // A compressed file is listed under its capture name (unless the plain one is
-        // still there); check() reads whichever is stored.
-        const std::optional<std::string> capture = stored_capture_name(name);
-        if (capture && (*capture == name || !exists_at(dir_fd_, *capture)) &&
-            ::fstatat(dir_fd_, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-            files.push_back(Listed{*capture, static_cast<uint64_t>(st.st_size)});
-    });
-    if (!listed) {
-        spdlog::error("scrub: {}: {}", options_.directory, errno_text(errno));
+    // Name order; a compressed file is listed under its capture name (unless the plain
+    // one is still there), and check() reads whichever is stored.
+    const Result<StoreInventory> inventory = LocalDirectoryStore(options_.directory, dir_fd_).list({});
+    if (!inventory) {
+        spdlog::error("scrub: {}", inventory.error().message);
         return false;
     }
-    std::sort(files.begin(), files.end(), [](const Listed& a, const Listed& b) { return a.name < b.name; });
+    const std::vector<StoredFile>& files = inventory->files;
     count_markers();
     uint64_t total = 0, done = 0;
-    for (const Listed& f : files) {
-        total += f.size;
-        if (!resume_after_.empty() && f.name <= resume_after_) done += f.size;
+    for (const StoredFile& f : files) {
+        total += f.stored_size;
+        if (!resume_after_.empty() && f.name <= resume_after_) done += f.stored_size;
     }
     if (!resume_after_.empty())
         spdlog::info("scrub: resuming the pass of {} after {}", format_utc_ns(pass_start_ns_), resume_after_);
     // Nothing written into an empty directory: a daemon that captured nothing leaves
     // nothing behind.
     if (!files.empty()) save_state(resume_after_, false);
-    for (const Listed& f : files) {
+    for (const StoredFile& f : files) {
         if (!resume_after_.empty() && f.name <= resume_after_) continue;
         if (check(f.name, done, total) == ScrubResult::stopped) return false;
-        done += f.size;
+        done += f.stored_size;
         resume_after_ = f.name;
         save_state(resume_after_, false);
         // Retention deletes marked files too; while there are any, the gauge is kept

@@ -46,10 +46,6 @@
 
 namespace linecap {
 
-// Whether the capture file `name` in `dir_fd` is marked damaged: the marker's line (when
-// and why, "" if it could not be read), nullopt when it is not marked.
-std::optional<std::string> read_damaged_marker(int dir_fd, const std::string& name);
-
 // Written by the scrub thread, read by metrics (relaxed).
 struct ScrubCounters {
     // Files checked, by result.

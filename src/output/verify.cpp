@@ -1,6 +1,5 @@
 #include "output/verify.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,7 +16,7 @@
 #include "output/capture_scan.hpp"
 #include "output/layout.hpp"
 #include "output/manifest.hpp"
-#include "output/scrub.hpp"
+#include "output/store_inventory.hpp"
 #include "output/unique_fd.hpp"
 
 namespace linecap {
@@ -120,170 +119,208 @@ std::vector<std::string> compressed_differences(const Manifest& manifest, const 
     return diffs;
 }
 
-Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::function<void(const std::string&)>& out) {
-    UniqueFd dir_fd(::open(options.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!dir_fd) return runtime_error(options.directory + ": " + errno_text(errno));
-    DIR* dir = ::fdopendir(::dup(dir_fd.get()));
-    if (dir == nullptr) return runtime_error(options.directory + ": " + errno_text(errno));
-    std::set<std::string> captures, manifests, pending;
+namespace {
+
+// One verify run over one directory: the report, the lines, and what is kept across files.
+struct Verification {
+    const VerifyOptions& options;
+    const std::function<void(const std::string&)>& out;
+    int dir_fd;
     VerifyReport report;
-    while (const dirent* entry = ::readdir(dir)) {
-        const std::string name = entry->d_name;
-        if (const auto capture = layout::stored_capture_name(name)) captures.insert(*capture);
-        else if (layout::capture_name_of_manifest(name)) manifests.insert(name);
-        else if (layout::capture_name_of_manifest_pending(name)) pending.insert(name);
-        else if (layout::final_name_of_in_progress(name)) ++report.in_progress;
-    }
-    ::closedir(dir);
-
+    std::set<std::string> manifests;             // not yet matched with their capture file: orphans at the end
     std::map<std::string, std::vector<Link>> streams;
-    for (const std::string& capture : captures) {
-        // The plain file while it exists (a compression not finished), else the
-        // compressed one: its own bytes are checked against the manifest's "compressed",
-        // and its decompressed bytes like a plain file's.
-        const auto regular = [&](const std::string& n) {
-            struct stat st {};
-            return ::fstatat(dir_fd.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
-        };
-        const bool compressed = !regular(capture);
-        const std::string name = compressed ? layout::compressed_name(capture) : capture;
-        if (compressed && !regular(name)) continue;
-        ++report.files;
-        const std::optional<std::string> marker = read_damaged_marker(dir_fd.get(), capture);
-        if (marker) {
-            ++report.damaged;
-            out("DAMAGED " + name + ": marked by the scrub" + (marker->empty() ? "" : " (" + *marker + ")"));
-        }
-        UniqueFd fd(::openat(dir_fd.get(), name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-        if (!fd) {
-            ++report.invalid;
-            out("INVALID " + name + ": " + errno_text(errno));
-            continue;
-        }
-        CaptureScan stored;  // compressed: the .zst file's own bytes
-        CaptureScan scan;
-        if (compressed) {
-            stored = scan_capture(fd.get(), ScanOptions{.hash = true});
-            auto source = format::open_capture_file(options.directory + "/" + name);
-            if (!stored.io.ok() || !source) {
-                ++report.invalid;
-                out("INVALID " + name + ": " + (stored.io.ok() ? source.error().message : stored.io.message()));
-                continue;
-            }
-            scan = scan_capture(*source.value(), ScanOptions{.hash = true});
-            if (!scan.io.ok()) {
-                const auto* seekable = dynamic_cast<const format::SeekableSource*>(source.value().get());
-                ++report.invalid;
-                out("INVALID " + name + ": " + scan.io.message() +
-                    (seekable && !seekable->last_error().empty() ? " (" + seekable->last_error() + ")" : ""));
-                continue;
-            }
-        } else {
-            scan = scan_capture(fd.get(), ScanOptions{.hash = true});
-        }
-        if (!scan.io.ok()) {
-            ++report.invalid;
-            out("INVALID " + name + ": " + scan.io.message());
-            continue;
-        }
-        bool file_ok = true;
-        if (!scan.header_valid) {
-            ++report.invalid;
-            file_ok = false;
-            out("INVALID " + name + ": " + scan.header_problem);
-        } else if (!scan.complete()) {
-            ++report.invalid;
-            file_ok = false;
-            out("INVALID " + name + ": only the first " + std::to_string(scan.valid_bytes) + " of " +
-                std::to_string(scan.file_bytes) + " bytes are complete records (" + std::to_string(scan.packets) +
-                " packets)");
-        }
 
-        const std::string mname = layout::manifest_name(capture);
-        if (!manifests.contains(mname) && pending.contains(layout::manifest_pending_name(capture))) {
-            ++report.pending;
-            out("PENDING " + name + ": its manifest is not written yet (the daemon hashes finished files at idle "
-                "priority; a stopped daemon completes them at its next start)");
-            continue;
+    void invalid(const std::string& line) {
+        ++report.invalid;
+        out("INVALID " + line);
+    }
+};
+
+// A file's bytes read back: `scan` of its capture bytes, `stored` of a compressed file's
+// own bytes. nullopt (reported INVALID) when they cannot be read at all.
+struct ReadBack {
+    CaptureScan scan;
+    CaptureScan stored;
+};
+
+std::optional<ReadBack> read_back(Verification& v, const StoredFile& f) {
+    const std::string& name = f.stored_name;
+    UniqueFd fd(::openat(v.dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd) {
+        v.invalid(name + ": " + errno_text(errno));
+        return std::nullopt;
+    }
+    ReadBack r;
+    if (f.compressed) {
+        r.stored = scan_capture(fd.get(), ScanOptions{.hash = true});
+        auto source = format::open_capture_file(v.options.directory + "/" + name);
+        if (!r.stored.io.ok() || !source) {
+            v.invalid(name + ": " + (r.stored.io.ok() ? source.error().message : r.stored.io.message()));
+            return std::nullopt;
         }
-        if (!manifests.contains(mname)) {
-            ++report.missing_manifests;
-            out("NO-MANIFEST " + name);
-            continue;
+        r.scan = scan_capture(*source.value(), ScanOptions{.hash = true});
+        if (!r.scan.io.ok()) {
+            const auto* seekable = dynamic_cast<const format::SeekableSource*>(source.value().get());
+            v.invalid(name + ": " + r.scan.io.message() +
+                      (seekable && !seekable->last_error().empty() ? " (" + seekable->last_error() + ")" : ""));
+            return std::nullopt;
         }
-        manifests.erase(mname);
-        ManifestRead read = read_manifest(dir_fd.get(), capture);
-        if (!read.ok()) {
-            ++report.bad_manifests;
-            out("BAD-MANIFEST " + (read.state == ManifestRead::State::missing ? mname + ": removed meanwhile" : read.problem));
-            continue;
-        }
-        const Manifest& m = read.manifest;
-        std::vector<std::string> diffs = content_differences(m, scan.file_bytes, scan.sha256);
-        differ(diffs, "file", capture, m.file);
-        if (compressed)
-            for (std::string& d : compressed_differences(m, name, stored.file_bytes, stored.sha256))
-                diffs.push_back(std::move(d));
-        if (scan.header_valid) {
-            differ(diffs, "format", to_string(scan.format), m.format);
-            differ(diffs, "packets", std::to_string(scan.packets), std::to_string(m.packets));
-            if (scan.packets > 0 || m.packets > 0) {
-                differ(diffs, "first_ns", std::to_string(scan.first_ns), std::to_string(m.first_ns));
-                differ(diffs, "last_ns", std::to_string(scan.last_ns), std::to_string(m.last_ns));
-            }
-        }
-        if (!diffs.empty()) {
-            ++report.mismatched;
-            std::string line = "MISMATCH " + name + ":";
-            for (const std::string& d : diffs) line += " " + d + ";";
-            line.pop_back();
-            out(line);
-            continue;
-        }
-        if (!file_ok) continue;
-        ++report.verified;
-        if (marker)
-            out("note: " + name + " matches its manifest again (restored?); the scrub's next check of it removes "
-                "the marker");
-        if (options.verbose)
-            out("ok " + name + " (" + std::to_string(scan.packets) + " packets, " + format_utc_ns(scan.first_ns) +
-                " .. " + format_utc_ns(scan.last_ns) + ")");
-        if (m.recovered) {
-            ++report.recovered;
-            out("RECOVERED " + name + ": finished by crash recovery; packets the daemon held in memory at the crash "
-                "are not in it (how many is unknown)");
-        }
-        if (m.drops && m.drops->total() > 0) {
-            ++report.losses;
-            out("LOSS " + name + ": " + std::to_string(m.drops->total()) +
-                " packets dropped in this file's span (writer_full=" + std::to_string(m.drops->writer_full) +
-                " write_error=" + std::to_string(m.drops->write_error) +
-                " disk_full=" + std::to_string(m.drops->disk_full) + ")");
-        }
-        if (m.stream && !m.run.empty() && m.seq) {
-            const std::string stream = m.stream->port + ":" + std::to_string(m.stream->queue);
-            streams[stream].push_back(Link{name, std::move(read.manifest)});
+    } else {
+        r.scan = scan_capture(fd.get(), ScanOptions{.hash = true});
+    }
+    if (!r.scan.io.ok()) {
+        v.invalid(name + ": " + r.scan.io.message());
+        return std::nullopt;
+    }
+    return r;
+}
+
+// Whether the capture bytes read back completely (reported INVALID if not).
+bool complete(Verification& v, const std::string& name, const CaptureScan& scan) {
+    if (!scan.header_valid) {
+        v.invalid(name + ": " + scan.header_problem);
+        return false;
+    }
+    if (!scan.complete()) {
+        v.invalid(name + ": only the first " + std::to_string(scan.valid_bytes) + " of " +
+                  std::to_string(scan.file_bytes) + " bytes are complete records (" + std::to_string(scan.packets) +
+                  " packets)");
+        return false;
+    }
+    return true;
+}
+
+// Every field in which the file read back differs from its manifest.
+std::vector<std::string> manifest_differences(const StoredFile& f, const ReadBack& r, const Manifest& m) {
+    std::vector<std::string> diffs = content_differences(m, r.scan.file_bytes, r.scan.sha256);
+    differ(diffs, "file", f.name, m.file);
+    if (f.compressed)
+        for (std::string& d : compressed_differences(m, f.stored_name, r.stored.file_bytes, r.stored.sha256))
+            diffs.push_back(std::move(d));
+    if (r.scan.header_valid) {
+        differ(diffs, "format", to_string(r.scan.format), m.format);
+        differ(diffs, "packets", std::to_string(r.scan.packets), std::to_string(m.packets));
+        if (r.scan.packets > 0 || m.packets > 0) {
+            differ(diffs, "first_ns", std::to_string(r.scan.first_ns), std::to_string(m.first_ns));
+            differ(diffs, "last_ns", std::to_string(r.scan.last_ns), std::to_string(m.last_ns));
         }
     }
-    for (const std::string& orphan : manifests) {
-        ++report.orphan_manifests;
+    return diffs;
+}
+
+// What a matching manifest says about the file: recovered, losses; and its place in its
+// stream's chain.
+void manifest_findings(Verification& v, const std::string& name, Manifest&& m) {
+    if (m.recovered) {
+        ++v.report.recovered;
+        v.out("RECOVERED " + name + ": finished by crash recovery; packets the daemon held in memory at the crash "
+              "are not in it (how many is unknown)");
+    }
+    if (m.drops && m.drops->total() > 0) {
+        ++v.report.losses;
+        v.out("LOSS " + name + ": " + std::to_string(m.drops->total()) +
+              " packets dropped in this file's span (writer_full=" + std::to_string(m.drops->writer_full) +
+              " write_error=" + std::to_string(m.drops->write_error) +
+              " disk_full=" + std::to_string(m.drops->disk_full) + ")");
+    }
+    if (m.stream && !m.run.empty() && m.seq) {
+        const std::string stream = m.stream->port + ":" + std::to_string(m.stream->queue);
+        v.streams[stream].push_back(Link{name, std::move(m)});
+    }
+}
+
+// The plain file while it exists (a compression not finished), else the compressed one:
+// its own bytes are checked against the manifest's "compressed", and its decompressed
+// bytes like a plain file's.
+void verify_file(Verification& v, const LocalDirectoryStore& store, const StoredFile& f) {
+    const std::string& name = f.stored_name;
+    ++v.report.files;
+    if (f.damaged) {
+        ++v.report.damaged;
+        v.out("DAMAGED " + name + ": marked by the scrub" + (f.damaged->empty() ? "" : " (" + *f.damaged + ")"));
+    }
+    const std::optional<ReadBack> read = read_back(v, f);
+    if (!read) return;
+    const bool file_ok = complete(v, name, read->scan);
+
+    const std::string mname = layout::manifest_name(f.name);
+    if (!f.manifest && f.manifest_pending) {
+        ++v.report.pending;
+        v.out("PENDING " + name + ": its manifest is not written yet (the daemon hashes finished files at idle "
+              "priority; a stopped daemon completes them at its next start)");
+        return;
+    }
+    if (!f.manifest) {
+        ++v.report.missing_manifests;
+        v.out("NO-MANIFEST " + name);
+        return;
+    }
+    v.manifests.erase(mname);
+    ManifestRead manifest = store.read_manifest(f);
+    if (!manifest.ok()) {
+        ++v.report.bad_manifests;
+        v.out("BAD-MANIFEST " +
+              (manifest.state == ManifestRead::State::missing ? mname + ": removed meanwhile" : manifest.problem));
+        return;
+    }
+    const std::vector<std::string> diffs = manifest_differences(f, *read, manifest.manifest);
+    if (!diffs.empty()) {
+        ++v.report.mismatched;
+        std::string line = "MISMATCH " + name + ":";
+        for (const std::string& d : diffs) line += " " + d + ";";
+        line.pop_back();
+        v.out(line);
+        return;
+    }
+    if (!file_ok) return;
+    ++v.report.verified;
+    if (f.damaged)
+        v.out("note: " + name + " matches its manifest again (restored?); the scrub's next check of it removes "
+              "the marker");
+    if (v.options.verbose)
+        v.out("ok " + name + " (" + std::to_string(read->scan.packets) + " packets, " +
+              format_utc_ns(read->scan.first_ns) + " .. " + format_utc_ns(read->scan.last_ns) + ")");
+    manifest_findings(v, name, std::move(manifest.manifest));
+}
+
+std::string summary(const std::string& directory, const VerifyReport& report) {
+    return "verify " + directory + ": " + std::to_string(report.files) + " capture files, " +
+           std::to_string(report.verified) + " match their manifests, " + std::to_string(report.pending) +
+           " manifests pending; " + std::to_string(report.mismatched) +
+           " mismatched, " + std::to_string(report.invalid) + " invalid, " + std::to_string(report.missing_manifests) +
+           " without manifest, " + std::to_string(report.bad_manifests) + " bad manifests, " +
+           std::to_string(report.damaged) + " marked damaged, " +
+           std::to_string(report.orphan_manifests) + " orphan manifests, " + std::to_string(report.losses) +
+           " with losses, " + std::to_string(report.recovered) + " recovered, " + std::to_string(report.gaps) +
+           " gaps: " + (report.findings() == 0 ? "OK" : "FINDINGS");
+}
+
+}  // namespace
+
+Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::function<void(const std::string&)>& out) {
+    const LocalDirectoryStore store(options.directory);
+    const Result<StoreInventory> inventory = store.list({});
+    if (!inventory) return inventory.error();
+    Verification v{.options = options, .out = out, .dir_fd = store.directory_fd()};
+    v.report.in_progress = inventory->in_progress;
+    // Every manifest: a file's is matched when the file is checked (not when it cannot be
+    // read back at all); what is left is an orphan.
+    v.manifests.insert(inventory->orphan_manifests.begin(), inventory->orphan_manifests.end());
+    for (const StoredFile& f : inventory->files)
+        if (f.manifest) v.manifests.insert(layout::manifest_name(f.name));
+
+    for (const StoredFile& f : inventory->files) verify_file(v, store, f);
+    for (const std::string& orphan : v.manifests) {
+        ++v.report.orphan_manifests;
         out("ORPHAN " + orphan + ": its capture file " + *layout::capture_name_of_manifest(orphan) + " is missing");
     }
-    for (auto& [stream, links] : streams) check_stream(stream, links, options, report, out);
+    for (auto& [stream, links] : v.streams) check_stream(stream, links, options, v.report, out);
 
-    if (report.in_progress > 0)
-        out("note: " + std::to_string(report.in_progress) +
+    if (v.report.in_progress > 0)
+        out("note: " + std::to_string(v.report.in_progress) +
             " in-progress file(s): being written, or left by a crash until the daemon's next start");
-    out("verify " + options.directory + ": " + std::to_string(report.files) + " capture files, " +
-        std::to_string(report.verified) + " match their manifests, " + std::to_string(report.pending) +
-        " manifests pending; " + std::to_string(report.mismatched) +
-        " mismatched, " + std::to_string(report.invalid) + " invalid, " + std::to_string(report.missing_manifests) +
-        " without manifest, " + std::to_string(report.bad_manifests) + " bad manifests, " +
-        std::to_string(report.damaged) + " marked damaged, " +
-        std::to_string(report.orphan_manifests) + " orphan manifests, " + std::to_string(report.losses) +
-        " with losses, " + std::to_string(report.recovered) + " recovered, " + std::to_string(report.gaps) +
-        " gaps: " + (report.findings() == 0 ? "OK" : "FINDINGS"));
-    return report;
+    out(summary(options.directory, v.report));
+    return v.report;
 }
 
 int verify_command(int argc, char** argv) {

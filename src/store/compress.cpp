@@ -1,6 +1,5 @@
 #include "store/compress.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/file.h>
@@ -18,12 +17,11 @@
 #include "output/idle_priority.hpp"
 #include "output/layout.hpp"
 #include "output/manifest.hpp"
-#include "output/scrub.hpp"
 #include "output/sha256.hpp"
+#include "output/store_inventory.hpp"
 #include "output/unique_fd.hpp"
 #include "store/index_format.hpp"
 #include "util/thread_cpu.hpp"
-#include "util/stat_time.hpp"
 
 namespace linecap::store {
 namespace {
@@ -73,9 +71,72 @@ Result<std::pair<uint64_t, std::string>> decompressed_digest(const std::string& 
     return std::make_pair(at, Sha256::hex(hash.finish()));
 }
 
-bool exists_at(int dir_fd, const std::string& name) {
+// 1. The plain bytes of `file`, compressed into `out` frame by frame and hashed on both
+// sides; they must be the manifest's. Returns the compressed bytes' SHA-256, or why not.
+Result<std::string> compress_into(const format::FileSource& file, const std::vector<uint64_t>& starts,
+                                  const Manifest& manifest, const CompressOptions& options, layout::AtomicFile& out,
+                                  CompressStats& stats) {
+    const std::string& zst = out.final_name();
+    format::SeekableWriter writer(options.level);
+    Sha256 plain_hash, compressed_hash;
+    std::vector<uint8_t> in, compressed;
+    for (size_t i = 0; i < starts.size(); ++i) {
+        if (options.cancel && options.cancel->load(std::memory_order_relaxed)) return runtime_error("stopped");
+        const uint64_t end = i + 1 < starts.size() ? starts[i + 1] : file.size();
+        in.resize(static_cast<size_t>(end - starts[i]));
+        if (file.read_at(in.data(), in.size(), starts[i]) != static_cast<ssize_t>(in.size()))
+            return runtime_error("read at offset " + std::to_string(starts[i]) + ": " + errno_text(errno));
+        plain_hash.update(in);
+        compressed.clear();
+        if (const Status s = writer.frame(in, compressed); !s) return s.error();
+        compressed_hash.update(compressed);
+        if (const IoStatus s = out.write(compressed); !s.ok()) return runtime_error(zst + ": " + s.message());
+        stats.compressed_bytes += compressed.size();
+    }
+    compressed.clear();
+    writer.seek_table(compressed);
+    compressed_hash.update(compressed);
+    if (const IoStatus s = out.write(compressed); !s.ok()) return runtime_error(zst + ": " + s.message());
+    stats.compressed_bytes += compressed.size();
+    stats.pcap_bytes = file.size();
+    stats.frames = writer.frames();
+    if (!plain_hash.ok() || !compressed_hash.ok()) return runtime_error("sha256 failed");
+    const std::string plain_sha = Sha256::hex(plain_hash.finish());
+    if (plain_sha != manifest.sha256)
+        return runtime_error("its bytes differ from its manifest (sha256 " + plain_sha + ", manifest " +
+                             manifest.sha256 + "); the scrub marks it");
+    return Sha256::hex(compressed_hash.finish());
+}
+
+// 2. The pcap's mtime (what its index recorded) on the temporary, then the read-back:
+// it must decompress to exactly the manifest's bytes.
+Status check_compressed(const std::string& directory, const format::FileSource& file, const Manifest& manifest,
+                        const layout::AtomicFile& out) {
+    const std::string& zst = out.final_name();
+    const timespec times[2] = {{0, UTIME_OMIT},
+                               {static_cast<time_t>(file.mtime_ns() / 1'000'000'000),
+                                static_cast<long>(file.mtime_ns() % 1'000'000'000)}};
+    if (::futimens(out.fd(), times) != 0) return runtime_error(zst + ": futimens: " + errno_text(errno));
+    const auto back = decompressed_digest(directory + "/" + out.temporary_name());
+    if (!back) return runtime_error("the compressed copy does not read back: " + back.error().message);
+    if (back->first != manifest.size || back->second != manifest.sha256)
+        return runtime_error("the compressed copy decompresses to other bytes (" + std::to_string(back->first) +
+                             " bytes, sha256 " + back->second + ")");
+    return {};
+}
+
+// 5. The index, unchanged, written again after the .zst's ctime.
+void rewrite_index(const std::string& directory, int dir_fd, const std::string& name, const format::FileSource& file) {
+    const std::string index = layout::index_name(name);
+    if (load_index(directory + "/" + name, file.size(), file.mtime_ns()).state != IndexState::valid) return;
+    UniqueFd fd(::openat(dir_fd, index.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     struct stat st {};
-    return ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+    std::vector<uint8_t> bytes;
+    if (fd && ::fstat(fd.get(), &st) == 0) bytes.resize(static_cast<size_t>(st.st_size));
+    if (!bytes.empty() && ::pread(fd.get(), bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size())) {
+        if (const IoStatus s = layout::atomic_write(dir_fd, index, bytes, st.st_mode & 07777); !s.ok())
+            spdlog::warn("compress: {}/{}: {}; it is rebuilt by the indexer", directory, index, s.message());
+    }
 }
 
 }  // namespace
@@ -112,78 +173,27 @@ Result<CompressStats> compress_capture(const std::string& directory, const std::
                     std::to_string(manifest.size));
     file.advise_sequential();
 
-    // 1. Compress into the temporary, hashing both sides.
     CompressStats stats;
     const std::vector<uint64_t> starts = frame_starts(path, file, &stats.index_aligned);
     layout::AtomicFile out;
     if (const IoStatus s = out.open(dir_fd.get(), zst, kCompressedMode); !s.ok())
         return fail(zst + ": " + s.message());
-    format::SeekableWriter writer(options.level);
-    Sha256 plain_hash, compressed_hash;
-    std::vector<uint8_t> in, compressed;
-    for (size_t i = 0; i < starts.size(); ++i) {
-        if (options.cancel && options.cancel->load(std::memory_order_relaxed)) return fail("stopped");
-        const uint64_t end = i + 1 < starts.size() ? starts[i + 1] : file.size();
-        in.resize(static_cast<size_t>(end - starts[i]));
-        if (file.read_at(in.data(), in.size(), starts[i]) != static_cast<ssize_t>(in.size()))
-            return fail("read at offset " + std::to_string(starts[i]) + ": " + errno_text(errno));
-        plain_hash.update(in);
-        compressed.clear();
-        if (const Status s = writer.frame(in, compressed); !s) return fail(s.error().message);
-        compressed_hash.update(compressed);
-        if (const IoStatus s = out.write(compressed); !s.ok()) return fail(zst + ": " + s.message());
-        stats.compressed_bytes += compressed.size();
-    }
-    compressed.clear();
-    writer.seek_table(compressed);
-    compressed_hash.update(compressed);
-    if (const IoStatus s = out.write(compressed); !s.ok()) return fail(zst + ": " + s.message());
-    stats.compressed_bytes += compressed.size();
-    stats.pcap_bytes = file.size();
-    stats.frames = writer.frames();
-    if (!plain_hash.ok() || !compressed_hash.ok()) return fail("sha256 failed");
-    const std::string plain_sha = Sha256::hex(plain_hash.finish());
-    if (plain_sha != manifest.sha256)
-        return fail("its bytes differ from its manifest (sha256 " + plain_sha + ", manifest " + manifest.sha256 +
-                    "); the scrub marks it");
-
-    // 2. The pcap's mtime (what its index recorded), then the read-back.
-    const timespec times[2] = {{0, UTIME_OMIT},
-                               {static_cast<time_t>(file.mtime_ns() / 1'000'000'000),
-                                static_cast<long>(file.mtime_ns() % 1'000'000'000)}};
-    if (::futimens(out.fd(), times) != 0) return fail(zst + ": futimens: " + errno_text(errno));
-    const auto back = decompressed_digest(directory + "/" + out.temporary_name());
-    if (!back) return fail("the compressed copy does not read back: " + back.error().message);
-    if (back->first != manifest.size || back->second != manifest.sha256)
-        return fail("the compressed copy decompresses to other bytes (" + std::to_string(back->first) + " bytes, sha256 " +
-                    back->second + ")");
+    const Result<std::string> compressed_sha = compress_into(file, starts, manifest, options, out, stats);
+    if (!compressed_sha) return fail(compressed_sha.error().message);
+    if (const Status s = check_compressed(directory, file, manifest, out); !s) return fail(s.error().message);
 
     // 3. Durable under its name.
     if (const IoStatus s = out.commit(); !s.ok()) return fail(zst + ": " + s.message());
 
     // 4. The manifest says what the compressed file is.
-    manifest.compressed = ManifestCompressed{zst, stats.compressed_bytes, Sha256::hex(compressed_hash.finish())};
-    const auto undo = [&] {
+    manifest.compressed = ManifestCompressed{zst, stats.compressed_bytes, compressed_sha.value()};
+    if (const IoStatus s = write_manifest(dir_fd.get(), manifest); !s.ok()) {
         ::unlinkat(dir_fd.get(), zst.c_str(), 0);
         ::fsync(dir_fd.get());
-    };
-    if (const IoStatus s = write_manifest(dir_fd.get(), manifest); !s.ok()) {
-        undo();
         return fail(layout::manifest_name(name) + ": " + s.message());
     }
 
-    // 5. The index, unchanged, written again after the .zst's ctime.
-    const std::string index = layout::index_name(name);
-    if (load_index(path, file.size(), file.mtime_ns()).state == IndexState::valid) {
-        UniqueFd fd(::openat(dir_fd.get(), index.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-        struct stat st {};
-        std::vector<uint8_t> bytes;
-        if (fd && ::fstat(fd.get(), &st) == 0) bytes.resize(static_cast<size_t>(st.st_size));
-        if (!bytes.empty() && ::pread(fd.get(), bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size())) {
-            if (const IoStatus s = layout::atomic_write(dir_fd.get(), index, bytes, st.st_mode & 07777); !s.ok())
-                spdlog::warn("compress: {}/{}: {}; it is rebuilt by the indexer", directory, index, s.message());
-        }
-    }
+    rewrite_index(directory, dir_fd.get(), name, file);
 
     // 6. The plain file goes. Gone already: retention deleted the file meanwhile (and
     // perhaps not what was made since): the rest goes too.
@@ -246,57 +256,55 @@ bool CompressService::wait_idle(std::chrono::milliseconds timeout) {
 std::chrono::system_clock::time_point CompressService::pass() {
     using Clock = std::chrono::system_clock;
     auto next_due = Clock::time_point::max();
-    UniqueFd dir_fd(::open(options_.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    DIR* dir = dir_fd ? ::fdopendir(::dup(dir_fd.get())) : nullptr;
-    if (dir == nullptr) {
-        spdlog::error("compress: {}: {}", options_.directory, errno_text(errno));
+    const Result<StoreInventory> inventory = LocalDirectoryStore(options_.directory).list({});
+    if (!inventory) {
+        spdlog::error("compress: {}", inventory.error().message);
         return next_due;
     }
-    std::vector<std::string> names;
-    while (const dirent* e = ::readdir(dir))
-        if (layout::is_capture_name(e->d_name)) names.emplace_back(e->d_name);
-    ::closedir(dir);
-    std::sort(names.begin(), names.end());
-
     const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-    for (const std::string& name : names) {
+    for (const StoredFile& f : inventory->files) {
         {
             const std::lock_guard lock(mutex_);
             if (stopping_) break;
         }
-        if (failed_.contains(name)) continue;
-        struct stat st {};
-        if (::fstatat(dir_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
-        const int64_t due_ns = stat_mtime_ns(st) + static_cast<int64_t>(options_.after_ns);
+        if (f.compressed || failed_.contains(f.name)) continue;
+        const int64_t due_ns = f.mtime_ns + static_cast<int64_t>(options_.after_ns);
         if (due_ns > now_ns) {
             next_due = std::min(next_due, Clock::time_point(std::chrono::duration_cast<Clock::duration>(
                                               std::chrono::nanoseconds(due_ns))));
             continue;
         }
-        // Not yet: the manifest (written after the file is renamed) and, with indexing on,
-        // the index (so the frames follow its blocks). The indexer kicks when it is there.
-        if (!exists_at(dir_fd.get(), layout::manifest_name(name))) continue;
-        if (options_.require_index && !exists_at(dir_fd.get(), layout::index_name(name))) continue;
-        if (read_damaged_marker(dir_fd.get(), name)) continue;  // evidence of damage stays as it is
-        bool vanished = false;
-        const Result<CompressStats> done = compress_capture(options_.directory, name, {.level = options_.level, .cancel = &cancel_}, &vanished);
-        if (!done) {
-            if (vanished || cancel_.load(std::memory_order_relaxed)) continue;
-            failed_.insert(name);
-            counters_.failed_files.fetch_add(1, std::memory_order_relaxed);
-            spdlog::error("compress: {}", done.error().message);
-            continue;
-        }
-        counters_.compressed_files.fetch_add(1, std::memory_order_relaxed);
-        counters_.pcap_bytes.fetch_add(done->pcap_bytes, std::memory_order_relaxed);
-        counters_.compressed_bytes.fetch_add(done->compressed_bytes, std::memory_order_relaxed);
-        counters_.cpu_ns.fetch_add(static_cast<uint64_t>(done->cpu_seconds * 1e9), std::memory_order_relaxed);
-        spdlog::debug("compress: {}/{}: {} → {} bytes, {} frames{}, {:.3f} s CPU", options_.directory, name,
-                      done->pcap_bytes, done->compressed_bytes, done->frames,
-                      done->index_aligned ? " at index blocks" : "", done->cpu_seconds);
-        if (compressed_) compressed_(name);
+        if (ready(f)) compress_one(f.name);
     }
     return next_due;
+}
+
+// Not yet: the manifest (written after the file is renamed) and, with indexing on, the
+// index (so the frames follow its blocks). The indexer kicks when it is there. Evidence
+// of damage stays as it is.
+bool CompressService::ready(const StoredFile& file) const {
+    return file.manifest && (file.index || !options_.require_index) && !file.damaged;
+}
+
+void CompressService::compress_one(const std::string& name) {
+    bool vanished = false;
+    const Result<CompressStats> done =
+        compress_capture(options_.directory, name, {.level = options_.level, .cancel = &cancel_}, &vanished);
+    if (!done) {
+        if (vanished || cancel_.load(std::memory_order_relaxed)) return;
+        failed_.insert(name);
+        counters_.failed_files.fetch_add(1, std::memory_order_relaxed);
+        spdlog::error("compress: {}", done.error().message);
+        return;
+    }
+    counters_.compressed_files.fetch_add(1, std::memory_order_relaxed);
+    counters_.pcap_bytes.fetch_add(done->pcap_bytes, std::memory_order_relaxed);
+    counters_.compressed_bytes.fetch_add(done->compressed_bytes, std::memory_order_relaxed);
+    counters_.cpu_ns.fetch_add(static_cast<uint64_t>(done->cpu_seconds * 1e9), std::memory_order_relaxed);
+    spdlog::debug("compress: {}/{}: {} → {} bytes, {} frames{}, {:.3f} s CPU", options_.directory, name,
+                  done->pcap_bytes, done->compressed_bytes, done->frames,
+                  done->index_aligned ? " at index blocks" : "", done->cpu_seconds);
+    if (compressed_) compressed_(name);
 }
 
 void CompressService::run() {

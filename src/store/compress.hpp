@@ -3,7 +3,7 @@
 // stream (`zstd -d` gives back the exact pcap bytes) of independent frames cut at the
 // retrieval index's block boundaries, so an indexed query decompresses only the blocks
 // it reads. Everything that reads capture files reads the compressed form through the
-// same reader (output/capture_scan.hpp's open_stored_capture), and answers with plain
+// same reader (output/store_inventory.hpp's StoreBackend::open), and answers with plain
 // pcap.
 //
 // Why after the file is finished, on a thread of its own at idle CPU and I/O priority,
@@ -44,6 +44,7 @@
 #include <string>
 #include <thread>
 
+#include "output/store_inventory.hpp"
 #include "util/metric.hpp"
 #include "util/result.hpp"
 
@@ -136,6 +137,8 @@ private:
     // One look at the directory and the work it found; returns when the next file comes
     // of age (or max()).
     std::chrono::system_clock::time_point pass();
+    bool ready(const StoredFile& file) const;
+    void compress_one(const std::string& name);
 
     const CompressServiceOptions options_;
     const CompressedHook compressed_;

@@ -40,7 +40,7 @@
 #include "format/capture_reader.hpp"
 #include "format/capture_writer.hpp"
 #include "output/layout.hpp"
-#include "store/catalog.hpp"
+#include "output/store_inventory.hpp"
 #include "util/result.hpp"
 
 namespace linecap::store {

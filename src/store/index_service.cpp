@@ -16,7 +16,7 @@
 #include "output/io_status.hpp"
 #include "output/capture_scan.hpp"
 #include "output/layout.hpp"
-#include "store/catalog.hpp"
+#include "output/store_inventory.hpp"
 #include "store/index_format.hpp"
 #include "util/stat_time.hpp"
 
@@ -149,14 +149,14 @@ void IndexService::run() {
 void IndexService::sweep() {
     auto file_template = FileTemplate::compile(options_.file_template);
     if (!file_template) return;  // the configuration was validated: cannot happen
-    auto catalog = scan_catalog(options_.directory, file_template.value());
+    auto catalog = LocalDirectoryStore(options_.directory).list(ListOptions::catalog(file_template.value()));
     if (!catalog) {
         spdlog::warn("indexer: {}; files from before this run are not indexed (run linecap index)",
                      catalog.error().message);
         return;
     }
     size_t queued = 0, skipped = 0;
-    for (const CaptureFileInfo& f : catalog->files) {
+    for (const StoredFile& f : catalog->files) {
         if (has_current_index(f.path)) continue;
         if (backlog_.size() >= options_.max_queued) {
             ++skipped;

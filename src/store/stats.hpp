@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "output/manifest.hpp"
-#include "store/catalog.hpp"
+#include "output/store_inventory.hpp"
 #include "util/result.hpp"
 
 namespace linecap::store {

@@ -14,6 +14,7 @@
 #include "output/layout.hpp"
 #include "output/manifest.hpp"
 #include "output/scrub.hpp"
+#include "output/store_inventory.hpp"
 #include "output/unique_fd.hpp"
 #include "output/verify.hpp"
 #include "output/writer.hpp"

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "output/layout.hpp"
-#include "store/catalog.hpp"
+#include "output/store_inventory.hpp"
 #include "store/crc32c.hpp"
 #include "store/index_format.hpp"
 #include "store/packet_keys.hpp"
@@ -379,7 +379,8 @@ TEST(Catalog, SpansFromConsecutiveNamesAndIgnoredFiles) {
     write_file(dir / (store_name(t0, "p0", 0) + ".sha256"), empty);
     write_file(dir / "notes.txt", empty);
     write_file(dir / "foreign.pcap", empty);
-    auto cat = scan_catalog(dir.path(), linecap::FileTemplate::compile(linecap::kDefaultFileTemplate).value());
+    const auto file_template = linecap::FileTemplate::compile(linecap::kDefaultFileTemplate).value();
+    auto cat = linecap::LocalDirectoryStore(dir.path()).list(linecap::ListOptions::catalog(file_template));
     ASSERT_TRUE(cat.ok());
     ASSERT_EQ(cat->files.size(), 4u);
     EXPECT_EQ(cat->in_progress, 1u);
