@@ -39,7 +39,7 @@
 #include "output/layout.hpp"
 #include "output/manifest.hpp"
 #include "output/recovery.hpp"
-#include "output/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 #include "store/compress.hpp"
 #include "store/extract.hpp"
 #include "store/index_format.hpp"

@@ -24,9 +24,10 @@
 
 #include "store/filter_plan.hpp"
 #include "store/index_format.hpp"
-#include "store/packet_keys.hpp"
+#include "packet/packet_keys.hpp"
 #include "format/capture_reader.hpp"
 
+using namespace linecap;
 using namespace linecap::store;
 using Clock = std::chrono::steady_clock;
 

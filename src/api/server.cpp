@@ -23,11 +23,11 @@
 #include "api/query.hpp"
 #include "api/page.hpp"
 #include "api/status.hpp"
-#include "output/idle_priority.hpp"
+#include "util/idle_priority.hpp"
 #include "output/layout.hpp"
 #include "output/manifest.hpp"
 #include "output/scrub.hpp"
-#include "output/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 #include "store/catalog.hpp"
 #include "store/extract.hpp"
 #include "store/index_format.hpp"
@@ -35,17 +35,12 @@
 #include "format/pcap_format.hpp"
 #include "format/pcapng_format.hpp"
 #include "util/errno_text.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap::api {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-uint64_t wall_ns() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_REALTIME, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 bool is_loopback(const std::string& host) {
     return host == "localhost" || host == "::1" || host.starts_with("127.");
@@ -229,7 +224,7 @@ struct ApiServer::Impl final : HttpHandler {
     AuditRecord begin_audit(const std::string& peer_address, int peer_port, const std::string& method,
                             const std::string& path, const std::string& query) const {
         AuditRecord a;
-        a.start_ns = wall_ns();
+        a.start_ns = utc_now_ns();
         a.peer = peer_address + ":" + std::to_string(peer_port);
         a.method = method.size() > 32 ? method.substr(0, 32) + "..." : method;
         a.target = audit_target(path, query, tokens ? &*tokens : nullptr);

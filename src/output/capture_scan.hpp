@@ -19,7 +19,7 @@
 #include <string>
 
 #include "format/capture_reader.hpp"
-#include "output/io_status.hpp"
+#include "util/io_status.hpp"
 #include "util/result.hpp"
 
 namespace linecap {

@@ -32,9 +32,9 @@
 
 #include "config/config.hpp"
 #include "config/file_template.hpp"
-#include "output/io_status.hpp"
+#include "util/io_status.hpp"
 #include "output/stream.hpp"
-#include "output/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 
 namespace linecap::layout {
 

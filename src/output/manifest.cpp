@@ -11,8 +11,9 @@
 #include <ctime>
 
 #include "output/layout.hpp"
-#include "output/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 #include "util/clock_quality.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap {
 namespace {
@@ -104,21 +105,6 @@ private:
     std::string prefix_;
     std::string problem_;
 };
-
-}  // namespace
-
-std::string format_utc_ns(uint64_t ns) {
-    const time_t seconds = static_cast<time_t>(ns / 1000000000u);
-    struct tm utc {};
-    gmtime_r(&seconds, &utc);
-    char text[64];
-    const size_t n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
-    char frac[16];
-    std::snprintf(frac, sizeof frac, ".%09lluZ", static_cast<unsigned long long>(ns % 1000000000u));
-    return std::string(text, n) + frac;
-}
-
-namespace {
 
 Json clock_object(const ManifestClock& clock) {
     Json c{{"source", clock.source}};

@@ -65,7 +65,7 @@
 #include <string>
 #include <string_view>
 
-#include "output/io_status.hpp"
+#include "util/io_status.hpp"
 #include "util/result.hpp"
 
 namespace linecap {
@@ -151,9 +151,6 @@ struct Manifest {
 
     bool operator==(const Manifest&) const = default;
 };
-
-// "2026-11-30T02:10:00.000123456Z"
-std::string format_utc_ns(uint64_t ns);
 
 std::string to_json(const Manifest& manifest);
 // The manifest's "clock" object alone, compact (linecap stats --json, the API's /files).

@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <system_error>
 
-#include "output/idle_priority.hpp"
+#include "util/idle_priority.hpp"
 #include "output/layout.hpp"
 #include "output/recovery.hpp"
 #include "output/stream_writer.hpp"

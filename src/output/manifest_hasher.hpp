@@ -64,7 +64,7 @@
 #include "output/retention.hpp"
 #include "output/sha256.hpp"
 #include "output/spsc_ring.hpp"
-#include "output/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 #include "output/writer.hpp"
 #include "util/result.hpp"
 

@@ -17,7 +17,7 @@
 #include "linecap_build.h"
 #include "output/layout.hpp"
 #include "output/manifest.hpp"
-#include "output/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 
 namespace linecap {
 namespace {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "output/capture_scan.hpp"
-#include "output/io_status.hpp"
+#include "util/io_status.hpp"
 #include "output/manifest.hpp"
 #include "util/result.hpp"
 

@@ -20,9 +20,10 @@
 #include "output/capture_scan.hpp"
 #include "output/layout.hpp"
 #include "output/manifest.hpp"
-#include "output/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 #include "util/human_bytes.hpp"
 #include "util/stat_time.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap {
 namespace {
@@ -43,12 +44,6 @@ std::string strip_trailing_slashes(std::string s) {
 }
 
 }  // namespace
-
-uint64_t realtime_now_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return uint64_t(ts.tv_sec) * kSecond + uint64_t(ts.tv_nsec);
-}
 
 // --- HoldList -------------------------------------------------------------------------
 
@@ -479,7 +474,7 @@ void RetentionService::run() {
         const bool last = stopping_;
         kicked_ = false;
         lock.unlock();
-        manager_.enforce(realtime_now_ns());
+        manager_.enforce(utc_now_ns());
         lock.lock();
         if (last) return;
     }

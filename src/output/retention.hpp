@@ -212,6 +212,4 @@ private:
     std::thread thread_;
 };
 
-uint64_t realtime_now_ns();
-
 }  // namespace linecap

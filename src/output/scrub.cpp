@@ -17,12 +17,13 @@
 #include <vector>
 
 #include "output/layout.hpp"
-#include "output/idle_priority.hpp"
-#include "output/io_status.hpp"
+#include "util/idle_priority.hpp"
+#include "util/io_status.hpp"
 #include "output/manifest.hpp"
 #include "output/sha256.hpp"
-#include "output/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 #include "output/verify.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap {
 using namespace layout;  // every name in the capture directory
@@ -372,11 +373,7 @@ void Scrubber::run() {
 
 // --- the thread -----------------------------------------------------------------------
 
-uint64_t ScrubService::WallClock::now_ns() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_REALTIME, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+uint64_t ScrubService::WallClock::now_ns() { return utc_now_ns(); }
 
 // On the wall clock, as the pacing is: a clock set back makes the pass wait that much
 // longer, one set forward makes it hurry — either way at idle priority.

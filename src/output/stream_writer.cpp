@@ -14,6 +14,7 @@
 #include "format/pcapng_blocks.hpp"
 #include "output/manifest_hasher.hpp"
 #include "output/retention.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap {
 namespace {
@@ -203,7 +204,7 @@ bool StreamWriter::open_file(const WriteBlock& block) {
 }
 
 void StreamWriter::finalise_file() {
-    const uint64_t now_ns = realtime_now_ns();
+    const uint64_t now_ns = utc_now_ns();
     const CaptureCounts capture = capture_counts();
     const uint64_t packets = file_.packets();
     ManifestDrops drops;

@@ -18,7 +18,8 @@
 #include "output/layout.hpp"
 #include "output/manifest.hpp"
 #include "output/scrub.hpp"
-#include "output/unique_fd.hpp"
+#include "util/unique_fd.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap {
 namespace {

@@ -14,12 +14,13 @@
 #include <thread>
 
 #include "output/capture_file.hpp"
-#include "output/io_status.hpp"
+#include "util/io_status.hpp"
 #include "format/pcap_format.hpp"
 #include "output/manifest_hasher.hpp"
 #include "output/retention.hpp"
 #include "output/stream_writer.hpp"
-#include "output/unique_fd.hpp"
+#include "util/unique_fd.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap {
 namespace {
@@ -176,7 +177,7 @@ Result<std::unique_ptr<Writer>> Writer::create(const OutputConfig& config,
     impl->dir_fd = std::move(dir.value());
     impl->context = WriterContext{config, std::move(file_template.value()), impl->dir_fd.get(), &impl->latency,
                                   &impl->direct_io_warned};
-    impl->context.run_start_ns = realtime_now_ns();
+    impl->context.run_start_ns = utc_now_ns();
     impl->context.run_id = std::to_string(impl->context.run_start_ns);
 
     const size_t block_bytes = size_t{config.block_size_kb} * 1024;

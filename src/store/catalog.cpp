@@ -11,7 +11,7 @@
 #include "store/time_spec.hpp"
 #include "util/errno_text.hpp"
 #include "output/capture_scan.hpp"
-#include "output/io_status.hpp"
+#include "util/io_status.hpp"
 #include "output/layout.hpp"
 
 namespace linecap::store {

@@ -13,11 +13,11 @@
 #include "output/manifest.hpp"
 #include "output/capture_scan.hpp"
 #include "output/scrub.hpp"
-#include "output/unique_fd.hpp"
-#include "store/community_id.hpp"
+#include "util/unique_fd.hpp"
+#include "packet/community_id.hpp"
 #include "store/filter_plan.hpp"
 #include "store/index_format.hpp"
-#include "store/packet_keys.hpp"
+#include "packet/packet_keys.hpp"
 
 namespace linecap::store {
 namespace {

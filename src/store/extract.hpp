@@ -58,7 +58,7 @@ struct ExtractOptions {
     uint64_t from_ns = 0;
     uint64_t to_ns = UINT64_MAX;       // exclusive
     std::string filter;                 // libpcap syntax; empty = everything
-    // Community ID v1 ("1:…", store/community_id.hpp); empty = any. Applied exactly per
+    // Community ID v1 ("1:…", packet/community_id.hpp); empty = any. Applied exactly per
     // packet after the filter. The index cannot prune by it (a hash names no key), so a
     // caller that knows the flow's addresses or ports passes them as the filter as well.
     std::string community_id;

@@ -14,8 +14,8 @@
 
 #include "util/errno_text.hpp"
 #include "format/capture_writer.hpp"
-#include "output/io_status.hpp"
-#include "output/manifest.hpp"  // format_utc_ns
+#include "util/io_status.hpp"
+#include "util/utc_time.hpp"
 #include "util/stat_time.hpp"
 #include "output/capture_scan.hpp"
 #include "output/layout.hpp"

@@ -2,7 +2,7 @@
 //
 // One index per finished capture file, layout::index_name() beside it. It maps time
 // to file offsets at block granularity and lists, for every IPv4/IPv6 address, TCP/UDP/
-// SCTP port and IP protocol seen in the file (store/packet_keys.hpp), the blocks that
+// SCTP port and IP protocol seen in the file (packet/packet_keys.hpp), the blocks that
 // contain it ("postings": sorted block numbers, delta+varint coded, or a bitmap when
 // that is smaller). Chosen over per-block Bloom filters by measurement: see
 // doc/store.md and bench/store/index_variants.cpp.
@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "format/capture_reader.hpp"
-#include "store/packet_keys.hpp"
+#include "packet/packet_keys.hpp"
 #include "store/postings_table.hpp"
 #include "util/result.hpp"
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "util/errno_text.hpp"
-#include "output/idle_priority.hpp"
-#include "output/io_status.hpp"
+#include "util/idle_priority.hpp"
+#include "util/io_status.hpp"
 #include "output/capture_scan.hpp"
 #include "output/layout.hpp"
 #include "store/catalog.hpp"

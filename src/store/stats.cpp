@@ -11,7 +11,7 @@
 #include "output/scrub.hpp"
 #include "output/layout.hpp"
 #include "output/manifest.hpp"
-#include "output/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 #include "store/index_format.hpp"
 #include "format/capture_reader.hpp"
 #include "store/time_spec.hpp"

@@ -14,6 +14,7 @@
 #include "store/filter_plan.hpp"
 #include "store/index_format.hpp"
 
+using namespace linecap;
 using namespace linecap::store;
 
 namespace {

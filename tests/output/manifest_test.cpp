@@ -16,7 +16,7 @@
 #include "output/manifest_hasher.hpp"
 #include "output/sha256.hpp"
 #include "output/stream_writer.hpp"
-#include "output/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 #include "output/verify.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"

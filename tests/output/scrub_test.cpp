@@ -14,10 +14,11 @@
 #include "output/layout.hpp"
 #include "output/manifest.hpp"
 #include "output/scrub.hpp"
-#include "output/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 #include "output/verify.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap {
 using namespace layout;  // every name in the capture directory

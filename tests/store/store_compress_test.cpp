@@ -27,7 +27,7 @@
 #include "output/recovery.hpp"
 #include "output/retention.hpp"
 #include "output/scrub.hpp"
-#include "output/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 #include "output/verify.hpp"
 #include "store/compress.hpp"
 #include "store/extract.hpp"

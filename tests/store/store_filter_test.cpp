@@ -8,7 +8,7 @@
 #include <set>
 
 #include "store/filter_plan.hpp"
-#include "store/packet_keys.hpp"
+#include "packet/packet_keys.hpp"
 #include "store_test_support.hpp"
 
 using namespace linecap::store;

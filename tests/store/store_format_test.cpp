@@ -8,7 +8,7 @@
 #include "store/catalog.hpp"
 #include "store/crc32c.hpp"
 #include "store/index_format.hpp"
-#include "store/packet_keys.hpp"
+#include "packet/packet_keys.hpp"
 #include "store/time_spec.hpp"
 #include "store_test_support.hpp"
 

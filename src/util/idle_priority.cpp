@@ -1,4 +1,4 @@
-#include "output/idle_priority.hpp"
+#include "util/idle_priority.hpp"
 
 #include <pthread.h>
 #include <sched.h>
@@ -7,7 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "output/io_status.hpp"
+#include "util/io_status.hpp"
 
 namespace linecap {
 namespace {

@@ -10,7 +10,7 @@
 // router solicitation/advertisement, address mask; ICMPv6 echo, router and neighbour
 // discovery, MLD query/report, who-are-you, home agent discovery) and otherwise
 // (type, code) without reordering — a one-way message; every other IP protocol hashes
-// the addresses and protocol alone. The layout walk is the index's (store/packet_keys.hpp):
+// the addresses and protocol alone. The layout walk is the index's (packet/packet_keys.hpp):
 // Ethernet with up to four VLAN tags (the tags are not part of the ID), IPv4 (options
 // skipped), IPv6 (extension headers skipped, the final protocol counts).
 //
@@ -27,7 +27,7 @@
 
 #include "util/result.hpp"
 
-namespace linecap::store {
+namespace linecap {
 
 using CommunityIdDigest = std::array<uint8_t, 20>;
 
@@ -53,4 +53,4 @@ std::string format_community_id(const CommunityIdDigest& digest);
 // Parses "1:<28 base64 characters>". Errors name what is wrong.
 Result<CommunityIdDigest> parse_community_id(std::string_view text);
 
-}  // namespace linecap::store
+}  // namespace linecap

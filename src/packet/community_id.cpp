@@ -1,4 +1,4 @@
-#include "store/community_id.hpp"
+#include "packet/community_id.hpp"
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "store/packet_keys.hpp"
+#include "packet/packet_keys.hpp"
 
-namespace linecap::store {
+namespace linecap {
 namespace {
 
 using namespace wire;  // EtherTypes, protocol numbers, be16: packet_keys.hpp's
@@ -168,4 +168,4 @@ Result<CommunityIdDigest> parse_community_id(std::string_view text) {
     return d;
 }
 
-}  // namespace linecap::store
+}  // namespace linecap

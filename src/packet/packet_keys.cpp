@@ -1,8 +1,8 @@
-#include "store/packet_keys.hpp"
+#include "packet/packet_keys.hpp"
 
 #include <cstring>
 
-namespace linecap::store {
+namespace linecap {
 namespace {
 
 using namespace wire;
@@ -151,4 +151,4 @@ std::string link_type_problem(const format::Interface& interface, uint64_t offse
            std::to_string(format::link_type(interface.link_field)) + " is not supported (only Ethernet, 1)";
 }
 
-}  // namespace linecap::store
+}  // namespace linecap

@@ -35,7 +35,7 @@
 
 #include "format/capture_reader.hpp"
 
-namespace linecap::store {
+namespace linecap {
 
 inline constexpr unsigned kMaxVlanTags = 4;
 
@@ -84,7 +84,7 @@ constexpr uint16_t loaded16(uint8_t first, uint8_t second) {
 }
 }  // namespace wire
 
-// The layout walk the keys (and the Community ID, store/community_id.hpp) are read with.
+// The layout walk the keys (and the Community ID, packet/community_id.hpp) are read with.
 // Ethernet and its VLAN tags: the EtherType after the last tag and the offset where the
 // network layer starts; false when the frame ends first. An untagged frame (nearly every
 // one) returns before the loop: the capture worker walks every packet's head with this.
@@ -190,4 +190,4 @@ inline bool flow_key(const uint8_t* f, uint32_t caplen, FlowKey& k) {
 // describe Ethernet with its FCS in the captured bytes, read as libpcap reads them.
 std::string link_type_problem(const format::Interface& interface, uint64_t offset);
 
-}  // namespace linecap::store
+}  // namespace linecap
