@@ -24,13 +24,13 @@
 #include "api/page.hpp"
 #include "api/status.hpp"
 #include "util/idle_priority.hpp"
-#include "output/layout.hpp"
-#include "output/manifest.hpp"
-#include "output/scrub.hpp"
+#include "archive/layout.hpp"
+#include "archive/manifest.hpp"
+#include "archive/scrub.hpp"
 #include "util/unique_fd.hpp"
-#include "store/catalog.hpp"
+#include "archive/catalog.hpp"
 #include "store/extract.hpp"
-#include "store/index_format.hpp"
+#include "archive/index_format.hpp"
 #include "store/time_spec.hpp"
 #include "format/pcap_format.hpp"
 #include "format/pcapng_format.hpp"
@@ -455,7 +455,7 @@ void ApiServer::Impl::handle_files(const HttpRequest& req, HttpExchange& ex, Aud
     Result<PacketQuery> q = params ? parse_query(QueryKind::files, params.value()) : Result<PacketQuery>(params.error());
     if (!q) return reply(ex, 400, json_error(q.error().message), "application/json", "refused: " + q.error().message, a, started);
     auto tmpl = FileTemplate::compile(config.output.file_template);
-    auto catalog = tmpl ? store::scan_catalog(config.output.directory, tmpl.value()) : Result<store::Catalog>(tmpl.error());
+    auto catalog = tmpl ? scan_catalog(config.output.directory, tmpl.value()) : Result<Catalog>(tmpl.error());
     if (!catalog) return reply(ex, 500, json_error(catalog.error().message), "application/json", "error: " + catalog.error().message, a, started);
     const UniqueFd dir_fd(::open(config.output.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     nlohmann::ordered_json files = nlohmann::ordered_json::array();
@@ -468,11 +468,11 @@ void ApiServer::Impl::handle_files(const HttpRequest& req, HttpExchange& ex, Aud
         j["bytes"] = f.size;
         j["first_packet_from_name"] = f.parsed && f.parsed->has_time ? store::format_time(f.lower_ns) : "";
         j["span_upper_bound"] = f.upper_ns == UINT64_MAX ? "" : store::format_time(f.upper_ns);
-        const store::LoadedIndex li = store::load_index(f.path, f.size, f.mtime_ns);
-        j["index"] = li.state == store::IndexState::valid ? "valid"
-                     : li.state == store::IndexState::missing ? "missing"
-                     : li.state == store::IndexState::stale ? "stale" : "damaged";
-        if (li.state == store::IndexState::valid) {
+        const LoadedIndex li = load_index(f.path, f.size, f.mtime_ns);
+        j["index"] = li.state == IndexState::valid ? "valid"
+                     : li.state == IndexState::missing ? "missing"
+                     : li.state == IndexState::stale ? "stale" : "damaged";
+        if (li.state == IndexState::valid) {
             j["packets"] = li.index.header().packets;
             if (li.index.header().packets) {
                 j["first_packet"] = store::format_time(li.index.header().min_ts_ns);

@@ -20,7 +20,7 @@
 #include "dpdk/mempool.hpp"
 #include "dpdk/port.hpp"
 #include "dpdk/rx_timestamp.hpp"
-#include "output/recovery.hpp"
+#include "archive/recovery.hpp"
 #include "util/utc_time.hpp"
 
 namespace linecap {

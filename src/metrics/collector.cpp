@@ -33,14 +33,14 @@ std::optional<ManifestSample> sample_manifest(const ManifestCounters* c) {
                           load(c->written_files), load(c->failed_files),  load(c->deleted_files)};
 }
 
-std::optional<IndexingSample> sample_indexing(const store::IndexingCounters* c) {
+std::optional<IndexingSample> sample_indexing(const IndexingCounters* c) {
     if (c == nullptr) return std::nullopt;
     return IndexingSample{load(c->built_files),  load(c->failed_files), load(c->skipped_files),
                           load(c->queued_files), load(c->pcap_bytes),   load(c->index_bytes),
                           static_cast<double>(load(c->busy_ns)) / 1e9};
 }
 
-std::optional<CompressSample> sample_compressing(const store::CompressCounters* c) {
+std::optional<CompressSample> sample_compressing(const CompressCounters* c) {
     if (c == nullptr) return std::nullopt;
     return CompressSample{load(c->compressed_files), load(c->failed_files), load(c->pcap_bytes),
                           load(c->compressed_bytes), static_cast<double>(load(c->cpu_ns)) / 1e9};

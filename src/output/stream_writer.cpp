@@ -9,11 +9,11 @@
 #include <cstring>
 
 #include "linecap_build.h"
-#include "output/layout.hpp"
+#include "archive/layout.hpp"
 #include "format/pcap_format.hpp"
 #include "format/pcapng_blocks.hpp"
-#include "output/manifest_hasher.hpp"
-#include "output/retention.hpp"
+#include "archive/manifest_hasher.hpp"
+#include "archive/retention.hpp"
 #include "util/utc_time.hpp"
 
 namespace linecap {

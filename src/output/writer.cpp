@@ -16,8 +16,8 @@
 #include "output/capture_file.hpp"
 #include "util/io_status.hpp"
 #include "format/pcap_format.hpp"
-#include "output/manifest_hasher.hpp"
-#include "output/retention.hpp"
+#include "archive/manifest_hasher.hpp"
+#include "archive/retention.hpp"
 #include "output/stream_writer.hpp"
 #include "util/unique_fd.hpp"
 #include "util/utc_time.hpp"
@@ -224,11 +224,13 @@ Result<std::unique_ptr<Writer>> Writer::create(const OutputConfig& config,
         config, impl->dir_fd.get(), RetentionEnvironment{{}, [raw] { return raw->in_progress(); }},
         impl->retention_counters);
     impl->context.retention = impl->retention.get();
+    impl->context.room_bytes = 2 * block_bytes * std::max<size_t>(streams.size(), 1);
     if (config.manifest) {
-        impl->hasher = std::make_unique<ManifestHasher>(impl->context, impl->slots.size(), impl->manifest_counters);
+        impl->hasher = std::make_unique<ManifestHasher>(
+            HasherContext{config, impl->dir_fd.get(), impl->retention.get(), impl->context.room_bytes},
+            impl->slots.size(), impl->manifest_counters);
         impl->context.hasher = impl->hasher.get();
     }
-    impl->context.room_bytes = 2 * block_bytes * std::max<size_t>(streams.size(), 1);
     if (config.retention.max_bytes > 0 && config.rotate_size_bytes > 0 &&
         2 * config.rotate_size_bytes * streams.size() >= config.retention.max_bytes)
         spdlog::warn("output.retention.max_bytes ({} bytes) leaves no room for finished files: each of the {} "

@@ -10,13 +10,13 @@
 #include <queue>
 
 #include "format/pcapng_blocks.hpp"
-#include "output/manifest.hpp"
-#include "output/capture_scan.hpp"
-#include "output/scrub.hpp"
+#include "archive/manifest.hpp"
+#include "archive/capture_scan.hpp"
+#include "archive/scrub.hpp"
 #include "util/unique_fd.hpp"
 #include "packet/community_id.hpp"
 #include "store/filter_plan.hpp"
-#include "store/index_format.hpp"
+#include "archive/index_format.hpp"
 #include "packet/packet_keys.hpp"
 
 namespace linecap::store {

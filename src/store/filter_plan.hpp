@@ -23,7 +23,7 @@
 
 #include "format/capture_reader.hpp"
 #include "filter/pcap_program.hpp"
-#include "store/index_format.hpp"
+#include "archive/index_format.hpp"
 #include "util/result.hpp"
 
 namespace linecap::store {

@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <map>
 
-#include "output/capture_scan.hpp"
-#include "output/scrub.hpp"
-#include "output/layout.hpp"
-#include "output/manifest.hpp"
+#include "archive/capture_scan.hpp"
+#include "archive/scrub.hpp"
+#include "archive/layout.hpp"
+#include "archive/manifest.hpp"
 #include "util/unique_fd.hpp"
-#include "store/index_format.hpp"
+#include "archive/index_format.hpp"
 #include "format/capture_reader.hpp"
 #include "store/time_spec.hpp"
 #include "util/human_bytes.hpp"

@@ -15,7 +15,7 @@
 
 #include "format/capture_reader.hpp"
 #include "store/filter_plan.hpp"
-#include "store/index_format.hpp"
+#include "archive/index_format.hpp"
 #include "packet/packet_keys.hpp"
 
 using namespace linecap;

@@ -11,6 +11,7 @@
 #include "packet/packet_keys.hpp"
 #include "store_test_support.hpp"
 
+using namespace linecap;
 using namespace linecap::store;
 using namespace store_test;
 

@@ -4,14 +4,15 @@
 
 #include <set>
 
-#include "output/layout.hpp"
-#include "store/catalog.hpp"
-#include "store/crc32c.hpp"
-#include "store/index_format.hpp"
+#include "archive/layout.hpp"
+#include "archive/catalog.hpp"
+#include "archive/crc32c.hpp"
+#include "archive/index_format.hpp"
 #include "packet/packet_keys.hpp"
 #include "store/time_spec.hpp"
 #include "store_test_support.hpp"
 
+using namespace linecap;
 using namespace linecap::store;
 using namespace store_test;
 

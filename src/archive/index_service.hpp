@@ -38,7 +38,7 @@
 
 #include "util/metric.hpp"
 
-namespace linecap::store {
+namespace linecap {
 
 // Written by the indexer thread, read by metrics (relaxed).
 struct IndexingCounters {
@@ -127,4 +127,4 @@ private:
     std::thread thread_;
 };
 
-}  // namespace linecap::store
+}  // namespace linecap

@@ -1,4 +1,4 @@
-#include "store/catalog.hpp"
+#include "archive/catalog.hpp"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -8,13 +8,12 @@
 #include <map>
 #include <set>
 
-#include "store/time_spec.hpp"
 #include "util/errno_text.hpp"
-#include "output/capture_scan.hpp"
+#include "archive/capture_scan.hpp"
 #include "util/io_status.hpp"
-#include "output/layout.hpp"
+#include "archive/layout.hpp"
 
-namespace linecap::store {
+namespace linecap {
 
 Result<Catalog> scan_catalog(const std::string& dir, const FileTemplate& file_template) {
     Catalog cat;
@@ -76,4 +75,4 @@ Result<Catalog> scan_catalog(const std::string& dir, const FileTemplate& file_te
     return cat;
 }
 
-}  // namespace linecap::store
+}  // namespace linecap

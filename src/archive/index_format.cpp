@@ -1,4 +1,4 @@
-#include "store/index_format.hpp"
+#include "archive/index_format.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -17,12 +17,12 @@
 #include "util/io_status.hpp"
 #include "util/utc_time.hpp"
 #include "util/stat_time.hpp"
-#include "output/capture_scan.hpp"
-#include "output/layout.hpp"
-#include "store/crc32c.hpp"
+#include "archive/capture_scan.hpp"
+#include "archive/layout.hpp"
+#include "archive/crc32c.hpp"
 #include "util/errno_text.hpp"
 
-namespace linecap::store {
+namespace linecap {
 namespace {
 
 constexpr size_t kKeySize[4] = {1, 2, 4, 16};  // by IndexKey::Kind
@@ -615,7 +615,7 @@ LoadedIndex load_index(const std::string& pcap_path, uint64_t pcap_size, int64_t
     struct stat pcap_st {};
     int64_t pcap_ctime_ns = ::stat(pcap_path.c_str(), &pcap_st) == 0 ? stat_ctime_ns(pcap_st) : 0;
     // Compressed: the compressor rewrites the index after the compressed file is in place
-    // (store/compress.hpp), so its ctime is checked like the plain file's.
+    // (archive/compress.hpp), so its ctime is checked like the plain file's.
     if (pcap_ctime_ns == 0 && ::stat(layout::compressed_name(pcap_path).c_str(), &pcap_st) == 0)
         pcap_ctime_ns = stat_ctime_ns(pcap_st);
     if (std::string why = index_staleness(ix->header(), stat_mtime_ns(st), pcap_size, pcap_mtime_ns, pcap_ctime_ns);
@@ -629,4 +629,4 @@ LoadedIndex load_index(const std::string& pcap_path, uint64_t pcap_size, int64_t
     return out;
 }
 
-}  // namespace linecap::store
+}  // namespace linecap

@@ -1,4 +1,4 @@
-#include "store/index_service.hpp"
+#include "archive/index_service.hpp"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -14,13 +14,13 @@
 #include "util/errno_text.hpp"
 #include "util/idle_priority.hpp"
 #include "util/io_status.hpp"
-#include "output/capture_scan.hpp"
-#include "output/layout.hpp"
-#include "store/catalog.hpp"
-#include "store/index_format.hpp"
+#include "archive/capture_scan.hpp"
+#include "archive/layout.hpp"
+#include "archive/catalog.hpp"
+#include "archive/index_format.hpp"
 #include "util/stat_time.hpp"
 
-namespace linecap::store {
+namespace linecap {
 namespace {
 
 // Whether `pcap_path` has an index that describes the file as it is now
@@ -210,4 +210,4 @@ void IndexService::index_one(const std::string& name) {
     if (indexed_) indexed_(name, built->index_bytes);
 }
 
-}  // namespace linecap::store
+}  // namespace linecap

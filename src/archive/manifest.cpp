@@ -1,4 +1,4 @@
-#include "output/manifest.hpp"
+#include "archive/manifest.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "output/layout.hpp"
+#include "archive/layout.hpp"
 #include "util/unique_fd.hpp"
 #include "util/clock_quality.hpp"
 #include "util/utc_time.hpp"

@@ -1,4 +1,4 @@
-#include "output/capture_scan.hpp"
+#include "archive/capture_scan.hpp"
 
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "format/zstd_seekable.hpp"
-#include "output/layout.hpp"
-#include "output/sha256.hpp"
+#include "archive/layout.hpp"
+#include "archive/sha256.hpp"
 #include "util/stat_time.hpp"
 
 namespace linecap {

@@ -65,9 +65,46 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "output/writer.hpp"
+#include "util/metric.hpp"
 
 namespace linecap {
+
+// Retention's counters, written by the retention thread, read by metrics.
+struct RetentionCounters {
+    std::atomic<uint64_t> oldest_packet_ns{0};     // first packet of the oldest kept file; 0 = none
+    std::atomic<uint64_t> files{0};                // finished capture files kept
+    std::atomic<uint64_t> bytes{0};                // their bytes, sidecars included
+    std::atomic<uint64_t> held_files{0};           // of those, on the legal hold list
+    std::atomic<uint64_t> deleted_files{0};
+    std::atomic<uint64_t> deleted_bytes{0};
+    std::atomic<uint64_t> budget_unmet{0};         // 1 while a limit cannot be met
+};
+
+// The metrics read from RetentionCounters, unlabelled. The horizon is computed at
+// collection time from oldest_packet_ns, so it grows by itself between deletions.
+inline constexpr MetricDecl kRetentionHorizonMetric{
+    "linecap_retention_horizon_seconds",
+    "Age of the oldest packet still kept in a finished capture file (how far back a question can be answered); 0 "
+    "when no file is kept.",
+    MetricType::gauge};
+inline constexpr MetricDecl kRetentionFilesMetric{"linecap_retention_files",
+                                                  "Finished capture files kept in the output directory.",
+                                                  MetricType::gauge};
+inline constexpr MetricDecl kRetentionBytesMetric{
+    "linecap_retention_bytes", "Bytes of the finished capture files kept, manifests and indexes included.",
+    MetricType::gauge};
+inline constexpr MetricDecl kRetentionHeldFilesMetric{
+    "linecap_retention_held_files", "Kept capture files that are on the legal hold list.", MetricType::gauge};
+inline constexpr MetricDecl kRetentionBudgetUnmetMetric{
+    "linecap_retention_budget_unmet",
+    "1 while a retention limit cannot be met (the remaining files are on hold, the hold list is unreadable, or "
+    "deleting failed).",
+    MetricType::gauge};
+inline constexpr MetricDecl kRetentionDeletedFilesMetric{
+    "linecap_retention_deleted_files_total", "Capture files deleted by retention.", MetricType::counter};
+inline constexpr MetricDecl kRetentionDeletedBytesMetric{
+    "linecap_retention_deleted_bytes_total", "Bytes deleted by retention (capture files and their sidecars).",
+    MetricType::counter};
 
 struct FinishedFile {
     std::string name;            // in the output directory

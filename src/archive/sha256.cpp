@@ -1,4 +1,4 @@
-#include "output/sha256.hpp"
+#include "archive/sha256.hpp"
 
 #include <openssl/evp.h>
 

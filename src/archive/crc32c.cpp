@@ -1,9 +1,9 @@
-#include "store/crc32c.hpp"
+#include "archive/crc32c.hpp"
 
 #include <array>
 #include <cstring>
 
-namespace linecap::store {
+namespace linecap {
 namespace {
 
 constexpr uint32_t kPolyReflected = 0x82f63b78u;
@@ -72,4 +72,4 @@ uint32_t crc32c_extend_portable(uint32_t crc, const void* data, size_t size) {
     return crc32c_portable(crc, static_cast<const uint8_t*>(data), size);
 }
 
-}  // namespace linecap::store
+}  // namespace linecap

@@ -1,4 +1,4 @@
-#include "output/retention.hpp"
+#include "archive/retention.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,9 +17,9 @@
 #include <ctime>
 #include <fstream>
 
-#include "output/capture_scan.hpp"
-#include "output/layout.hpp"
-#include "output/manifest.hpp"
+#include "archive/capture_scan.hpp"
+#include "archive/layout.hpp"
+#include "archive/manifest.hpp"
 #include "util/unique_fd.hpp"
 #include "util/human_bytes.hpp"
 #include "util/stat_time.hpp"

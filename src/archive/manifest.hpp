@@ -115,7 +115,7 @@ struct ManifestStream {
     bool operator==(const ManifestStream&) const = default;
 };
 
-// The compressed form of a capture file (output.compress, store/compress.hpp).
+// The compressed form of a capture file (output.compress, archive/compress.hpp).
 struct ManifestCompressed {
     static constexpr const char* kFormat = "zstd-seekable";
     std::string file;

@@ -1,4 +1,4 @@
-#include "output/manifest_hasher.hpp"
+#include "archive/manifest_hasher.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -12,9 +12,8 @@
 #include <system_error>
 
 #include "util/idle_priority.hpp"
-#include "output/layout.hpp"
-#include "output/recovery.hpp"
-#include "output/stream_writer.hpp"
+#include "archive/layout.hpp"
+#include "archive/recovery.hpp"
 
 namespace linecap {
 namespace {
@@ -60,8 +59,8 @@ IoStatus read_exactly(int fd, uint64_t offset, std::span<uint8_t> bytes) {
 
 }  // namespace
 
-ManifestHasher::ManifestHasher(const WriterContext& context, size_t streams, ManifestCounters& counters)
-    : context_(context), counters_(counters) {
+ManifestHasher::ManifestHasher(HasherContext context, size_t streams, ManifestCounters& counters)
+    : context_(std::move(context)), counters_(counters) {
     for (size_t i = 0; i < streams; ++i) lanes_.push_back(std::make_unique<Lane>(kTrackedFiles));
 }
 

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace linecap::store {
+namespace linecap {
 
 // crc32c(data) for a whole buffer; crc32c_extend continues a running CRC.
 uint32_t crc32c_extend(uint32_t crc, const void* data, size_t size);
@@ -17,4 +17,4 @@ inline uint32_t crc32c(const void* data, size_t size) { return crc32c_extend(0, 
 // The portable implementation alone (tests compare it with the hardware one).
 uint32_t crc32c_extend_portable(uint32_t crc, const void* data, size_t size);
 
-}  // namespace linecap::store
+}  // namespace linecap

@@ -1,4 +1,4 @@
-#include "output/recovery.hpp"
+#include "archive/recovery.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -15,8 +15,8 @@
 #include <optional>
 
 #include "linecap_build.h"
-#include "output/layout.hpp"
-#include "output/manifest.hpp"
+#include "archive/layout.hpp"
+#include "archive/manifest.hpp"
 #include "util/unique_fd.hpp"
 
 namespace linecap {
@@ -46,7 +46,7 @@ struct HiddenNames {
     std::vector<std::string> temporaries;
     // Compressed files (NAME.zst) beside their capture file: a compression a kill
     // interrupted after the compressed file was complete but before the capture file was
-    // deleted (store/compress.hpp). Not hidden, but handled here with the rest a kill
+    // deleted (archive/compress.hpp). Not hidden, but handled here with the rest a kill
     // leaves behind.
     std::vector<std::string> compressed;
 };

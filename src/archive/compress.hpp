@@ -3,7 +3,7 @@
 // stream (`zstd -d` gives back the exact pcap bytes) of independent frames cut at the
 // retrieval index's block boundaries, so an indexed query decompresses only the blocks
 // it reads. Everything that reads capture files reads the compressed form through the
-// same reader (output/capture_scan.hpp's open_stored_capture), and answers with plain
+// same reader (archive/capture_scan.hpp's open_stored_capture), and answers with plain
 // pcap.
 //
 // Why after the file is finished, on a thread of its own at idle CPU and I/O priority,
@@ -12,7 +12,7 @@
 // compressed once they are older than output.compress.after (recent files are the ones
 // queries read, and the index must exist first so frames can follow its blocks).
 //
-// The steps, and what a kill at any point leaves (startup recovery, output/recovery.hpp,
+// The steps, and what a kill at any point leaves (startup recovery, archive/recovery.hpp,
 // undoes the ones marked *):
 //   1. the pcap is read and compressed into a hidden temporary (layout::AtomicFile,
 //      ".NAME.pcap.zst.tmp.XXXXXX"; a kill leaves the temporary: removed at start), its
@@ -23,7 +23,7 @@
 //   3. it is fsynced and renamed to NAME.pcap.zst, the directory fsynced *;
 //   4. the manifest gets "compressed": the .zst's size and SHA-256 (atomically) *;
 //   5. the index is rewritten unchanged, so it is newer than the .zst's ctime (an index
-//      older than its file's ctime is stale: store/index_format.hpp);
+//      older than its file's ctime is stale: archive/index_format.hpp);
 //   6. NAME.pcap is deleted and the directory fsynced.
 // Until step 6 the plain file is what every reader uses; a kill before it leaves both,
 // and recovery removes the .zst (and the manifest's "compressed"). Nothing is lost at any
@@ -47,7 +47,7 @@
 #include "util/metric.hpp"
 #include "util/result.hpp"
 
-namespace linecap::store {
+namespace linecap {
 
 inline constexpr int kDefaultCompressLevel = 3;
 // Frames are cut at index blocks, and never larger than this (a block is ~256 KiB; a
@@ -152,4 +152,4 @@ private:
     std::thread thread_;
 };
 
-}  // namespace linecap::store
+}  // namespace linecap

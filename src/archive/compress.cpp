@@ -1,4 +1,4 @@
-#include "store/compress.hpp"
+#include "archive/compress.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,18 +14,18 @@
 #include <vector>
 
 #include "format/zstd_seekable.hpp"
-#include "output/capture_scan.hpp"
+#include "archive/capture_scan.hpp"
 #include "util/idle_priority.hpp"
-#include "output/layout.hpp"
-#include "output/manifest.hpp"
-#include "output/scrub.hpp"
-#include "output/sha256.hpp"
+#include "archive/layout.hpp"
+#include "archive/manifest.hpp"
+#include "archive/scrub.hpp"
+#include "archive/sha256.hpp"
 #include "util/unique_fd.hpp"
-#include "store/index_format.hpp"
+#include "archive/index_format.hpp"
 #include "util/thread_cpu.hpp"
 #include "util/stat_time.hpp"
 
-namespace linecap::store {
+namespace linecap {
 namespace {
 
 constexpr mode_t kCompressedMode = 0640;  // like the capture file it replaces
@@ -322,4 +322,4 @@ void CompressService::run() {
     idle_cv_.notify_all();
 }
 
-}  // namespace linecap::store
+}  // namespace linecap

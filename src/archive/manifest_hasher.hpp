@@ -60,24 +60,59 @@
 #include <thread>
 #include <vector>
 
-#include "output/manifest.hpp"
-#include "output/retention.hpp"
-#include "output/sha256.hpp"
-#include "output/spsc_ring.hpp"
+#include "archive/manifest.hpp"
+#include "archive/retention.hpp"
+#include "archive/sha256.hpp"
+#include "util/spsc_ring.hpp"
 #include "util/unique_fd.hpp"
-#include "output/writer.hpp"
+#include "util/metric.hpp"
 #include "util/result.hpp"
 
 namespace linecap {
 
-struct WriterContext;
+// The manifest hasher's counters: what it still has to read back and
+// hash. Written by the writer threads and the hasher, read by metrics (relaxed).
+struct ManifestCounters {
+    std::atomic<uint64_t> backlog_bytes{0};   // bytes in capture files not hashed yet
+    std::atomic<uint64_t> backlog_files{0};   // finished files whose manifest is pending
+    std::atomic<uint64_t> hashed_bytes{0};
+    std::atomic<uint64_t> written_files{0};   // manifests written
+    std::atomic<uint64_t> failed_files{0};    // no manifest: the file could not be read back
+    std::atomic<uint64_t> deleted_files{0};   // deleted (retention) before their manifest was due
+};
+
+// The metrics read from ManifestCounters, unlabelled (only with output.manifest).
+inline constexpr MetricDecl kManifestBacklogBytesMetric{
+    "linecap_manifest_backlog_bytes",
+    "Bytes written to capture files that the manifest hasher has not hashed yet (it runs at idle priority).",
+    MetricType::gauge};
+inline constexpr MetricDecl kManifestBacklogFilesMetric{
+    "linecap_manifest_backlog_files",
+    "Finished capture files whose manifest is pending (NAME.manifest-pending beside them).", MetricType::gauge};
+inline constexpr MetricDecl kManifestHashedBytesMetric{
+    "linecap_manifest_hashed_bytes_total", "Bytes of capture files hashed for their manifests (rate: the hash rate).",
+    MetricType::counter};
+inline constexpr MetricDecl kManifestFilesMetric{
+    "linecap_manifest_files_total",
+    "Finished capture files by what became of their pending manifest: written, failed (the file could not be read "
+    "back), deleted (retention removed the file first).",
+    MetricType::counter};
+
+// What the hasher needs of the writer: the output directory, and the retention it asks
+// for room on a full disk and tells of every manifest written.
+struct HasherContext {
+    OutputConfig config;
+    int dir_fd = -1;
+    RetentionService* retention = nullptr;  // null: no retention (unit tests)
+    uint64_t room_bytes = 0;                // free space to ask retention for on ENOSPC
+};
 
 class ManifestHasher {
 public:
     static constexpr size_t kTrackedFiles = 256;  // per stream, followed at most (~1 KiB each)
     static constexpr auto kStopDrainLimit = std::chrono::seconds(30);
 
-    ManifestHasher(const WriterContext& context, size_t streams, ManifestCounters& counters);
+    ManifestHasher(HasherContext context, size_t streams, ManifestCounters& counters);
     ~ManifestHasher();  // stop()
     ManifestHasher(const ManifestHasher&) = delete;
     ManifestHasher& operator=(const ManifestHasher&) = delete;
@@ -154,7 +189,7 @@ private:
     void retry_unwritten(std::chrono::steady_clock::time_point now);
     std::string path_of(const std::string& name) const;
 
-    const WriterContext& context_;
+    const HasherContext context_;
     ManifestCounters& counters_;
     std::vector<std::unique_ptr<Lane>> lanes_;
     std::vector<uint8_t> buffer_;           // the read-back chunk

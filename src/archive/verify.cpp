@@ -1,4 +1,4 @@
-#include "output/verify.hpp"
+#include "archive/verify.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,10 +14,10 @@
 
 #include "config/values.hpp"
 #include "format/zstd_seekable.hpp"
-#include "output/capture_scan.hpp"
-#include "output/layout.hpp"
-#include "output/manifest.hpp"
-#include "output/scrub.hpp"
+#include "archive/capture_scan.hpp"
+#include "archive/layout.hpp"
+#include "archive/manifest.hpp"
+#include "archive/scrub.hpp"
 #include "util/unique_fd.hpp"
 #include "util/utc_time.hpp"
 

@@ -17,7 +17,7 @@
 #include <cstring>
 #include <vector>
 
-namespace linecap::store {
+namespace linecap {
 
 template <typename K>
 class PostingsTable {
@@ -109,4 +109,4 @@ private:
     size_t entries_ = 0;
 };
 
-}  // namespace linecap::store
+}  // namespace linecap

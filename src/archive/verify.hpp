@@ -16,7 +16,7 @@
 //   NO-MANIFEST F        a capture file without manifest
 //   BAD-MANIFEST F: …    a manifest that cannot be read or parsed
 //   DAMAGED F: …         the background scrub marked the file (F.damaged): its bytes
-//                        no longer matched its manifest (output/scrub.hpp; the same
+//                        no longer matched its manifest (archive/scrub.hpp; the same
 //                        size and SHA-256 comparison as MISMATCH, content_differences)
 //   ORPHAN M             a manifest whose capture file is missing
 //   LOSS F: …            packets of the stream were dropped during the file's span
@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "output/manifest.hpp"
+#include "archive/manifest.hpp"
 #include "util/result.hpp"
 
 namespace linecap {
@@ -67,7 +67,7 @@ struct VerifyReport {
 
 // How a capture file's bytes (`size`, `sha256` hex) differ from its manifest, one text
 // per field ("sha256 <actual> (manifest: <expected>)"); empty when they match. What the
-// scrub marks a file for (output/scrub.hpp) and the core of verify's MISMATCH.
+// scrub marks a file for (archive/scrub.hpp) and the core of verify's MISMATCH.
 std::vector<std::string> content_differences(const Manifest& manifest, uint64_t size, const std::string& sha256);
 
 // How a compressed file's own bytes (`file`, its name, `size`, `sha256`) differ from the

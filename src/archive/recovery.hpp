@@ -10,16 +10,16 @@
 // computed from the file and marked "recovered": true (no drops, span or sequence).
 // Stale temporaries of layout::AtomicFile (manifests, indexes and compressed files a kill
 // interrupted) are removed, and so is a compressed file whose capture file is still there
-// (the compression was not finished: the capture file stays; store/compress.hpp).
+// (the compression was not finished: the capture file stays; archive/compress.hpp).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "output/capture_scan.hpp"
+#include "archive/capture_scan.hpp"
 #include "util/io_status.hpp"
-#include "output/manifest.hpp"
+#include "archive/manifest.hpp"
 #include "util/result.hpp"
 
 namespace linecap {
@@ -64,7 +64,7 @@ Manifest manifest_from_scan(const std::string& name, const CaptureScan& scan);
 // (manifest_from_scan of a hashing scan), marked "recovered": true, with the stream
 // identity a pcapng interface name gives; without drops, span, run or sequence (they were
 // in the memory of a daemon that died). For recovery here, and for the files a killed
-// daemon left with their manifest pending (output/manifest_hasher.hpp). Errors: one line,
+// daemon left with their manifest pending (archive/manifest_hasher.hpp). Errors: one line,
 // the file does not read back completely or an I/O error.
 Result<Manifest> manifest_from_file(int fd, const std::string& name);
 

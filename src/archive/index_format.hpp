@@ -34,10 +34,10 @@
 
 #include "format/capture_reader.hpp"
 #include "packet/packet_keys.hpp"
-#include "store/postings_table.hpp"
+#include "archive/postings_table.hpp"
 #include "util/result.hpp"
 
-namespace linecap::store {
+namespace linecap {
 
 inline constexpr char kIndexMagic[8] = {'L', 'C', 'A', 'P', 'I', 'D', 'X', '\n'};
 inline constexpr uint32_t kIndexVersion = 1;
@@ -276,4 +276,4 @@ std::string index_staleness(const IndexHeader& header, int64_t index_mtime_ns, u
 // Stale: index_staleness().
 LoadedIndex load_index(const std::string& pcap_path, uint64_t pcap_size, int64_t pcap_mtime_ns);
 
-}  // namespace linecap::store
+}  // namespace linecap

@@ -1,7 +1,7 @@
 // The finished capture files of an output directory, and what their names say.
 //
 // Names are read with the daemon's file name template (OutputConfig::file_template,
-// config/file_template.hpp) through output/layout.hpp, which knows the suffixes the
+// config/file_template.hpp) through archive/layout.hpp, which knows the suffixes the
 // writer and recovery add ("-<n>", "-recovered"). A name that does not match the template
 // is treated as a file of unknown time (its time span comes from its index or a scan)
 // forming a stream of its own.
@@ -20,11 +20,11 @@
 #include "config/file_template.hpp"
 #include "util/result.hpp"
 
-namespace linecap::store {
+namespace linecap {
 
 struct CaptureFileInfo {
     std::string name;        // file name
-    std::string path;        // dir/name (open it with output/capture_scan.hpp's open_stored_capture)
+    std::string path;        // dir/name (open it with archive/capture_scan.hpp's open_stored_capture)
     bool pcapng = false;     // by extension
     bool compressed = false; // stored as dir/name.zst (output.compress)
     uint64_t size = 0;       // of the capture bytes (decompressed)
@@ -48,4 +48,4 @@ struct Catalog {
 // file's stream and time bounds. Errors: the directory cannot be read.
 Result<Catalog> scan_catalog(const std::string& dir, const FileTemplate& file_template);
 
-}  // namespace linecap::store
+}  // namespace linecap

@@ -1,4 +1,4 @@
-#include "output/layout.hpp"
+#include "archive/layout.hpp"
 
 #include <fcntl.h>
 #include <linux/limits.h>

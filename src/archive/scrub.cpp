@@ -1,4 +1,4 @@
-#include "output/scrub.hpp"
+#include "archive/scrub.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -16,13 +16,13 @@
 #include <utility>
 #include <vector>
 
-#include "output/layout.hpp"
+#include "archive/layout.hpp"
 #include "util/idle_priority.hpp"
 #include "util/io_status.hpp"
-#include "output/manifest.hpp"
-#include "output/sha256.hpp"
+#include "archive/manifest.hpp"
+#include "archive/sha256.hpp"
 #include "util/unique_fd.hpp"
-#include "output/verify.hpp"
+#include "archive/verify.hpp"
 #include "util/utc_time.hpp"
 
 namespace linecap {
@@ -226,7 +226,7 @@ ScrubResult Scrubber::check(const std::string& name, uint64_t done_before, uint6
     };
     // What is stored for `name`: the plain file, or its compressed form (whose own bytes
     // are checked against the manifest's "compressed": they were checked to decompress
-    // to the pcap bytes before the plain file was deleted, store/compress.hpp).
+    // to the pcap bytes before the plain file was deleted, archive/compress.hpp).
     const std::string stored = exists_at(dir_fd_, name) ? name : compressed_name(name);
     const bool compressed = stored != name;
     if (!exists_at(dir_fd_, stored)) return ScrubResult::vanished;

@@ -6,10 +6,10 @@
 //                              then "-<n>" when that name is taken, "-recovered" when crash
 //                              recovery finished it
 //   .STEM.pcap.part            being written (hidden, never matched by "*.pcap")
-//   STEM.pcap.manifest         its manifest (output/manifest.hpp)
+//   STEM.pcap.manifest         its manifest (archive/manifest.hpp)
 //   STEM.pcap.manifest-pending empty: the file is finished, its manifest not written yet
-//                              (output/manifest_hasher.hpp)
-//   STEM.pcap.idx              its retrieval index (store/index_format.hpp)
+//                              (archive/manifest_hasher.hpp)
+//   STEM.pcap.idx              its retrieval index (archive/index_format.hpp)
 //   STEM.pcap.corrupt          not a capture file: moved aside by recovery
 //   STEM.pcap.zst              the capture file compressed (output.compress: zstd's
 //                              seekable format, format/zstd_seekable.hpp); it replaces
@@ -33,7 +33,7 @@
 #include "config/config.hpp"
 #include "config/file_template.hpp"
 #include "util/io_status.hpp"
-#include "output/stream.hpp"
+#include "archive/stream_id.hpp"
 #include "util/unique_fd.hpp"
 
 namespace linecap::layout {
@@ -86,7 +86,7 @@ std::optional<std::string> capture_name_of_manifest(std::string_view name);
 std::optional<std::string> capture_name_of_index(std::string_view name);
 // A capture file whose bytes no longer match its manifest gets a marker beside it,
 // "NAME.pcap.damaged" (one line: when and why), written by the background scrub
-// (output/scrub.hpp) and read by `linecap extract`, `linecap stats` and `linecapd verify`.
+// (archive/scrub.hpp) and read by `linecap extract`, `linecap stats` and `linecapd verify`.
 std::string damaged_marker_name(std::string_view capture);  // "x.pcap" → "x.pcap.damaged"
 std::optional<std::string> capture_name_of_damaged_marker(std::string_view name);
 // The marker of a finished file whose manifest is pending: created by the writer before the
