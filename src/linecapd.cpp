@@ -23,10 +23,10 @@
 #include "metrics/collector.hpp"
 #include "metrics/ethdev_port_stats.hpp"
 #include "metrics/exporter.hpp"
-#include "output/scrub.hpp"
-#include "output/verify.hpp"
-#include "store/compress.hpp"
-#include "store/index_service.hpp"
+#include "archive/scrub.hpp"
+#include "archive/verify.hpp"
+#include "archive/compress.hpp"
+#include "archive/index_service.hpp"
 #include "linecap_build.h"
 
 namespace {
@@ -129,8 +129,8 @@ public:
         linecap::CaptureEngine::FileFinishedHook file_finished;
         if (out.compress.enabled) {
             // Runs after recovery (the engine's start), which undoes what a kill left.
-            capture->compressor_ = std::make_unique<linecap::store::CompressService>(
-                linecap::store::CompressServiceOptions{.directory = out.directory,
+            capture->compressor_ = std::make_unique<linecap::CompressService>(
+                linecap::CompressServiceOptions{.directory = out.directory,
                                                        .after_ns = out.compress.after_s * 1'000'000'000ull,
                                                        .level = out.compress.level,
                                                        .require_index = out.index},
@@ -141,8 +141,8 @@ public:
         if (out.index) {  // pcap and pcapng alike
             // The hook runs on the indexer thread, which starts once the engine exists;
             // files finished before that wait in its queue.
-            capture->indexer_ = std::make_unique<linecap::store::IndexService>(
-                linecap::store::IndexServiceOptions{.directory = out.directory, .file_template = out.file_template},
+            capture->indexer_ = std::make_unique<linecap::IndexService>(
+                linecap::IndexServiceOptions{.directory = out.directory, .file_template = out.file_template},
                 [self](const std::string& name, uint64_t) {
                     self->engine_->sidecar_changed(name);
                     if (self->compressor_) self->compressor_->kick();  // its frames follow the index
@@ -169,12 +169,12 @@ public:
     linecap::CaptureEngine& engine() { return *engine_; }
     const linecap::CaptureEngine& engine() const { return *engine_; }
     // Null when output.index is off.
-    const linecap::store::IndexingCounters* indexing() const { return indexer_ ? &indexing_ : nullptr; }
+    const linecap::IndexingCounters* indexing() const { return indexer_ ? &indexing_ : nullptr; }
     // Null when output.scrub.enabled is off.
     const linecap::ScrubCounters* scrub() const { return scrubber_ ? &scrub_counters_ : nullptr; }
 
     // Null when output.compress is off.
-    const linecap::store::CompressCounters* compressing() const { return compressor_ ? &compressing_ : nullptr; }
+    const linecap::CompressCounters* compressing() const { return compressor_ ? &compressing_ : nullptr; }
 
     void stop() {
         if (scrubber_) scrubber_->stop();
@@ -199,10 +199,10 @@ private:
         scrubber_->start();
     }
 
-    linecap::store::IndexingCounters indexing_;
-    linecap::store::CompressCounters compressing_;
-    std::unique_ptr<linecap::store::CompressService> compressor_;  // before indexer_: its hook kicks this
-    std::unique_ptr<linecap::store::IndexService> indexer_;
+    linecap::IndexingCounters indexing_;
+    linecap::CompressCounters compressing_;
+    std::unique_ptr<linecap::CompressService> compressor_;  // before indexer_: its hook kicks this
+    std::unique_ptr<linecap::IndexService> indexer_;
     linecap::ScrubCounters scrub_counters_;
     std::unique_ptr<linecap::ScrubService> scrubber_;
     std::unique_ptr<linecap::CaptureEngine> engine_;

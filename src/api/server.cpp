@@ -23,27 +23,22 @@
 #include "api/query.hpp"
 #include "api/page.hpp"
 #include "api/status.hpp"
-#include "output/idle_priority.hpp"
-#include "output/layout.hpp"
-#include "output/manifest.hpp"
-#include "output/store_inventory.hpp"
+#include "util/idle_priority.hpp"
+#include "archive/layout.hpp"
+#include "archive/manifest.hpp"
+#include "archive/store_inventory.hpp"
 #include "store/extract.hpp"
-#include "store/index_format.hpp"
+#include "archive/index_format.hpp"
 #include "store/time_spec.hpp"
 #include "format/pcap_format.hpp"
 #include "format/pcapng_format.hpp"
 #include "util/errno_text.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap::api {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-uint64_t wall_ns() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_REALTIME, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 bool is_loopback(const std::string& host) {
     return host == "localhost" || host == "::1" || host.starts_with("127.");
@@ -227,7 +222,7 @@ struct ApiServer::Impl final : HttpHandler {
     AuditRecord begin_audit(const std::string& peer_address, int peer_port, const std::string& method,
                             const std::string& path, const std::string& query) const {
         AuditRecord a;
-        a.start_ns = wall_ns();
+        a.start_ns = utc_now_ns();
         a.peer = peer_address + ":" + std::to_string(peer_port);
         a.method = method.size() > 32 ? method.substr(0, 32) + "..." : method;
         a.target = audit_target(path, query, tokens ? &*tokens : nullptr);
@@ -471,11 +466,11 @@ void ApiServer::Impl::handle_files(const HttpRequest& req, HttpExchange& ex, Aud
         j["bytes"] = f.size;
         j["first_packet_from_name"] = f.parsed && f.parsed->has_time ? store::format_time(f.lower_ns) : "";
         j["span_upper_bound"] = f.upper_ns == UINT64_MAX ? "" : store::format_time(f.upper_ns);
-        const store::LoadedIndex li = store::load_index(f.path, f.size, f.mtime_ns);
-        j["index"] = li.state == store::IndexState::valid ? "valid"
-                     : li.state == store::IndexState::missing ? "missing"
-                     : li.state == store::IndexState::stale ? "stale" : "damaged";
-        if (li.state == store::IndexState::valid) {
+        const LoadedIndex li = load_index(f.path, f.size, f.mtime_ns);
+        j["index"] = li.state == IndexState::valid ? "valid"
+                     : li.state == IndexState::missing ? "missing"
+                     : li.state == IndexState::stale ? "stale" : "damaged";
+        if (li.state == IndexState::valid) {
             j["packets"] = li.index.header().packets;
             if (li.index.header().packets) {
                 j["first_packet"] = store::format_time(li.index.header().min_ts_ns);

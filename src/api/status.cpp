@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "output/store_inventory.hpp"
+#include "archive/store_inventory.hpp"
 #include "store/time_spec.hpp"
 
 namespace linecap::api {

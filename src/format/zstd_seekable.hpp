@@ -11,7 +11,7 @@
 // optional per-frame checksums are not written.
 //
 // Frames are cut where the caller says (the compressor cuts at the retrieval index's
-// block boundaries, store/compress.hpp), so an indexed read of one block decompresses
+// block boundaries, archive/compress.hpp), so an indexed read of one block decompresses
 // one frame.
 //
 // Like the rest of format/, reading is defensive: the table is checked (sizes add up to

@@ -10,13 +10,13 @@
 #include <queue>
 
 #include "format/pcapng_blocks.hpp"
-#include "output/manifest.hpp"
-#include "output/store_inventory.hpp"
-#include "output/unique_fd.hpp"
-#include "store/community_id.hpp"
+#include "archive/manifest.hpp"
+#include "archive/store_inventory.hpp"
+#include "util/unique_fd.hpp"
+#include "packet/community_id.hpp"
 #include "store/filter_plan.hpp"
-#include "store/index_format.hpp"
-#include "store/packet_keys.hpp"
+#include "archive/index_format.hpp"
+#include "packet/packet_keys.hpp"
 
 namespace linecap::store {
 namespace {

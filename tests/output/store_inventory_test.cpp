@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "output/layout.hpp"
-#include "output/store_inventory.hpp"
+#include "archive/layout.hpp"
+#include "archive/store_inventory.hpp"
 #include "output_test_support.hpp"
 
 namespace linecap {

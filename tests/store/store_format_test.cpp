@@ -4,14 +4,15 @@
 
 #include <set>
 
-#include "output/layout.hpp"
-#include "output/store_inventory.hpp"
-#include "store/crc32c.hpp"
-#include "store/index_format.hpp"
-#include "store/packet_keys.hpp"
+#include "archive/layout.hpp"
+#include "archive/store_inventory.hpp"
+#include "archive/crc32c.hpp"
+#include "archive/index_format.hpp"
+#include "packet/packet_keys.hpp"
 #include "store/time_spec.hpp"
 #include "store_test_support.hpp"
 
+using namespace linecap;
 using namespace linecap::store;
 using namespace store_test;
 
