@@ -125,7 +125,7 @@ private:
     SeekTable table_;
     uint32_t max_compressed_ = 0;    // the largest frame, compressed and not: the buffers' sizes
     uint32_t max_decompressed_ = 0;
-    // Made at the first frame read: a source opened only for its size (the catalog)
+    // Made at the first frame read: a source opened only for its size (the store inventory)
     // costs no context and no buffers.
     mutable ZSTD_DCtx_s* dctx_ = nullptr;
     mutable std::unique_ptr<uint8_t[]> compressed_;  // not zero-filled: only bytes read are used

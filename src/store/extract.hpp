@@ -2,7 +2,7 @@
 // capture files of a store (pcap and pcapng alike), merged in timestamp order into one
 // nanosecond pcap, or a pcapng with one interface per source stream.
 //
-// Plan: the catalog's name-derived time bounds select the files whose span meets
+// Plan: the store inventory's name-derived time bounds select the files whose span meets
 // [from, to); a file's valid index narrows that to the blocks whose time span meets the
 // range and that may match the filter (store/filter_plan.hpp); a file without a usable
 // index (missing, stale, corrupt) is scanned, with a warning naming it. Execution: one
