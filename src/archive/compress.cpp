@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,7 +14,6 @@
 
 #include "format/zstd_seekable.hpp"
 #include "archive/capture_scan.hpp"
-#include "util/idle_priority.hpp"
 #include "archive/layout.hpp"
 #include "archive/manifest.hpp"
 #include "archive/scrub.hpp"
@@ -206,37 +204,16 @@ Result<CompressStats> compress_capture(const std::string& directory, const std::
 // --- the service ----------------------------------------------------------------------
 
 CompressService::CompressService(CompressServiceOptions options, CompressedHook compressed, CompressCounters& counters)
-    : options_(std::move(options)), compressed_(std::move(compressed)), counters_(counters) {}
+    : BackgroundService({.name = "lc-compress", .who = "compress", .idle_priority = options.idle_priority}),
+      options_(std::move(options)),
+      compressed_(std::move(compressed)),
+      counters_(counters) {}
 
 CompressService::~CompressService() { stop(); }
 
-void CompressService::start() {
-    {
-        const std::lock_guard lock(mutex_);
-        if (stopping_ || thread_.joinable()) return;
-    }
-    thread_ = std::thread([this] { run(); });
-    pthread_setname_np(thread_.native_handle(), "lc-compress");
-}
+void CompressService::on_stop() { cancel_.store(true, std::memory_order_relaxed); }
 
-void CompressService::stop() {
-    {
-        const std::lock_guard lock(mutex_);
-        stopping_ = true;
-    }
-    cancel_.store(true, std::memory_order_relaxed);
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-}
-
-void CompressService::kick() {
-    {
-        const std::lock_guard lock(mutex_);
-        kicked_ = true;
-        idle_ = false;
-    }
-    cv_.notify_one();
-}
+void CompressService::on_wake() { idle_ = false; }
 
 bool CompressService::wait_idle(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
@@ -274,7 +251,7 @@ std::chrono::system_clock::time_point CompressService::pass() {
             continue;
         }
         // Not yet: the manifest (written after the file is renamed) and, with indexing on,
-        // the index (so the frames follow its blocks). The indexer kicks when it is there.
+        // the index (so the frames follow its blocks). The indexer wakes this service when it is there.
         if (!exists_at(dir_fd.get(), layout::manifest_name(name))) continue;
         if (options_.require_index && !exists_at(dir_fd.get(), layout::index_name(name))) continue;
         if (read_damaged_marker(dir_fd.get(), name)) continue;  // evidence of damage stays as it is
@@ -299,23 +276,22 @@ std::chrono::system_clock::time_point CompressService::pass() {
     return next_due;
 }
 
-void CompressService::run() {
-    if (options_.idle_priority) lower_to_idle_priority("compress");
+void CompressService::work() {
     for (;;) {
         {
             const std::lock_guard lock(mutex_);
             if (stopping_) break;
-            kicked_ = false;
+            woken_ = false;
         }
         const auto next_due = pass();
         std::unique_lock lock(mutex_);
         if (stopping_) break;
-        if (!kicked_) {
+        if (!woken_) {
             idle_ = true;
             idle_cv_.notify_all();
         }
         const auto rescan = std::chrono::system_clock::now() + options_.rescan;
-        cv_.wait_until(lock, std::min(next_due, rescan), [this] { return stopping_ || kicked_; });
+        cv_.wait_until(lock, std::min(next_due, rescan), [this] { return stopping_ || woken_; });
     }
     const std::lock_guard lock(mutex_);
     idle_ = true;
