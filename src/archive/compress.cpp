@@ -1,7 +1,6 @@
 #include "archive/compress.hpp"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,7 +13,6 @@
 
 #include "format/zstd_seekable.hpp"
 #include "archive/capture_scan.hpp"
-#include "util/idle_priority.hpp"
 #include "archive/layout.hpp"
 #include "archive/manifest.hpp"
 #include "archive/sha256.hpp"
@@ -216,37 +214,16 @@ Result<CompressStats> compress_capture(const std::string& directory, const std::
 // --- the service ----------------------------------------------------------------------
 
 CompressService::CompressService(CompressServiceOptions options, CompressedHook compressed, CompressCounters& counters)
-    : options_(std::move(options)), compressed_(std::move(compressed)), counters_(counters) {}
+    : BackgroundService({.name = "lc-compress", .who = "compress", .idle_priority = options.idle_priority}),
+      options_(std::move(options)),
+      compressed_(std::move(compressed)),
+      counters_(counters) {}
 
 CompressService::~CompressService() { stop(); }
 
-void CompressService::start() {
-    {
-        const std::lock_guard lock(mutex_);
-        if (stopping_ || thread_.joinable()) return;
-    }
-    thread_ = std::thread([this] { run(); });
-    pthread_setname_np(thread_.native_handle(), "lc-compress");
-}
+void CompressService::on_stop() { cancel_.store(true, std::memory_order_relaxed); }
 
-void CompressService::stop() {
-    {
-        const std::lock_guard lock(mutex_);
-        stopping_ = true;
-    }
-    cancel_.store(true, std::memory_order_relaxed);
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-}
-
-void CompressService::kick() {
-    {
-        const std::lock_guard lock(mutex_);
-        kicked_ = true;
-        idle_ = false;
-    }
-    cv_.notify_one();
-}
+void CompressService::on_wake() { idle_ = false; }
 
 bool CompressService::wait_idle(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
@@ -280,8 +257,8 @@ std::chrono::system_clock::time_point CompressService::pass() {
 }
 
 // Not yet: the manifest (written after the file is renamed) and, with indexing on, the
-// index (so the frames follow its blocks). The indexer kicks when it is there. Evidence
-// of damage stays as it is.
+// index (so the frames follow its blocks); the indexer wakes this service when it is there.
+// Evidence of damage stays as it is.
 bool CompressService::ready(const StoredFile& file) const {
     return file.manifest && (file.index || !options_.require_index) && !file.damaged;
 }
@@ -307,23 +284,22 @@ void CompressService::compress_one(const std::string& name) {
     if (compressed_) compressed_(name);
 }
 
-void CompressService::run() {
-    if (options_.idle_priority) lower_to_idle_priority("compress");
+void CompressService::work() {
     for (;;) {
         {
             const std::lock_guard lock(mutex_);
             if (stopping_) break;
-            kicked_ = false;
+            woken_ = false;
         }
         const auto next_due = pass();
         std::unique_lock lock(mutex_);
         if (stopping_) break;
-        if (!kicked_) {
+        if (!woken_) {
             idle_ = true;
             idle_cv_.notify_all();
         }
         const auto rescan = std::chrono::system_clock::now() + options_.rescan;
-        cv_.wait_until(lock, std::min(next_due, rescan), [this] { return stopping_ || kicked_; });
+        cv_.wait_until(lock, std::min(next_due, rescan), [this] { return stopping_ || woken_; });
     }
     const std::lock_guard lock(mutex_);
     idle_ = true;

@@ -42,9 +42,9 @@
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 
 #include "archive/store_inventory.hpp"
+#include "util/background_service.hpp"
 #include "util/metric.hpp"
 #include "util/result.hpp"
 
@@ -110,11 +110,12 @@ struct CompressServiceOptions {
 };
 
 // The daemon's compressor thread, "lc-compress": looks at the directory (at start, when
-// kicked, when the next file comes of age, and every `rescan`), and compresses the
-// plain capture files that have a manifest (and a current index, with output.index), no
-// damage marker, and are older than `after`, oldest name first. A file that fails is
-// not tried again in this run (logged once).
-class CompressService {
+// woken: a file was finished or indexed, when the next file comes of age, and every
+// `rescan`), and compresses the plain capture files that have a manifest (and a current
+// index, with output.index), no damage marker, and are older than `after`, oldest name
+// first. A file that fails is not tried again in this run (logged once). stop() abandons
+// the file in hand (its temporary goes, the plain file stays).
+class CompressService final : public BackgroundService {
 public:
     // `compressed(name)` is called on the compressor thread after NAME was replaced by
     // its compressed form (retention re-reads its size).
@@ -122,18 +123,14 @@ public:
 
     CompressService(CompressServiceOptions options, CompressedHook compressed, CompressCounters& counters);
     ~CompressService();
-    CompressService(const CompressService&) = delete;
-    CompressService& operator=(const CompressService&) = delete;
 
-    void start();
-    void stop();  // abandons the file in hand (its temporary goes, the plain file stays), joins
-    // Any thread: look at the directory again soon (a file was finished or indexed).
-    void kick();
     // Blocks until a look at the directory found nothing to compress now (tests).
     bool wait_idle(std::chrono::milliseconds timeout);
 
 private:
-    void run();
+    void work() override;
+    void on_stop() override;
+    void on_wake() override;
     // One look at the directory and the work it found; returns when the next file comes
     // of age (or max()).
     std::chrono::system_clock::time_point pass();
@@ -146,13 +143,8 @@ private:
     std::set<std::string> failed_;  // the thread's own
     std::atomic<bool> cancel_{false};
 
-    std::mutex mutex_;
-    std::condition_variable cv_;
-    std::condition_variable idle_cv_;
-    bool stopping_ = false;
-    bool kicked_ = true;
+    std::condition_variable idle_cv_;  // under mutex_
     bool idle_ = false;
-    std::thread thread_;
 };
 
 }  // namespace linecap

@@ -1,7 +1,6 @@
 #include "archive/index_service.hpp"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,7 +11,6 @@
 #include <vector>
 
 #include "util/errno_text.hpp"
-#include "util/idle_priority.hpp"
 #include "util/io_status.hpp"
 #include "archive/capture_scan.hpp"
 #include "archive/layout.hpp"
@@ -46,31 +44,16 @@ bool exists(const std::string& path) { return capture_stored(path); }
 }  // namespace
 
 IndexService::IndexService(IndexServiceOptions options, IndexedHook indexed, IndexingCounters& counters)
-    : options_(std::move(options)), indexed_(std::move(indexed)), counters_(counters) {}
+    : BackgroundService({.name = "lc-indexer", .who = "indexer", .idle_priority = options.idle_priority}),
+      options_(std::move(options)),
+      indexed_(std::move(indexed)),
+      counters_(counters) {}
 
 IndexService::~IndexService() { stop(); }
 
-// Once: not again after stop() (the thread would never be joined).
-void IndexService::start() {
-    {
-        const std::lock_guard lock(mutex_);
-        if (stopping_ || thread_.joinable()) return;
-    }
-    thread_ = std::thread([this] { run(); });
-    pthread_setname_np(thread_.native_handle(), "lc-indexer");
-}
+void IndexService::on_stop() { drain_deadline_ = std::chrono::steady_clock::now() + options_.drain_limit; }
 
-void IndexService::stop() {
-    {
-        const std::lock_guard lock(mutex_);
-        if (!stopping_) {
-            stopping_ = true;
-            drain_deadline_ = std::chrono::steady_clock::now() + options_.drain_limit;
-        }
-    }
-    cv_.notify_all();
-    if (!thread_.joinable()) return;  // never started, or stopped already
-    thread_.join();
+void IndexService::after_stop() {
     size_t left = fresh_.size();  // the thread is gone: fresh_ is nobody's now
     {
         const std::lock_guard lock(mutex_);
@@ -136,8 +119,7 @@ bool IndexService::next(std::string& name) {
     return true;
 }
 
-void IndexService::run() {
-    if (options_.idle_priority) lower_to_idle_priority("indexer");
+void IndexService::work() {
     if (options_.sweep_at_start) sweep();
     for (std::string name; next(name);) index_one(name);
     const std::lock_guard lock(mutex_);

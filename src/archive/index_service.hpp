@@ -33,9 +33,9 @@
 #include <functional>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "util/background_service.hpp"
 #include "util/metric.hpp"
 
 namespace linecap {
@@ -78,19 +78,17 @@ struct IndexServiceOptions {
     size_t max_queued = 65536;                // a few MB of names at most
 };
 
-class IndexService {
+class IndexService final : public BackgroundService {
 public:
     // `indexed(name, index_bytes)` is called on the indexer thread after an index was
     // written and its capture file is still there (retention counts the sidecar).
     using IndexedHook = std::function<void(const std::string& name, uint64_t index_bytes)>;
 
+    // The thread (lc-indexer) indexes the files finished during this run first, then
+    // those found unindexed at start; stop() lets it index this run's files for up to
+    // drain_limit.
     IndexService(IndexServiceOptions options, IndexedHook indexed, IndexingCounters& counters);
     ~IndexService();
-    IndexService(const IndexService&) = delete;
-    IndexService& operator=(const IndexService&) = delete;
-
-    void start();
-    void stop();
 
     // Any thread (the writer): `name` (in the directory) was finished. Takes a lock for a
     // push; never waits for indexing.
@@ -101,7 +99,9 @@ public:
     bool wait_idle(std::chrono::milliseconds timeout);
 
 private:
-    void run();
+    void work() override;
+    void on_stop() override;
+    void after_stop() override;
     void sweep();
     bool next(std::string& name);  // false: stop now
     void index_one(const std::string& name);
@@ -112,11 +112,8 @@ private:
     IndexingCounters& counters_;
 
     // Shared with the writer and stop(), under mutex_: held for a push or a swap only.
-    std::mutex mutex_;
-    std::condition_variable cv_;
     std::condition_variable idle_cv_;
     std::vector<std::string> inbox_;   // finished files not yet taken by the indexer
-    bool stopping_ = false;
     bool idle_ = false;                // nothing queued, nothing in hand (after the sweep)
     std::chrono::steady_clock::time_point drain_deadline_{};
     std::atomic<size_t> queued_{0};    // fresh_ + backlog_, for the bound in file_finished
@@ -124,7 +121,6 @@ private:
     // The indexer thread's own.
     std::deque<std::string> fresh_;    // finished during this run
     std::deque<std::string> backlog_;  // found unindexed at start
-    std::thread thread_;
 };
 
 }  // namespace linecap

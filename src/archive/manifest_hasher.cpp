@@ -1,7 +1,6 @@
 #include "archive/manifest_hasher.hpp"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,7 +59,7 @@ IoStatus read_exactly(int fd, uint64_t offset, std::span<uint8_t> bytes) {
 }  // namespace
 
 ManifestHasher::ManifestHasher(HasherContext context, size_t streams, ManifestCounters& counters)
-    : context_(std::move(context)), counters_(counters) {
+    : BackgroundService({.name = "lc-hash", .who = "manifest hasher"}), context_(std::move(context)), counters_(counters) {
     for (size_t i = 0; i < streams; ++i) lanes_.push_back(std::make_unique<Lane>(kTrackedFiles));
 }
 
@@ -74,25 +73,15 @@ ManifestHasher::~ManifestHasher() {
 
 std::string ManifestHasher::path_of(const std::string& name) const { return context_.config.directory + "/" + name; }
 
+// The sweep (before_start) runs here, before any writer thread: every marker there now is a
+// previous run's.
 Status ManifestHasher::start() {
-    // Here, before any writer thread runs: every marker there now is a previous run's.
-    sweep();
     try {
-        thread_ = std::thread([this] { run(true); });
+        BackgroundService::start();
     } catch (const std::system_error& e) {
         return runtime_error(std::string("manifest hasher: starting thread: ") + e.what());
     }
-    pthread_setname_np(thread_.native_handle(), "lc-hash");
     return {};
-}
-
-void ManifestHasher::stop() {
-    const bool was_stopping = stopping_.exchange(true);
-    if (thread_.joinable()) {
-        thread_.join();
-    } else if (!was_stopping) {
-        run(false);  // never started: work off what is queued here
-    }
 }
 
 // --- the writer's side ------------------------------------------------------------------
@@ -181,7 +170,6 @@ void ManifestHasher::abandoned(uint32_t stream) {
 
 void ManifestHasher::run(bool own_thread) {
     buffer_.resize(kChunkBytes);
-    if (own_thread) lower_to_idle_priority("manifest hasher");
     while (!stopping_.load(std::memory_order_acquire)) {
         if (!work_round()) {
             retry_unwritten(std::chrono::steady_clock::now());

@@ -57,7 +57,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "archive/manifest.hpp"
@@ -65,6 +64,7 @@
 #include "archive/sha256.hpp"
 #include "util/spsc_ring.hpp"
 #include "util/unique_fd.hpp"
+#include "util/background_service.hpp"
 #include "util/metric.hpp"
 #include "util/result.hpp"
 
@@ -107,22 +107,19 @@ struct HasherContext {
     uint64_t room_bytes = 0;                // free space to ask retention for on ENOSPC
 };
 
-class ManifestHasher {
+class ManifestHasher final : public BackgroundService {
 public:
     static constexpr size_t kTrackedFiles = 256;  // per stream, followed at most (~1 KiB each)
     static constexpr auto kStopDrainLimit = std::chrono::seconds(30);
 
     ManifestHasher(HasherContext context, size_t streams, ManifestCounters& counters);
     ~ManifestHasher();  // stop()
-    ManifestHasher(const ManifestHasher&) = delete;
-    ManifestHasher& operator=(const ManifestHasher&) = delete;
 
     // Queues the files a previous run left pending (a directory listing; call it before the
     // writer threads start), then starts the thread (lc-hash).
     Status start();
-    // Works off the backlog (at normal priority, for up to kStopDrainLimit), then joins.
-    // Without start() the backlog is worked off on the calling thread.
-    void stop();
+    // stop() works off the backlog (at normal priority, for up to kStopDrainLimit), then
+    // joins. Without start() the backlog is worked off on the calling thread.
 
     // Writer side, the thread owning `stream`, in file order. Never blocks.
     // A new file was created as `in_progress_name` (its header is in it: `size` bytes).
@@ -173,6 +170,9 @@ private:
         bool from_file = false;
     };
 
+    void before_start() override { sweep(); }
+    void work() override { run(true); }
+    void stop_unstarted() override { run(false); }
     void run(bool own_thread);              // false: stop() without start(), the caller's thread
     bool work_round();                      // one chunk per stream; false when nothing was done
     bool advance(Lane& lane);
@@ -198,8 +198,6 @@ private:
     std::vector<Manifest> untracked_;       // finished without being followed (writer → here)
     std::vector<Manifest> unwritten_;       // manifests that could not be written yet
     std::chrono::steady_clock::time_point last_retry_{};
-    std::atomic<bool> stopping_{false};
-    std::thread thread_;
 };
 
 }  // namespace linecap

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -432,53 +431,30 @@ std::vector<FinishedFile> RetentionManager::files() const {
 
 RetentionService::RetentionService(const OutputConfig& config, int dir_fd, RetentionEnvironment environment,
                                    RetentionCounters& counters)
-    : manager_(config, dir_fd, std::move(environment), counters) {}
+    : BackgroundService({.name = "lc-retention", .who = "retention", .idle_priority = false}),
+      manager_(config, dir_fd, std::move(environment), counters) {}
 
 RetentionService::~RetentionService() { stop(); }
 
-void RetentionService::start() {
-    if (thread_.joinable()) return;
-    thread_ = std::thread([this] { run(); });
-    pthread_setname_np(thread_.native_handle(), "lc-retention");
-}
-
-void RetentionService::stop() {
-    {
-        const std::lock_guard lock(mutex_);
-        if (stopping_) return;
-        stopping_ = true;
-    }
-    cv_.notify_one();
-    if (thread_.joinable()) thread_.join();
-}
-
 void RetentionService::add(FinishedFile file) {
     manager_.add(std::move(file));
-    kick();
+    wake();
 }
 
 void RetentionService::request_room(uint64_t bytes) {
     manager_.request_room(bytes);
-    kick();
+    wake();
 }
 
-// No kick: an index is under 1 % of its file; the next pass (at least once a second) sees it.
+// No wake: an index is under 1 % of its file; the next pass (at least once a second) sees it.
 void RetentionService::sidecar_changed(const std::string& name) { manager_.sidecar_changed(name); }
 
-void RetentionService::kick() {
-    {
-        const std::lock_guard lock(mutex_);
-        kicked_ = true;
-    }
-    cv_.notify_one();
-}
-
-void RetentionService::run() {
+void RetentionService::work() {
     std::unique_lock lock(mutex_);
     while (true) {
-        cv_.wait_for(lock, kPeriod, [this] { return kicked_ || stopping_; });
+        cv_.wait_for(lock, kPeriod, [this] { return woken_ || stopping_; });
         const bool last = stopping_;
-        kicked_ = false;
+        woken_ = false;
         lock.unlock();
         manager_.enforce(utc_now_ns());
         lock.lock();

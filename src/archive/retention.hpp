@@ -60,12 +60,12 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "config/config.hpp"
 #include "archive/store_inventory.hpp"
+#include "util/background_service.hpp"
 #include "util/metric.hpp"
 
 namespace linecap {
@@ -225,18 +225,14 @@ private:
     uint64_t last_forced_ns_ = 0;
 };
 
-// The retention thread: enforce() after every kick (a finished file, a full disk) and at
-// least once a second. Its manager counts into `counters`.
-class RetentionService {
+// The retention thread (lc-retention, at normal priority: it frees the room the writer
+// needs): enforce() after every wake (a finished file, a full disk) and at least once a
+// second; stop() makes one last pass. Its manager counts into `counters`.
+class RetentionService final : public BackgroundService {
 public:
     RetentionService(const OutputConfig& config, int dir_fd, RetentionEnvironment environment,
                      RetentionCounters& counters);
     ~RetentionService();
-    RetentionService(const RetentionService&) = delete;
-    RetentionService& operator=(const RetentionService&) = delete;
-
-    void start();
-    void stop();  // one last pass, then joins
 
     // Any thread.
     void add(FinishedFile file);
@@ -246,15 +242,9 @@ public:
     RetentionManager& manager() { return manager_; }
 
 private:
-    void run();
-    void kick();
+    void work() override;
 
     RetentionManager manager_;
-    std::mutex mutex_;
-    std::condition_variable cv_;
-    bool kicked_ = false;
-    bool stopping_ = false;
-    std::thread thread_;
 };
 
 }  // namespace linecap

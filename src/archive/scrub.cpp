@@ -1,7 +1,6 @@
 #include "archive/scrub.hpp"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,7 +15,6 @@
 #include <vector>
 
 #include "archive/layout.hpp"
-#include "util/idle_priority.hpp"
 #include "util/io_status.hpp"
 #include "archive/manifest.hpp"
 #include "archive/sha256.hpp"
@@ -339,34 +337,20 @@ bool ScrubService::WallClock::wait_until(uint64_t deadline_ns) {
     const std::chrono::system_clock::time_point deadline{
         std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(deadline_ns))};
     std::unique_lock lock(service_.mutex_);
-    return !service_.cv_.wait_until(lock, deadline, [this] { return service_.stopping_; });
+    return !service_.cv_.wait_until(lock, deadline, [this] { return service_.stopping_.load(); });
 }
 
 ScrubService::ScrubService(ScrubOptions options, Scrubber::MarkHook marked, ScrubCounters& counters)
-    : options_(std::move(options)), marked_(std::move(marked)), counters_(counters) {}
+    : BackgroundService({.name = "lc-scrub", .who = "scrub", .idle_priority = options.idle_priority}),
+      options_(std::move(options)),
+      marked_(std::move(marked)),
+      counters_(counters) {}
 
 ScrubService::~ScrubService() { stop(); }
 
-void ScrubService::start() {
-    {
-        const std::lock_guard lock(mutex_);
-        if (stopping_ || thread_.joinable()) return;
-    }
-    thread_ = std::thread([this] {
-        if (options_.idle_priority) lower_to_idle_priority("scrub");
-        Scrubber scrubber(options_, clock_, counters_, marked_);
-        scrubber.run();
-    });
-    pthread_setname_np(thread_.native_handle(), "lc-scrub");
-}
-
-void ScrubService::stop() {
-    {
-        const std::lock_guard lock(mutex_);
-        stopping_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
+void ScrubService::work() {
+    Scrubber scrubber(options_, clock_, counters_, marked_);
+    scrubber.run();
 }
 
 }  // namespace linecap

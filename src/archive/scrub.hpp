@@ -40,8 +40,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
+#include "util/background_service.hpp"
 #include "util/metric.hpp"
 
 namespace linecap {
@@ -153,18 +153,16 @@ private:
     bool stopped_ = false;
 };
 
-// The daemon's scrub thread (SCHED_IDLE, idle I/O class), "lc-scrub".
-class ScrubService {
+// The daemon's scrub thread (SCHED_IDLE, idle I/O class), "lc-scrub". stop() interrupts
+// the file in hand at its next chunk; the state keeps the place.
+class ScrubService final : public BackgroundService {
 public:
     ScrubService(ScrubOptions options, Scrubber::MarkHook marked, ScrubCounters& counters);
     ~ScrubService();
-    ScrubService(const ScrubService&) = delete;
-    ScrubService& operator=(const ScrubService&) = delete;
-
-    void start();  // once
-    void stop();   // interrupts the file in hand at its next chunk; the state keeps the place
 
 private:
+    void work() override;
+
     class WallClock final : public ScrubClock {
     public:
         explicit WallClock(ScrubService& service) : service_(service) {}
@@ -179,10 +177,6 @@ private:
     const Scrubber::MarkHook marked_;
     ScrubCounters& counters_;
     WallClock clock_{*this};
-    std::mutex mutex_;
-    std::condition_variable cv_;
-    bool stopping_ = false;
-    std::thread thread_;
 };
 
 }  // namespace linecap

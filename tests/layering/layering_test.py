@@ -17,7 +17,8 @@ caught, not just a wrong table) and checks, with translation units of its own:
 3. an upward include fails to compile: the format layer's command on a file including
    "store/extract.hpp" stops with "No such file or directory";
 4. every edge of the table is used: for each layer USES names, some file of LAYER includes
-   one of its headers, so the table is the graph the code has and not a wider one.
+   one of its headers, so the table is the graph the code has and not a wider one; and
+   none is implied by another edge of the same row.
 """
 import concurrent.futures
 import json
@@ -98,6 +99,10 @@ def main():
             if b not in included:
                 failures.append(f"{layer} -> {b} is declared (src/meson.build) but no file of src/{layer}/ "
                                 f"includes a header of {b}/: delete the edge")
+            through = [o for o in below if o != b and b in visible.get(o, ())]
+            if through:
+                failures.append(f"{layer} -> {b} is declared (src/meson.build) but {layer} sees {b} through "
+                                f"{through[0]} already: the row lists only the layers directly below")
 
     jobs = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
