@@ -13,7 +13,7 @@
 // and a mix of them by bytes: 70 % tls, 20 % http, 5 % dns, 5 % flood (a stated
 // assumption: encrypted bulk dominates enterprise and Internet traffic; the flood stands
 // for scans and attacks). Each file is indexed (256 KiB blocks), given a manifest and
-// compressed with store::compress_capture — the daemon's code path, on this thread, at
+// compressed with compress_capture — the daemon's code path, on this thread, at
 // normal priority — and the table shows: ratio (pcap bytes / compressed bytes), CPU
 // seconds per GB of pcap (thread CPU time: compression, the read-back check, hashing),
 // and for the mix: extract time over the compressed file against the same file
@@ -35,14 +35,14 @@
 #include <vector>
 
 #include "format/pcap_format.hpp"
-#include "output/capture_scan.hpp"
-#include "output/layout.hpp"
-#include "output/manifest.hpp"
-#include "output/recovery.hpp"
-#include "output/unique_fd.hpp"
-#include "store/compress.hpp"
+#include "archive/capture_scan.hpp"
+#include "archive/layout.hpp"
+#include "archive/manifest.hpp"
+#include "archive/recovery.hpp"
+#include "util/unique_fd.hpp"
+#include "archive/compress.hpp"
 #include "store/extract.hpp"
-#include "store/index_format.hpp"
+#include "archive/index_format.hpp"
 #include "util/thread_cpu.hpp"
 #include "xorshift.hpp"
 
@@ -222,7 +222,7 @@ std::string name_for(uint64_t ts) {
 
 // Index + manifest, as the daemon leaves a finished file.
 void finish(const std::string& dir, const std::string& name) {
-    if (!store::build_index(dir + "/" + name)) std::exit(1);
+    if (!build_index(dir + "/" + name)) std::exit(1);
     UniqueFd fd(::open((dir + "/" + name).c_str(), O_RDONLY | O_CLOEXEC));
     const Manifest m = manifest_from_scan(name, scan_capture(fd.get(), ScanOptions{.hash = true}));
     UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -310,7 +310,7 @@ std::string loadavg() {
 int main(int argc, char** argv) {
     std::string root = "/tmp/linecap-compress-bench";
     uint64_t mb = 96;
-    int level = store::kDefaultCompressLevel;
+    int level = kDefaultCompressLevel;
     double gbps = 1.0;
     int runs = 5;
     bool keep = false;
@@ -353,7 +353,7 @@ int main(int argc, char** argv) {
         finish(dir, name);
         const uint64_t sidecars_plain = sidecar_bytes(dir, name);
         bool vanished = false;
-        auto r = store::compress_capture(dir, name, {.level = level}, &vanished);
+        auto r = compress_capture(dir, name, {.level = level}, &vanished);
         if (!r) {
             std::fprintf(stderr, "%s\n", r.error().message.c_str());
             return 1;

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "format/pcap_format.hpp"
-#include "store/index_format.hpp"
+#include "archive/index_format.hpp"
 #include "format/capture_reader.hpp"
 #include "util/thread_cpu.hpp"
 
@@ -107,7 +107,7 @@ bool write_all(int fd, const uint8_t* p, size_t n, uint64_t offset) {
 }
 
 // Writes the image block by block; with `builder`, indexes each block's records first.
-double write_file(const std::string& path, const Image& img, store::IndexBuilder* builder) {
+double write_file(const std::string& path, const Image& img, IndexBuilder* builder) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         std::perror(path.c_str());
@@ -183,10 +183,10 @@ int main(int argc, char** argv) {
     uint64_t index_bytes = 0;
     for (int run = 0; run < runs; ++run) {
         write_only.push_back(write_file(a, img, nullptr) / gib);
-        store::IndexBuilder builder(header.value());
+        IndexBuilder builder(header.value());
         inline_idx.push_back(write_file(b, img, &builder) / gib);
         const double t0 = thread_cpu_seconds();
-        auto built = store::build_index(a);
+        auto built = build_index(a);
         background.push_back((thread_cpu_seconds() - t0) / gib);
         if (!built) return std::fprintf(stderr, "build_index: %s\n", built.error().message.c_str()), 1;
         index_bytes = built->index_bytes;

@@ -135,7 +135,7 @@ say "machine: $(nproc) vCPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}'
 # --- the store: generated once per generator version, kept in $CACHE ---------------------------
 # The key: the generator's sources (and what it writes through) and its arguments.
 GEN_ARGS=(--gb "$GB" --rotate-mb 256 --ports 2 --queues 2)
-KEY=$(cat "$SRC/bench/store/gen_store.cpp" "$SRC/bench/xorshift.hpp" "$SRC/src/output/layout.cpp" \
+KEY=$(cat "$SRC/bench/store/gen_store.cpp" "$SRC/bench/xorshift.hpp" "$SRC/src/archive/layout.cpp" \
           "$SRC/src/format/pcap_format.hpp" <(echo "${GEN_ARGS[*]}") | sha256sum | cut -c1-16)
 DIR=$CACHE/store-${GB}GB-$KEY
 mkdir -p "$CACHE"

@@ -4,7 +4,7 @@
 //             [--gbps 1.2] [--active-flows 20000] [--start-ns N]
 //
 // One nanosecond pcap stream per (port, queue), files named by the daemon's default
-// template (output/layout.hpp), rotated at --rotate-mb. Traffic: a realistic mix —
+// template (archive/layout.hpp), rotated at --rotate-mb. Traffic: a realistic mix —
 // flows with Zipf-like popularity and geometric lifetimes (so a conversation is local in
 // time), both directions; IPv4/IPv6, TCP/UDP, 8 % VLAN-tagged, some ICMP and ARP; full-size
 // data segments and small ACKs/requests. Timestamps advance at --gbps across the store.
@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "output/layout.hpp"
+#include "archive/layout.hpp"
 #include "format/pcap_format.hpp"
 #include "../xorshift.hpp"
 

@@ -4,7 +4,7 @@
 //   index_variants [--block-kb 64,256,1024] [--queries 2000] FILE.pcap...
 //
 //   postings  per file: sorted exact keys → delta/varint block lists (or bitmaps); the
-//             format linecap uses (store/index_format.hpp), built by IndexBuilder
+//             format linecap uses (archive/index_format.hpp), built by IndexBuilder
 //   bloom     per block: a Bloom filter over the block's distinct keys, 10 bits per key,
 //             7 hash functions (≈ 1 % false positives), sized per block
 //
@@ -23,10 +23,11 @@
 #include <vector>
 
 #include "store/filter_plan.hpp"
-#include "store/index_format.hpp"
-#include "store/packet_keys.hpp"
+#include "archive/index_format.hpp"
+#include "packet/packet_keys.hpp"
 #include "format/capture_reader.hpp"
 
+using namespace linecap;
 using namespace linecap::store;
 using Clock = std::chrono::steady_clock;
 

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/query.hpp"
-#include "output/io_status.hpp"
+#include "util/io_status.hpp"
 #include "store/time_spec.hpp"
 
 namespace linecap::api {

@@ -4,7 +4,7 @@
 #include <array>
 
 #include "format/pcap_format.hpp"
-#include "store/community_id.hpp"
+#include "packet/community_id.hpp"
 #include "store/filter_plan.hpp"
 #include "store/time_spec.hpp"
 
@@ -99,7 +99,7 @@ Result<PacketQuery> parse_query_checked(QueryKind kind, const Params& params) {
             q.filter = value;
         } else if (name == "community_id") {
             if (!value.empty()) {
-                auto id = store::parse_community_id(value);
+                auto id = parse_community_id(value);
                 if (!id) return id.error();
             }
             q.community_id = value;

@@ -16,7 +16,7 @@
 #include "format/capture_writer.hpp"
 #include "format/pcapng_blocks.hpp"
 #include "linecap_build.h"
-#include "output/unique_fd.hpp"
+#include "util/unique_fd.hpp"
 #include "util/errno_text.hpp"
 
 namespace linecap::api {

@@ -23,29 +23,22 @@
 #include "api/query.hpp"
 #include "api/page.hpp"
 #include "api/status.hpp"
-#include "output/idle_priority.hpp"
-#include "output/layout.hpp"
-#include "output/manifest.hpp"
-#include "output/scrub.hpp"
-#include "output/unique_fd.hpp"
-#include "store/catalog.hpp"
+#include "util/idle_priority.hpp"
+#include "archive/layout.hpp"
+#include "archive/manifest.hpp"
+#include "archive/store_inventory.hpp"
 #include "store/extract.hpp"
-#include "store/index_format.hpp"
+#include "archive/index_format.hpp"
 #include "store/time_spec.hpp"
 #include "format/pcap_format.hpp"
 #include "format/pcapng_format.hpp"
 #include "util/errno_text.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap::api {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-uint64_t wall_ns() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_REALTIME, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 bool is_loopback(const std::string& host) {
     return host == "localhost" || host == "::1" || host.starts_with("127.");
@@ -229,7 +222,7 @@ struct ApiServer::Impl final : HttpHandler {
     AuditRecord begin_audit(const std::string& peer_address, int peer_port, const std::string& method,
                             const std::string& path, const std::string& query) const {
         AuditRecord a;
-        a.start_ns = wall_ns();
+        a.start_ns = utc_now_ns();
         a.peer = peer_address + ":" + std::to_string(peer_port);
         a.method = method.size() > 32 ? method.substr(0, 32) + "..." : method;
         a.target = audit_target(path, query, tokens ? &*tokens : nullptr);
@@ -460,24 +453,24 @@ void ApiServer::Impl::handle_files(const HttpRequest& req, HttpExchange& ex, Aud
     Result<PacketQuery> q = params ? parse_query(QueryKind::files, params.value()) : Result<PacketQuery>(params.error());
     if (!q) return reply(ex, 400, json_error(q.error().message), "application/json", "refused: " + q.error().message, a, started);
     auto tmpl = FileTemplate::compile(config.output.file_template);
-    auto catalog = tmpl ? store::scan_catalog(config.output.directory, tmpl.value()) : Result<store::Catalog>(tmpl.error());
+    const std::unique_ptr<StoreBackend> store = open_store(config.output.directory);
+    auto catalog = tmpl ? store->list(ListOptions::catalog(tmpl.value())) : Result<StoreInventory>(tmpl.error());
     if (!catalog) return reply(ex, 500, json_error(catalog.error().message), "application/json", "error: " + catalog.error().message, a, started);
-    const UniqueFd dir_fd(::open(config.output.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     nlohmann::ordered_json files = nlohmann::ordered_json::array();
     for (const auto& f : catalog->files) {
         if (f.upper_ns <= q->from_ns || f.lower_ns >= q->to_ns) continue;
         nlohmann::ordered_json j;
         j["name"] = f.name;
         j["stream"] = f.stream;
-        j["format"] = f.pcapng ? "pcapng" : "pcap";
+        j["format"] = f.format == FileFormat::pcapng ? "pcapng" : "pcap";
         j["bytes"] = f.size;
         j["first_packet_from_name"] = f.parsed && f.parsed->has_time ? store::format_time(f.lower_ns) : "";
         j["span_upper_bound"] = f.upper_ns == UINT64_MAX ? "" : store::format_time(f.upper_ns);
-        const store::LoadedIndex li = store::load_index(f.path, f.size, f.mtime_ns);
-        j["index"] = li.state == store::IndexState::valid ? "valid"
-                     : li.state == store::IndexState::missing ? "missing"
-                     : li.state == store::IndexState::stale ? "stale" : "damaged";
-        if (li.state == store::IndexState::valid) {
+        const LoadedIndex li = load_index(f.path, f.size, f.mtime_ns);
+        j["index"] = li.state == IndexState::valid ? "valid"
+                     : li.state == IndexState::missing ? "missing"
+                     : li.state == IndexState::stale ? "stale" : "damaged";
+        if (li.state == IndexState::valid) {
             j["packets"] = li.index.header().packets;
             if (li.index.header().packets) {
                 j["first_packet"] = store::format_time(li.index.header().min_ts_ns);
@@ -485,7 +478,7 @@ void ApiServer::Impl::handle_files(const HttpRequest& req, HttpExchange& ex, Aud
             }
         }
         // The manifest's state, and what it says about the file's completeness.
-        const ManifestRead m = dir_fd ? read_manifest(dir_fd.get(), f.name) : ManifestRead{};
+        const ManifestRead m = store->read_manifest(f);
         j["manifest"] = m.state == ManifestRead::State::ok          ? "ok"
                         : m.state == ManifestRead::State::missing   ? "missing"
                         : m.state == ManifestRead::State::unreadable ? "unreadable"
@@ -497,8 +490,7 @@ void ApiServer::Impl::handle_files(const HttpRequest& req, HttpExchange& ex, Aud
             if (m.manifest.clock) j["clock"] = nlohmann::ordered_json::parse(to_json(*m.manifest.clock));
         }
         j["clock_sync"] = m.clock_sync();  // what extract --require-synced goes by
-        if (const auto marker = dir_fd ? read_damaged_marker(dir_fd.get(), f.name) : std::nullopt)
-            j["damaged"] = marker->empty() ? "marked damaged" : *marker;
+        if (f.damaged) j["damaged"] = f.damaged->empty() ? "marked damaged" : *f.damaged;
         files.push_back(std::move(j));
     }
     nlohmann::ordered_json out;

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "store/catalog.hpp"
+#include "archive/store_inventory.hpp"
 #include "store/time_spec.hpp"
 
 namespace linecap::api {
@@ -163,7 +163,8 @@ std::string StatusSource::json(unsigned queries_running, unsigned max_queries) {
         store["filesystem_used_percent"] = 100.0 * (fs_size - fs_free) / fs_size;
     }
     auto tmpl = FileTemplate::compile(config_.output.file_template);
-    auto catalog = tmpl ? store::scan_catalog(config_.output.directory, tmpl.value()) : Result<store::Catalog>(tmpl.error());
+    auto catalog = tmpl ? open_store(config_.output.directory)->list(ListOptions::catalog(tmpl.value()))
+                        : Result<StoreInventory>(tmpl.error());
     if (catalog) {
         uint64_t bytes = 0, oldest = UINT64_MAX, newest = 0;
         for (const auto& f : catalog->files) {

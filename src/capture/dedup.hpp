@@ -41,7 +41,7 @@
 #include "capture/record_copy.hpp"
 #include "capture/table_bucket.hpp"
 #include "output/block.hpp"
-#include "store/packet_keys.hpp"
+#include "packet/packet_keys.hpp"
 
 namespace linecap {
 
@@ -113,7 +113,7 @@ namespace dedup_detail {
 // store into memory the hash then reads in 8-byte words (each such read would wait for
 // the stores to reach the cache, a store-forwarding stall).
 struct HeadMasks {
-    static constexpr unsigned kPlaces = store::kMaxVlanTags + 1;
+    static constexpr unsigned kPlaces = kMaxVlanTags + 1;
     alignas(64) uint8_t bytes[3][kPlaces][kDedupHeadBytes];
 };
 
@@ -149,8 +149,8 @@ inline const uint8_t* head_mask(const uint8_t* data, uint32_t len) {
     uint16_t type = 0;
     uint32_t l3 = 14;
     unsigned kind = 0;  // what the head masks: nothing, IPv4 fields, IPv6 hop limit
-    if (store::link_layer(data, len, type, l3))
-        kind = type == store::wire::kEtherIPv4 ? 1 : type == store::wire::kEtherIPv6 ? 2 : 0;
+    if (link_layer(data, len, type, l3))
+        kind = type == wire::kEtherIPv4 ? 1 : type == wire::kEtherIPv6 ? 2 : 0;
     return kHeadMasks.bytes[kind][(l3 - 14) / 4];  // link_layer: <= kMaxVlanTags tags
 }
 
@@ -158,7 +158,7 @@ inline const uint8_t* head_mask(const uint8_t* data, uint32_t len) {
 // mask clears: in 8-byte words, the last one overlapping the one before it when n is not a
 // multiple of 8 (a byte compared twice changes nothing).
 inline bool same_head(const uint8_t* a, const uint8_t* b, const uint8_t* mask, uint32_t n) {
-    using store::wire::load64;
+    using wire::load64;
     if (n < 8) {
         uint8_t differs = 0;
         for (uint32_t k = 0; k < n; ++k) differs |= (a[k] ^ b[k]) & mask[k];

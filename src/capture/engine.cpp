@@ -20,17 +20,12 @@
 #include "dpdk/mempool.hpp"
 #include "dpdk/port.hpp"
 #include "dpdk/rx_timestamp.hpp"
-#include "output/recovery.hpp"
+#include "archive/recovery.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap {
 
 namespace {
-
-uint64_t realtime_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 
 BlockMemory hugepage_block_memory() {
     return BlockMemory{
@@ -76,7 +71,7 @@ Status CaptureEngine::init() {
     if (!eal) return eal.error();
     eal_ = std::move(eal.value());
     tsc_hz_ = rte_get_tsc_hz();
-    clock_ = std::make_unique<TscClock>(tsc_hz_, rte_rdtsc(), realtime_ns());
+    clock_ = std::make_unique<TscClock>(tsc_hz_, rte_rdtsc(), utc_now_ns());
 
     // Every port first: the plan sizes the pools per NUMA socket from all of them, with
     // what the probed devices really offer.
@@ -210,7 +205,7 @@ Status CaptureEngine::start_port_clocks() {
             } else {
                 PortClock& pc = port_clocks_[p];
                 pc.last_ticks = ticks.value();
-                pc.last_ns = realtime_ns();
+                pc.last_ns = utc_now_ns();
                 pc.clock = std::make_unique<TscClock>(pc.hz, pc.last_ticks, pc.last_ns);
             }
         }
@@ -495,13 +490,13 @@ Status CaptureEngine::reload_policies(const std::vector<PortConfig>& ports) {
 }
 
 void CaptureEngine::tick_clock() {
-    clock_->anchor(tsc_hz_, rte_rdtsc(), realtime_ns());
+    clock_->anchor(tsc_hz_, rte_rdtsc(), utc_now_ns());
     for (size_t p = 0; p < port_clocks_.size(); ++p) {
         PortClock& pc = port_clocks_[p];
         if (!pc.clock) continue;
         auto ticks = read_port_clock(port_views_[p].port_id);
         if (!ticks) continue;  // keeps the last mapping; the clock runs on at its rate
-        const uint64_t now = realtime_ns();
+        const uint64_t now = utc_now_ns();
         // The NIC clock's rate against the host's, over at least half a second.
         if (now > pc.last_ns + 500000000ull && ticks.value() > pc.last_ticks) {
             pc.hz = static_cast<uint64_t>(static_cast<unsigned __int128>(ticks.value() - pc.last_ticks) *

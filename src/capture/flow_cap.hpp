@@ -8,7 +8,7 @@
 // it and --print-plan shows it) and never grows: the worker allocates nothing.
 //
 // The table: `flows` entries in buckets of kWays (one 64-byte cache line each), indexed by
-// a 64-bit hash of the direction-independent store::FlowKey, keyed at random per queue
+// a 64-bit hash of the direction-independent FlowKey, keyed at random per queue
 // (capture/keyed_hash.hpp). An entry holds the hash itself, the flow's count so far
 // (saturating at 2^32 - 1) and when it was last seen. Flows are told apart by the hash
 // (63 bits vary): two flows whose keys hash alike (about one pair in 2^63 / flows) share
@@ -31,7 +31,7 @@
 #include "capture/record_copy.hpp"
 #include "capture/table_bucket.hpp"
 #include "filter/bpf_filter.hpp"
-#include "store/packet_keys.hpp"
+#include "packet/packet_keys.hpp"
 
 namespace linecap {
 
@@ -70,8 +70,7 @@ public:
 
     static uint32_t ticks(uint64_t ns) { return static_cast<uint32_t>(ns >> kTickShift); }
     // The key's words as they are (capture/keyed_hash.hpp); the IPv6 key's fifth pairs with 0.
-    static uint64_t hash_key(const store::FlowKey& key, const KeyedHash& hash) {
-        using store::FlowKey;
+    static uint64_t hash_key(const FlowKey& key, const KeyedHash& hash) {
         const auto& w = key.words;
         if (likely(key.size == FlowKey::kIpv4Size)) return hash.finish(hash.pair(0, w[0], w[1]), FlowKey::kIpv4Size);
         return hash.finish(hash.pair(0, w[0], w[1]) + hash.pair(2, w[2], w[3]) + hash.pair(4, w[4], 0), FlowKey::kIpv6Size);
@@ -153,8 +152,8 @@ inline FlowCapOutcome apply_flow_cap(FlowCapQueue& cap, rte_mbuf* const* pkts, u
         hashes[i] = 0;
         if (!subject) continue;
         const rte_mbuf* m = pkts[i];
-        store::FlowKey key;
-        if (!store::flow_key(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, key)) continue;
+        FlowKey key;
+        if (!flow_key(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, key)) continue;
         hashes[i] = FlowTable::hash_key(key, cap.hash);
         cap.table.prefetch(hashes[i]);
     }

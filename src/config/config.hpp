@@ -139,7 +139,7 @@ struct RetentionConfig {
     bool operator==(const RetentionConfig&) const = default;
 };
 
-// The background scrub (output/scrub.hpp): every finished file re-read and checked
+// The background scrub (archive/scrub.hpp): every finished file re-read and checked
 // against its manifest once per period.
 struct ScrubConfig {
     bool enabled = true;
@@ -148,7 +148,7 @@ struct ScrubConfig {
     bool operator==(const ScrubConfig&) const = default;
 };
 
-// Compression of finished files (store/compress.hpp): NAME.pcap becomes NAME.pcap.zst,
+// Compression of finished files (archive/compress.hpp): NAME.pcap becomes NAME.pcap.zst,
 // zstd's seekable format, in the background at idle priority.
 struct CompressConfig {
     bool enabled = false;

@@ -9,7 +9,7 @@
 // Times are UTC. Other conversions (%b, %a, %p, …) are refused: their text cannot be read
 // back into a time. Which names in the capture directory are made from a rendered stem
 // (extension, hidden in-progress name, sidecars, numbered alternatives) is
-// output/layout.hpp's business; this is the stem alone.
+// archive/layout.hpp's business; this is the stem alone.
 //
 // A parsed name gives the time of the file's first packet floored to the template's
 // precision (1 ns with {nsec} after the seconds, else 1 s, 1 min, … down to the finest
@@ -30,7 +30,7 @@ namespace linecap {
 inline constexpr const char* kDefaultFileTemplate = "%Y%m%dT%H%M%S.{nsec}Z-{port}-q{queue}";
 
 // The longest stem a template may render. File names are limited to 255 bytes (NAME_MAX);
-// output/layout.hpp adds at most 64 to a stem (hidden prefix, numbered and recovered
+// archive/layout.hpp adds at most 64 to a stem (hidden prefix, numbered and recovered
 // suffixes, extension, sidecar and temporary suffixes) and checks that at compile time.
 inline constexpr size_t kMaxFileStemBytes = 191;
 
@@ -52,7 +52,7 @@ public:
     std::string render(uint64_t first_ts_ns, std::string_view port, uint64_t queue, uint64_t seq) const;
 
     // Parses a stem; `accept_rest`, when given, may accept text left after the template's
-    // last field (output/layout.hpp: the "-<n>" and "-recovered" suffixes).
+    // last field (archive/layout.hpp: the "-<n>" and "-recovered" suffixes).
     using RestPredicate = bool (*)(std::string_view rest);
     std::optional<ParsedName> parse(std::string_view stem, RestPredicate accept_rest = nullptr) const;
 

@@ -1,7 +1,7 @@
 // The one reader of capture files: pcap (µs and ns timestamps, either byte order) and
 // pcapng (SHB, IDB, EPB, SPB, the obsolete PB, ISB; other blocks skipped; several
 // sections and interfaces), over a byte source (a file, or memory for tests and fuzzing).
-// Recovery, verify and retention (output/capture_scan), the index builder, extract and
+// Recovery, verify and retention (archive/capture_scan), the index builder, extract and
 // stats (store/) all read through it, so one set of validity checks decides what a
 // record is.
 //
@@ -31,7 +31,7 @@
 //           caller's business (the store filters Ethernet only).
 // Strict mode adds what linecapd itself never writes — len = 0, caplen > len, caplen >
 // snaplen, a pcap timestamp fraction >= 1 s — for the daemon's own files (recovery,
-// verify, retention: output/capture_scan), where such a record is the garbage a crash
+// verify, retention: archive/capture_scan), where such a record is the garbage a crash
 // leaves, not a packet. The store reads every file, its own included, as libpcap does.
 // Truncated (the file ends inside a record or block) and corrupt (a check above fails)
 // are told apart: recovery cuts either; extract and the index report which.

@@ -11,7 +11,7 @@
 // optional per-frame checksums are not written.
 //
 // Frames are cut where the caller says (the compressor cuts at the retrieval index's
-// block boundaries, store/compress.hpp), so an indexed read of one block decompresses
+// block boundaries, archive/compress.hpp), so an indexed read of one block decompresses
 // one frame.
 //
 // Like the rest of format/, reading is defensive: the table is checked (sizes add up to
@@ -125,7 +125,7 @@ private:
     SeekTable table_;
     uint32_t max_compressed_ = 0;    // the largest frame, compressed and not: the buffers' sizes
     uint32_t max_decompressed_ = 0;
-    // Made at the first frame read: a source opened only for its size (the catalog)
+    // Made at the first frame read: a source opened only for its size (the store inventory)
     // costs no context and no buffers.
     mutable ZSTD_DCtx_s* dctx_ = nullptr;
     mutable std::unique_ptr<uint8_t[]> compressed_;  // not zero-filled: only bytes read are used

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "capture/views.hpp"
-#include "output/scrub.hpp"
+#include "archive/scrub.hpp"
 #include "output/writer.hpp"
-#include "store/compress.hpp"
-#include "store/index_service.hpp"
+#include "archive/compress.hpp"
+#include "archive/index_service.hpp"
 
 namespace linecap {
 
@@ -34,8 +34,8 @@ struct CaptureViews {
     std::string output_directory;                 // statvfs target
     const RetentionCounters* retention = nullptr; // the writer's retention; null: zeros
     const ManifestCounters* manifest = nullptr;   // the writer's manifest hasher; null: off
-    const store::IndexingCounters* indexing = nullptr;  // the background indexer; null: off
-    const store::CompressCounters* compressing = nullptr;  // the background compressor; null: off
+    const IndexingCounters* indexing = nullptr;  // the background indexer; null: off
+    const CompressCounters* compressing = nullptr;  // the background compressor; null: off
     const ScrubCounters* scrub = nullptr;               // the background scrub; null: off
     const ClockQualityBoard* clock_quality = nullptr;   // the host clock's state; null: not sampled
 };

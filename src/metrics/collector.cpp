@@ -1,4 +1,5 @@
 #include "metrics/collector.hpp"
+#include "util/utc_time.hpp"
 
 #include <algorithm>
 #include <ctime>
@@ -9,17 +10,11 @@ namespace {
 
 uint64_t load(const std::atomic<uint64_t>& value) { return value.load(std::memory_order_relaxed); }
 
-uint64_t realtime_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
 RetentionSample sample_retention(const RetentionCounters* r) {
     RetentionSample s;
     if (r == nullptr) return s;
     const uint64_t oldest = load(r->oldest_packet_ns);
-    const uint64_t now = realtime_ns();
+    const uint64_t now = utc_now_ns();
     if (oldest != 0 && now > oldest) s.horizon_seconds = static_cast<double>(now - oldest) / 1e9;
     s.files = load(r->files);
     s.bytes = load(r->bytes);
@@ -38,14 +33,14 @@ std::optional<ManifestSample> sample_manifest(const ManifestCounters* c) {
                           load(c->written_files), load(c->failed_files),  load(c->deleted_files)};
 }
 
-std::optional<IndexingSample> sample_indexing(const store::IndexingCounters* c) {
+std::optional<IndexingSample> sample_indexing(const IndexingCounters* c) {
     if (c == nullptr) return std::nullopt;
     return IndexingSample{load(c->built_files),  load(c->failed_files), load(c->skipped_files),
                           load(c->queued_files), load(c->pcap_bytes),   load(c->index_bytes),
                           static_cast<double>(load(c->busy_ns)) / 1e9};
 }
 
-std::optional<CompressSample> sample_compressing(const store::CompressCounters* c) {
+std::optional<CompressSample> sample_compressing(const CompressCounters* c) {
     if (c == nullptr) return std::nullopt;
     return CompressSample{load(c->compressed_files), load(c->failed_files), load(c->pcap_bytes),
                           load(c->compressed_bytes), static_cast<double>(load(c->cpu_ns)) / 1e9};

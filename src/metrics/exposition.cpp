@@ -6,9 +6,9 @@
 #include <string_view>
 
 #include "linecap_build.h"
-#include "output/scrub.hpp"
-#include "store/compress.hpp"
-#include "store/index_service.hpp"
+#include "archive/scrub.hpp"
+#include "archive/compress.hpp"
+#include "archive/index_service.hpp"
 
 namespace linecap {
 namespace {
@@ -202,26 +202,26 @@ void add_manifest_families(std::vector<MetricFamily>& out, const ManifestSample&
 
 // Only with output.index on.
 void add_indexing_families(std::vector<MetricFamily>& out, const IndexingSample& s) {
-    MetricFamily files = family(store::kIndexFilesMetric);
+    MetricFamily files = family(kIndexFilesMetric);
     add_counter(files, {{"result", "built"}}, s.built_files);
     add_counter(files, {{"result", "failed"}}, s.failed_files);
     add_counter(files, {{"result", "skipped"}}, s.skipped_files);
     out.push_back(std::move(files));
-    push(out, store::kIndexQueuedFilesMetric, static_cast<double>(s.queued_files));
-    push(out, store::kIndexSourceBytesMetric, static_cast<double>(s.pcap_bytes));
-    push(out, store::kIndexBytesMetric, static_cast<double>(s.index_bytes));
-    push(out, store::kIndexBusySecondsMetric, s.busy_seconds);
+    push(out, kIndexQueuedFilesMetric, static_cast<double>(s.queued_files));
+    push(out, kIndexSourceBytesMetric, static_cast<double>(s.pcap_bytes));
+    push(out, kIndexBytesMetric, static_cast<double>(s.index_bytes));
+    push(out, kIndexBusySecondsMetric, s.busy_seconds);
 }
 
 // Only with output.compress on.
 void add_compress_families(std::vector<MetricFamily>& out, const CompressSample& s) {
-    MetricFamily files = family(store::kCompressFilesMetric);
+    MetricFamily files = family(kCompressFilesMetric);
     add_counter(files, {{"result", "compressed"}}, s.compressed_files);
     add_counter(files, {{"result", "failed"}}, s.failed_files);
     out.push_back(std::move(files));
-    push(out, store::kCompressSourceBytesMetric, static_cast<double>(s.pcap_bytes));
-    push(out, store::kCompressBytesMetric, static_cast<double>(s.compressed_bytes));
-    push(out, store::kCompressCpuSecondsMetric, s.cpu_seconds);
+    push(out, kCompressSourceBytesMetric, static_cast<double>(s.pcap_bytes));
+    push(out, kCompressBytesMetric, static_cast<double>(s.compressed_bytes));
+    push(out, kCompressCpuSecondsMetric, s.cpu_seconds);
 }
 
 // Only with output.scrub.enabled.

@@ -49,7 +49,7 @@ struct LatencySample {
     uint64_t sum_ns = 0;
 };
 
-// Retention (output/retention.hpp; metrics declared next to RetentionCounters).
+// Retention (archive/retention.hpp; metrics declared next to RetentionCounters).
 struct RetentionSample {
     double horizon_seconds = 0;       // age of the oldest packet kept; 0 when nothing is kept
     uint64_t files = 0;
@@ -60,7 +60,7 @@ struct RetentionSample {
     bool budget_unmet = false;
 };
 
-// The background indexer (store/index_service.hpp); absent when output.index is off.
+// The background indexer (archive/index_service.hpp); absent when output.index is off.
 struct IndexingSample {
     uint64_t built_files = 0;
     uint64_t failed_files = 0;
@@ -71,7 +71,7 @@ struct IndexingSample {
     double busy_seconds = 0;
 };
 
-// The background compressor (store/compress.hpp); absent when output.compress is off.
+// The background compressor (archive/compress.hpp); absent when output.compress is off.
 struct CompressSample {
     uint64_t compressed_files = 0;
     uint64_t failed_files = 0;
@@ -90,7 +90,7 @@ struct ManifestSample {
     uint64_t deleted_files = 0;
 };
 
-// The background scrub (output/scrub.hpp); absent when output.scrub.enabled is off.
+// The background scrub (archive/scrub.hpp); absent when output.scrub.enabled is off.
 struct ScrubSample {
     uint64_t ok_files = 0;
     uint64_t mismatched_files = 0;

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <utility>
 
-#include "output/layout.hpp"
+#include "archive/layout.hpp"
 
 namespace linecap {
 namespace {

@@ -19,8 +19,8 @@
 #include <span>
 #include <string>
 
-#include "output/io_status.hpp"
-#include "output/unique_fd.hpp"
+#include "util/io_status.hpp"
+#include "util/unique_fd.hpp"
 
 namespace linecap {
 

@@ -7,16 +7,11 @@
 #include <cstdint>
 #include <string>
 
+#include "archive/stream_id.hpp"
 #include "output/block.hpp"
-#include "output/spsc_ring.hpp"
+#include "util/spsc_ring.hpp"
 
 namespace linecap {
-
-struct StreamId {
-    std::string port;   // port name from the config
-    uint16_t port_id;   // DPDK port id
-    uint16_t queue;
-};
 
 struct Stream {
     Stream(StreamId id_, uint32_t index_, size_t blocks)

@@ -9,11 +9,12 @@
 #include <cstring>
 
 #include "linecap_build.h"
-#include "output/layout.hpp"
+#include "archive/layout.hpp"
 #include "format/pcap_format.hpp"
 #include "format/pcapng_blocks.hpp"
-#include "output/manifest_hasher.hpp"
-#include "output/retention.hpp"
+#include "archive/manifest_hasher.hpp"
+#include "archive/retention.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap {
 namespace {
@@ -203,7 +204,7 @@ bool StreamWriter::open_file(const WriteBlock& block) {
 }
 
 void StreamWriter::finalise_file() {
-    const uint64_t now_ns = realtime_now_ns();
+    const uint64_t now_ns = utc_now_ns();
     const CaptureCounts capture = capture_counts();
     const uint64_t packets = file_.packets();
     ManifestDrops drops;

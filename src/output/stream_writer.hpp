@@ -26,7 +26,7 @@
 #include "config/config.hpp"
 #include "output/block.hpp"
 #include "output/capture_file.hpp"
-#include "output/manifest.hpp"
+#include "archive/manifest.hpp"
 #include "output/stream.hpp"
 #include "output/writer.hpp"
 

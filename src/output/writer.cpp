@@ -14,12 +14,13 @@
 #include <thread>
 
 #include "output/capture_file.hpp"
-#include "output/io_status.hpp"
+#include "util/io_status.hpp"
 #include "format/pcap_format.hpp"
-#include "output/manifest_hasher.hpp"
-#include "output/retention.hpp"
+#include "archive/manifest_hasher.hpp"
+#include "archive/retention.hpp"
 #include "output/stream_writer.hpp"
-#include "output/unique_fd.hpp"
+#include "util/unique_fd.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap {
 namespace {
@@ -176,7 +177,7 @@ Result<std::unique_ptr<Writer>> Writer::create(const OutputConfig& config,
     impl->dir_fd = std::move(dir.value());
     impl->context = WriterContext{config, std::move(file_template.value()), impl->dir_fd.get(), &impl->latency,
                                   &impl->direct_io_warned};
-    impl->context.run_start_ns = realtime_now_ns();
+    impl->context.run_start_ns = utc_now_ns();
     impl->context.run_id = std::to_string(impl->context.run_start_ns);
 
     const size_t block_bytes = size_t{config.block_size_kb} * 1024;
@@ -223,11 +224,13 @@ Result<std::unique_ptr<Writer>> Writer::create(const OutputConfig& config,
         config, impl->dir_fd.get(), RetentionEnvironment{{}, [raw] { return raw->in_progress(); }},
         impl->retention_counters);
     impl->context.retention = impl->retention.get();
+    impl->context.room_bytes = 2 * block_bytes * std::max<size_t>(streams.size(), 1);
     if (config.manifest) {
-        impl->hasher = std::make_unique<ManifestHasher>(impl->context, impl->slots.size(), impl->manifest_counters);
+        impl->hasher = std::make_unique<ManifestHasher>(
+            HasherContext{config, impl->dir_fd.get(), impl->retention.get(), impl->context.room_bytes},
+            impl->slots.size(), impl->manifest_counters);
         impl->context.hasher = impl->hasher.get();
     }
-    impl->context.room_bytes = 2 * block_bytes * std::max<size_t>(streams.size(), 1);
     if (config.retention.max_bytes > 0 && config.rotate_size_bytes > 0 &&
         2 * config.rotate_size_bytes * streams.size() >= config.retention.max_bytes)
         spdlog::warn("output.retention.max_bytes ({} bytes) leaves no room for finished files: each of the {} "

@@ -1,6 +1,5 @@
 #include "store/cli.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,16 +19,13 @@
 #include "config/config.hpp"
 #include "linecap_build.h"
 #include "format/pcap_format.hpp"
-#include "output/io_status.hpp"
-#include "output/layout.hpp"
-#include "output/capture_scan.hpp"
-#include "output/manifest.hpp"
-#include "output/unique_fd.hpp"
-#include "store/catalog.hpp"
-#include "store/community_id.hpp"
-#include "store/compress.hpp"
+#include "util/io_status.hpp"
+#include "archive/layout.hpp"
+#include "archive/store_inventory.hpp"
+#include "packet/community_id.hpp"
+#include "archive/compress.hpp"
 #include "store/extract.hpp"
-#include "store/index_format.hpp"
+#include "archive/index_format.hpp"
 #include "store/stats.hpp"
 #include "store/time_spec.hpp"
 #include "util/errno_text.hpp"
@@ -413,6 +409,32 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
     return r.errors.empty() && r.ended_early.empty() ? kExitOk : kExitErrors;
 }
 
+// Housekeeping after `linecap index`: indexes whose capture file is gone (neither plain
+// nor compressed), and index temporaries a crash left over an hour ago. Returns how many
+// were removed.
+size_t remove_stale_index_files(const LocalDirectoryStore& store) {
+    const Result<StoreInventory> inventory = store.list({.follow_symlinks = true});
+    if (!inventory) return 0;
+    size_t removed = 0;
+    for (const std::string& index : inventory->orphan_indexes) {
+        const std::string path = store.location() + "/" + index;
+        char magic[8] = {};
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        const bool ours = fd >= 0 && ::read(fd, magic, 8) == 8 && std::memcmp(magic, kIndexMagic, 8) == 0;
+        if (fd >= 0) ::close(fd);
+        if (ours && ::unlink(path.c_str()) == 0) ++removed;
+    }
+    const time_t now = ::time(nullptr);
+    for (const std::string& temporary : inventory->temporaries) {
+        const std::optional<std::string> final_name = layout::final_name_of_temporary(temporary);
+        if (!final_name || !layout::capture_name_of_index(*final_name)) continue;
+        const std::string path = store.location() + "/" + temporary;
+        struct stat st {};
+        if (::stat(path.c_str(), &st) == 0 && now - st.st_mtim.tv_sec > 3600 && ::unlink(path.c_str()) == 0) ++removed;
+    }
+    return removed;
+}
+
 int cmd_index(const Cli& cli) {
     Common c;
     if (!cli.common(c)) return kExitUsage;
@@ -423,10 +445,11 @@ int cmd_index(const Cli& cli) {
         return Cli::usage_error("--block-kb: expected 4..65536"), kExitUsage;
     const bool force = cli.flag("--force"), verbose = cli.flag("-v");
     auto tmpl = FileTemplate::compile(c.file_template);
-    auto catalog = scan_catalog(c.dir, tmpl.value());
+    const LocalDirectoryStore store(c.dir);
+    auto catalog = store.list(ListOptions::catalog(tmpl.value()));
     if (!catalog) return print_line("error", catalog.error().message), kExitErrors;
 
-    std::vector<const CaptureFileInfo*> todo;
+    std::vector<const StoredFile*> todo;
     size_t up_to_date = 0;
     for (const auto& f : catalog->files) {
         if (!force) {
@@ -477,31 +500,7 @@ int cmd_index(const Cli& cli) {
     worker();
     for (auto& t : threads) t.join();
 
-    // Housekeeping: indexes whose capture file is gone, temporaries left by a crash.
-    size_t removed = 0;
-    if (DIR* d = ::opendir(c.dir.c_str())) {
-        const time_t now = ::time(nullptr);
-        while (const dirent* e = ::readdir(d)) {
-            const std::string name = e->d_name;
-            const std::string path = c.dir + "/" + name;
-            struct stat st {};
-            const std::optional<std::string> temporary_of = layout::final_name_of_temporary(name);
-            if (const auto capture = layout::capture_name_of_index(name)) {
-                const std::string pcap_path = c.dir + "/" + *capture;
-                if (!capture_stored(pcap_path)) {  // neither plain nor compressed
-                    char magic[8] = {};
-                    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-                    const bool ours = fd >= 0 && ::read(fd, magic, 8) == 8 && std::memcmp(magic, kIndexMagic, 8) == 0;
-                    if (fd >= 0) ::close(fd);
-                    if (ours && ::unlink(path.c_str()) == 0) ++removed;
-                }
-            } else if (temporary_of && layout::capture_name_of_index(*temporary_of)) {
-                if (::stat(path.c_str(), &st) == 0 && now - st.st_mtim.tv_sec > 3600 && ::unlink(path.c_str()) == 0)
-                    ++removed;
-            }
-        }
-        ::closedir(d);
-    }
+    const size_t removed = remove_stale_index_files(store);
     std::fprintf(stderr, "linecap: %zu indexed, %zu up to date, %zu failed; %zu stale files removed",
                  built, up_to_date, failed, removed);
     if (pcap_bytes)
@@ -521,18 +520,17 @@ int cmd_compress(const Cli& cli) {
         return Cli::usage_error("--level: expected 1..19"), kExitUsage;
     const bool verbose = cli.flag("-v");
     auto tmpl = FileTemplate::compile(c.file_template);
-    auto catalog = scan_catalog(c.dir, tmpl.value());
+    auto catalog = open_store(c.dir)->list(ListOptions::catalog(tmpl.value()));
     if (!catalog) return print_line("error", catalog.error().message), kExitErrors;
-    const UniqueFd dir_fd(::open(c.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     size_t compressed = 0, already = 0, skipped = 0, failed = 0;
     uint64_t pcap_bytes = 0, compressed_bytes = 0;
     double cpu = 0;
-    for (const CaptureFileInfo& f : catalog->files) {
+    for (const StoredFile& f : catalog->files) {
         if (f.compressed) {
             ++already;
             continue;
         }
-        if (dir_fd && read_manifest(dir_fd.get(), f.name).state == ManifestRead::State::missing) {
+        if (!f.manifest) {
             ++skipped;
             if (verbose) print_line("info", f.path + ": no manifest; left as it is");
             continue;

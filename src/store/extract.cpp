@@ -10,14 +10,13 @@
 #include <queue>
 
 #include "format/pcapng_blocks.hpp"
-#include "output/manifest.hpp"
-#include "output/capture_scan.hpp"
-#include "output/scrub.hpp"
-#include "output/unique_fd.hpp"
-#include "store/community_id.hpp"
+#include "archive/manifest.hpp"
+#include "archive/store_inventory.hpp"
+#include "util/unique_fd.hpp"
+#include "packet/community_id.hpp"
 #include "store/filter_plan.hpp"
-#include "store/index_format.hpp"
-#include "store/packet_keys.hpp"
+#include "archive/index_format.hpp"
+#include "packet/packet_keys.hpp"
 
 namespace linecap::store {
 namespace {
@@ -31,7 +30,8 @@ struct Range {
 
 struct FilePlan {
     size_t rank = 0;               // name order
-    const CaptureFileInfo* info = nullptr;
+    const StoredFile* info = nullptr;
+    const StoreBackend* store = nullptr;  // that listed it
     format::CaptureHeader header;
     uint64_t size = 0;
     int64_t mtime_ns = 0;
@@ -83,7 +83,7 @@ public:
 
     // The interface id for a packet of `source`, described now when new; nullopt when the
     // description and then `record_bytes` would take the output past the limit.
-    Result<std::optional<uint32_t>> id(const CaptureFileInfo& file, uint32_t source_id, const format::Interface& source,
+    Result<std::optional<uint32_t>> id(const StoredFile& file, uint32_t source_id, const format::Interface& source,
                                        uint64_t record_bytes) {
         const std::string key = file.stream + '\x1f' + std::to_string(source_id) + '\x1f' +
                                 std::to_string(source.link_field) + '\x1f' + std::to_string(source.snaplen);
@@ -148,7 +148,7 @@ public:
 
     // Opens the file; false (with an error reported) when it cannot be read.
     bool open() {
-        auto f = open_stored_capture(plan_.info->path);  // compressed meanwhile: the same bytes
+        auto f = plan_.store->open(*plan_.info);  // compressed meanwhile: the same bytes
         if (!f) {
             rep_.error(plan_.info->path + ": " + f.error().message);
             return false;
@@ -356,10 +356,10 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
     }
     report.plan = filter->plan().describe();
     if (community_id) report.plan += "; then community id " + o.community_id + " per packet";
-    auto catalog = scan_catalog(o.directory, tmpl.value());
+    const std::unique_ptr<StoreBackend> store = open_store(o.directory);
+    auto catalog = store->list(ListOptions::catalog(tmpl.value()));
     if (!catalog) return catalog.error();
     report.files_in_store = catalog->files.size();
-    const UniqueFd dir_fd(::open(o.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));  // for the markers
 
     // --- plan ---
     std::vector<FilePlan> plans;
@@ -369,21 +369,21 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
     const uint64_t from = o.from_ns, to = o.to_ns;
     std::vector<std::string> not_synced;  // require_synced: "FILE (state)"
     for (size_t rank = 0; rank < catalog->files.size(); ++rank) {
-        const CaptureFileInfo& f = catalog->files[rank];
+        const StoredFile& f = catalog->files[rank];
         if (from >= to) break;
         if (f.upper_ns <= from || f.lower_ns >= to) continue;
         ++report.files_selected;
         if (o.require_synced) {
-            const std::string sync = dir_fd ? read_manifest(dir_fd.get(), f.name).clock_sync() : "unknown";
+            const std::string sync = store->read_manifest(f).clock_sync();
             if (sync != "synced") not_synced.push_back(f.path + " (" + sync + ")");
         }
         // Marked damaged: whatever was derived from the old bytes (the index) is not
         // trusted; the file is scanned.
-        const std::optional<std::string> marker = dir_fd ? read_damaged_marker(dir_fd.get(), f.name) : std::nullopt;
+        const std::optional<std::string>& marker = f.damaged;
         if (marker)
             rep.concern(FileConcern{.path = f.path, .damaged = true, .stale_index = false,
                                     .reason = "marked damaged" + (marker->empty() ? "" : " (" + *marker + ")")});
-        auto file = open_stored_capture(f.path);
+        auto file = store->open(f);
         if (!file) {
             rep.error(f.path + ": " + file.error().message);
             continue;
@@ -391,6 +391,7 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
         FilePlan p;
         p.rank = rank;
         p.info = &f;
+        p.store = store.get();
         p.size = file.value()->size();
         p.mtime_ns = file.value()->mtime_ns();
         p.start_bound = std::max(f.lower_ns, from);

@@ -2,7 +2,7 @@
 // capture files of a store (pcap and pcapng alike), merged in timestamp order into one
 // nanosecond pcap, or a pcapng with one interface per source stream.
 //
-// Plan: the catalog's name-derived time bounds select the files whose span meets
+// Plan: the store inventory's name-derived time bounds select the files whose span meets
 // [from, to); a file's valid index narrows that to the blocks whose time span meets the
 // range and that may match the filter (store/filter_plan.hpp); a file without a usable
 // index (missing, stale, corrupt) is scanned, with a warning naming it. Execution: one
@@ -21,7 +21,7 @@
 //
 // Integrity: a file the query reads whose bytes may not be what was captured is a
 // *concern*, reported once per file (ExtractReport::concerns, on_concern): a file the
-// background scrub marked damaged (output/scrub.hpp: its bytes differ from its manifest),
+// background scrub marked damaged (archive/scrub.hpp: its bytes differ from its manifest),
 // or a file whose index is older than its bytes (index_staleness: it changed after it
 // was indexed). Both are scanned rather than read through their index, so the packets
 // written are what the file holds now; whether to trust them is the caller's decision
@@ -39,8 +39,8 @@
 
 #include "format/capture_reader.hpp"
 #include "format/capture_writer.hpp"
-#include "output/layout.hpp"
-#include "store/catalog.hpp"
+#include "archive/layout.hpp"
+#include "archive/store_inventory.hpp"
 #include "util/result.hpp"
 
 namespace linecap::store {
@@ -58,7 +58,7 @@ struct ExtractOptions {
     uint64_t from_ns = 0;
     uint64_t to_ns = UINT64_MAX;       // exclusive
     std::string filter;                 // libpcap syntax; empty = everything
-    // Community ID v1 ("1:…", store/community_id.hpp); empty = any. Applied exactly per
+    // Community ID v1 ("1:…", packet/community_id.hpp); empty = any. Applied exactly per
     // packet after the filter. The index cannot prune by it (a hash names no key), so a
     // caller that knows the flow's addresses or ports passes them as the filter as well.
     std::string community_id;

@@ -6,7 +6,7 @@
 #include <optional>
 #include <utility>
 
-#include "store/packet_keys.hpp"
+#include "packet/packet_keys.hpp"
 
 namespace linecap::store {
 namespace {

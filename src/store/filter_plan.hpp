@@ -6,7 +6,7 @@
 // symbolically: which packet bytes each register holds, what each branch taken asserts
 // about them ("the 2 bytes at 12 equal 0x0800", "the byte at 23 equals 6", "the 2 bytes
 // at X+14 equal 80 where X = 4*(byte 14 & 0xf)"). A path's assertions are then read
-// against the layout store/packet_keys.hpp indexes (Ethernet type chain through VLAN
+// against the layout packet/packet_keys.hpp indexes (Ethernet type chain through VLAN
 // tags, then IPv4/IPv6/ARP fields) and become the keys every packet taking that path
 // contains. A packet matches only if some accepting path is its path, so a block can
 // hold a match only if, for some path, it has all of that path's keys. A path whose
@@ -23,7 +23,7 @@
 
 #include "format/capture_reader.hpp"
 #include "filter/pcap_program.hpp"
-#include "store/index_format.hpp"
+#include "archive/index_format.hpp"
 #include "util/result.hpp"
 
 namespace linecap::store {

@@ -1,18 +1,12 @@
 #include "store/stats.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <map>
 
-#include "output/capture_scan.hpp"
-#include "output/scrub.hpp"
-#include "output/layout.hpp"
-#include "output/manifest.hpp"
-#include "output/unique_fd.hpp"
-#include "store/index_format.hpp"
+#include "archive/manifest.hpp"
+#include "archive/store_inventory.hpp"
+#include "archive/index_format.hpp"
 #include "format/capture_reader.hpp"
 #include "store/time_spec.hpp"
 #include "util/human_bytes.hpp"
@@ -48,10 +42,9 @@ std::string json_string(const std::string& s) {
 Result<StoreStats> collect_stats(const StatsOptions& o) {
     auto tmpl = FileTemplate::compile(o.file_template);
     if (!tmpl) return tmpl.error();
-    auto catalog = scan_catalog(o.directory, tmpl.value());
+    const std::unique_ptr<StoreBackend> store = open_store(o.directory);
+    auto catalog = store->list(ListOptions::catalog(tmpl.value()));
     if (!catalog) return catalog.error();
-    const UniqueFd dir_fd(::open(o.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!dir_fd) return runtime_error(o.directory + ": " + errno_text(errno));
     StoreStats st;
     st.directory = o.directory;
     st.files = catalog->files.size();
@@ -61,26 +54,25 @@ Result<StoreStats> collect_stats(const StatsOptions& o) {
         if (o.on_error) o.on_error(m);
     };
 
-    for (const CaptureFileInfo& f : catalog->files) {
+    for (const StoredFile& f : catalog->files) {
         FileStats fs;
         fs.name = f.name;
         fs.stream = f.stream;
         fs.size = f.size;
-        const ManifestRead manifest = read_manifest(dir_fd.get(), f.name);
+        const ManifestRead manifest = store->read_manifest(f);
         if (manifest.ok() && manifest.manifest.drops) fs.drops = manifest.manifest.drops->total();
         if (manifest.ok()) fs.clock = manifest.manifest.clock;
         const std::string& sync = manifest.clock_sync();
         ++(sync == "synced" ? st.clock_synced : sync == "unsynchronised" ? st.clock_unsynchronised : st.clock_unknown);
         if (manifest.state != ManifestRead::State::missing) st.any_manifest = true;
-        if (manifest.state == ManifestRead::State::missing &&
-            ::faccessat(dir_fd.get(), layout::manifest_pending_name(f.name).c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (manifest.state == ManifestRead::State::missing && f.manifest_pending) {
             fs.manifest_pending = true;
             ++st.manifest_pending;
             st.any_manifest = true;  // a store with manifests on
         }
         if (!manifest.ok() && manifest.state != ManifestRead::State::missing)
             error(o.directory + "/" + manifest.problem);
-        if (dir_fd) fs.damaged = read_damaged_marker(dir_fd.get(), f.name);
+        fs.damaged = f.damaged;
         if (fs.damaged) ++st.damaged;
         bool done = false;
         if (o.use_index && !fs.damaged) {  // an index describes the bytes before the damage
@@ -99,7 +91,7 @@ Result<StoreStats> collect_stats(const StatsOptions& o) {
             }
         }
         if (!done) {
-            auto file = open_stored_capture(f.path);
+            auto file = store->open(f);
             auto header = file ? format::read_header(*file.value()) : Result<format::CaptureHeader>(file.error());
             if (!header) {
                 error(f.path + ": " + header.error().message);

@@ -1,10 +1,10 @@
 // `linecap stats`: what a capture store holds — time span, files, bytes and packets per
 // stream (port/queue), the largest gaps between consecutive files of a stream, index
 // coverage, drops per file where a sidecar manifest reports them, and the files the
-// background scrub marked damaged (output/scrub.hpp).
+// background scrub marked damaged (archive/scrub.hpp).
 //
 // Packet counts and time spans come from a file's index when it is valid, else from a
-// scan of the file. Drops come from the file's manifest, read with output/manifest.hpp's
+// scan of the file. Drops come from the file's manifest, read with archive/manifest.hpp's
 // reader; a damaged manifest is an error naming it (the rest is still reported), and
 // without manifests the column is omitted.
 #pragma once
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "output/manifest.hpp"
-#include "store/catalog.hpp"
+#include "archive/manifest.hpp"
+#include "archive/store_inventory.hpp"
 #include "util/result.hpp"
 
 namespace linecap::store {

@@ -1,6 +1,6 @@
 #include "store/time_spec.hpp"
 
-#include "output/manifest.hpp"  // format_utc_ns: one formatter of capture times
+#include "util/utc_time.hpp"
 
 namespace linecap::store {
 namespace {

@@ -22,7 +22,7 @@ namespace linecap::store {
 Result<uint64_t> parse_time(std::string_view text);
 
 // "2026-11-30T02:10:00.500000000Z" (always 9 fraction digits, UTC): the manifests' format
-// (output/manifest.hpp format_utc_ns), so the CLI, the API and manifests print times alike.
+// (util/utc_time.hpp format_utc_ns), so the CLI, the API and manifests print times alike.
 std::string format_time(uint64_t ns);
 
 // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).

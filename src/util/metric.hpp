@@ -1,6 +1,6 @@
 // A metric's declaration: the name, help text and type Prometheus shows. Each metric is
 // declared once, next to the counters it reads (capture/counters.hpp, output/writer.hpp,
-// store/index_service.hpp, metrics/port_stats.hpp, metrics/filesystem_usage.hpp,
+// archive/index_service.hpp, metrics/port_stats.hpp, metrics/filesystem_usage.hpp,
 // metrics/snapshot.hpp); metrics/exposition.cpp only arranges the declarations into
 // families and series, and the shutdown summary and status line read the same snapshot.
 #pragma once

@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include "../store/store_test_support.hpp"
-#include "store/community_id.hpp"
+#include "packet/community_id.hpp"
 
-using namespace linecap::store;
+using namespace linecap;
 using store_test::FrameSpec;
 
 namespace {

@@ -13,7 +13,7 @@
 
 #include "capture/dedup.hpp"
 #include "capture/flow_cap.hpp"
-#include "store/packet_keys.hpp"
+#include "packet/packet_keys.hpp"
 
 namespace linecap {
 namespace {
@@ -100,14 +100,14 @@ struct Burst {
 // The flow table's hash key of these tests (each queue draws its own).
 const KeyedHash kHash = KeyedHash::random();
 
-store::FlowKey key_of(const std::vector<uint8_t>& f) {
-    store::FlowKey k;
-    EXPECT_TRUE(store::flow_key(f.data(), uint32_t(f.size()), k));
+FlowKey key_of(const std::vector<uint8_t>& f) {
+    FlowKey k;
+    EXPECT_TRUE(flow_key(f.data(), uint32_t(f.size()), k));
     return k;
 }
 
 // The key as the table hashes it: its first `size` bytes.
-std::vector<uint8_t> key_bytes(const store::FlowKey& k) {
+std::vector<uint8_t> key_bytes(const FlowKey& k) {
     const auto* p = static_cast<const uint8_t*>(k.data());
     return {p, p + k.size};
 }
@@ -115,7 +115,7 @@ std::vector<uint8_t> key_bytes(const store::FlowKey& k) {
 TEST(FlowKey, IsTheSameForBothDirections) {
     const auto a = key_of(ipv4_frame(0xc6120001, 0xc6130002, 40000, 443, 100));
     const auto b = key_of(ipv4_frame(0xc6130002, 0xc6120001, 443, 40000, 60));
-    EXPECT_EQ(a.size, store::FlowKey::kIpv4Size);
+    EXPECT_EQ(a.size, FlowKey::kIpv4Size);
     EXPECT_EQ(key_bytes(a), key_bytes(b));
     EXPECT_EQ(FlowTable::hash_key(a, kHash), FlowTable::hash_key(b, kHash));
     // One address at both ends: the ports decide the order.
@@ -124,7 +124,7 @@ TEST(FlowKey, IsTheSameForBothDirections) {
 
     const auto v6a = key_of(ipv6_frame(1, 2, 5000, 80, 120));
     const auto v6b = key_of(ipv6_frame(2, 1, 80, 5000, 80));
-    EXPECT_EQ(v6a.size, store::FlowKey::kIpv6Size);
+    EXPECT_EQ(v6a.size, FlowKey::kIpv6Size);
     EXPECT_EQ(key_bytes(v6a), key_bytes(v6b));
     EXPECT_EQ(FlowTable::hash_key(v6a, kHash), FlowTable::hash_key(v6b, kHash));
 }
@@ -164,9 +164,9 @@ uint64_t loaded_end(uint32_t address, uint16_t port) {
 // layouts), so a flow seen tagged in one direction and untagged in the other is one flow.
 TEST(FlowKey, SetsEveryByte) {
     const auto f = ipv4_frame(0xc6130002, 0xc6120001, 443, 40000, 100, 6);
-    store::FlowKey k;
+    FlowKey k;
     std::memset(static_cast<void*>(&k), 0x5a, sizeof k);
-    ASSERT_TRUE(store::flow_key(f.data(), uint32_t(f.size()), k));
+    ASSERT_TRUE(flow_key(f.data(), uint32_t(f.size()), k));
     ASSERT_EQ(k.size, 16u);
     const uint64_t src = loaded_end(0xc6130002, 443), dst = loaded_end(0xc6120001, 40000);
     EXPECT_EQ(k.words[0], (uint64_t{6} << 56) | std::min(src, dst));
@@ -175,8 +175,8 @@ TEST(FlowKey, SetsEveryByte) {
     auto tagged = f;
     const uint8_t tag[] = {0x81, 0x00, 0x00, 0x07};
     tagged.insert(tagged.begin() + 12, tag, tag + 4);
-    store::FlowKey t;
-    ASSERT_TRUE(store::flow_key(tagged.data(), uint32_t(tagged.size()), t));
+    FlowKey t;
+    ASSERT_TRUE(flow_key(tagged.data(), uint32_t(tagged.size()), t));
     EXPECT_EQ(key_bytes(k), key_bytes(t));
 
     // IPv4 options (the header's length from its first byte): the ports after them.
@@ -193,9 +193,9 @@ TEST(FlowKey, SetsEveryByte) {
               (uint64_t{6} << 56) | std::min(loaded_end(0xc6130002, 0), loaded_end(0xc6120001, 0)));
 
     const auto v6 = ipv6_frame(2, 1, 443, 40000, 100);
-    store::FlowKey k6;
+    FlowKey k6;
     std::memset(static_cast<void*>(&k6), 0x5a, sizeof k6);
-    ASSERT_TRUE(store::flow_key(v6.data(), uint32_t(v6.size()), k6));
+    ASSERT_TRUE(flow_key(v6.data(), uint32_t(v6.size()), k6));
     ASSERT_EQ(k6.size, 40u);
     const uint8_t lo[16] = {0x20, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     const uint8_t hi[16] = {0x20, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
@@ -212,10 +212,10 @@ TEST(FlowKey, RefusesWhatIsNotIp) {
     std::vector<uint8_t> arp(60, 0);
     arp[12] = 0x08;
     arp[13] = 0x06;
-    store::FlowKey k;
-    EXPECT_FALSE(store::flow_key(arp.data(), uint32_t(arp.size()), k));
+    FlowKey k;
+    EXPECT_FALSE(flow_key(arp.data(), uint32_t(arp.size()), k));
     const auto truncated = ipv4_frame(1, 2, 3, 4, 100);
-    EXPECT_FALSE(store::flow_key(truncated.data(), 30, k));
+    EXPECT_FALSE(flow_key(truncated.data(), 30, k));
 }
 
 struct Table {

@@ -15,8 +15,8 @@
 
 #include "format/capture_reader.hpp"
 #include "store/filter_plan.hpp"
-#include "store/index_format.hpp"
-#include "store/packet_keys.hpp"
+#include "archive/index_format.hpp"
+#include "packet/packet_keys.hpp"
 
 using namespace linecap;
 using namespace linecap::store;

@@ -18,7 +18,7 @@
 #include "format/capture_reader.hpp"
 #include "format/pcap_format.hpp"
 #include "store/filter_plan.hpp"
-#include "store/index_format.hpp"
+#include "archive/index_format.hpp"
 
 using namespace linecap;
 using namespace linecap::store;

@@ -10,10 +10,11 @@
 #include <cstring>
 #include <vector>
 
-#include "store/crc32c.hpp"
+#include "archive/crc32c.hpp"
 #include "store/filter_plan.hpp"
-#include "store/index_format.hpp"
+#include "archive/index_format.hpp"
 
+using namespace linecap;
 using namespace linecap::store;
 
 namespace {

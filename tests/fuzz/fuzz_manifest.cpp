@@ -1,11 +1,11 @@
-// libFuzzer target: the manifest reader (output/manifest.hpp) on arbitrary bytes. It must
+// libFuzzer target: the manifest reader (archive/manifest.hpp) on arbitrary bytes. It must
 // never throw, abort or hang; a manifest it accepts must survive a write/read round trip.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
-#include "output/manifest.hpp"
+#include "archive/manifest.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);

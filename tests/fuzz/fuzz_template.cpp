@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "config/file_template.hpp"
-#include "output/layout.hpp"
+#include "archive/layout.hpp"
 
 using namespace linecap;
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """The layers the build enforces (src/meson.build; doc/architecture.md, "Layers").
 
-    layering_test.py COMPILE_COMMANDS SRC_DIR LAYER=VISIBLE,... ...
+    layering_test.py COMPILE_COMMANDS SRC_DIR LAYER=VISIBLE,...:USES,... ...
 
-Each LAYER=VISIBLE argument is what src/meson.build lets LAYER include (its own directory
-and its lower layers'). For every layer this takes the command the build really compiles
-one of the layer's sources with (compile_commands.json, so a widened include path in the
-build is caught, not just a wrong table) and checks, with translation units of its own:
+Each argument is what src/meson.build lets LAYER include (VISIBLE: its own directory and
+its lower layers') and the layers its row of the table names (USES: the ones directly
+below it). For every layer this takes the command the build really compiles one of the
+layer's sources with (compile_commands.json, so a widened include path in the build is
+caught, not just a wrong table) and checks, with translation units of its own:
 
 1. the layer sees exactly its VISIBLE directories: a header of each is found, a header of
    every other layer is not (__has_include);
@@ -14,7 +15,10 @@ build is caught, not just a wrong table) and checks, with translation units of i
    header that no source of its own layer includes is caught too (the build catches it
    in the sources);
 3. an upward include fails to compile: the format layer's command on a file including
-   "store/index_format.hpp" stops with "No such file or directory".
+   "store/extract.hpp" stops with "No such file or directory";
+4. every edge of the table is used: for each layer USES names, some file of LAYER includes
+   one of its headers, so the table is the graph the code has and not a wider one; and
+   none is implied by another edge of the same row.
 """
 import concurrent.futures
 import json
@@ -65,9 +69,12 @@ def run(argv, cwd, source_text, extra):
 def main():
     compile_commands, src = sys.argv[1], pathlib.Path(sys.argv[2])
     visible = {}
+    uses = {}
     for arg in sys.argv[3:]:
-        name, _, seen = arg.partition("=")
+        name, _, rest = arg.partition("=")
+        seen, _, below = rest.partition(":")
         visible[name] = set(seen.split(","))
+        uses[name] = [b for b in below.split(",") if b]
     entries = json.load(open(compile_commands))
     # One header per layer to probe for.
     probe = {}
@@ -79,6 +86,24 @@ def main():
         probe[layer] = f"{layer}/{headers[0]}"
 
     failures = []
+    # 4. Every declared edge, in the layer's own files.
+    edges = 0
+    for layer, below in uses.items():
+        included = set()
+        for f in sorted((src / layer).glob("*.[ch]pp")):
+            for line in f.read_text().splitlines():
+                if line.startswith('#include "') and "/" in line:
+                    included.add(line.split('"')[1].split("/")[0])
+        for b in below:
+            edges += 1
+            if b not in included:
+                failures.append(f"{layer} -> {b} is declared (src/meson.build) but no file of src/{layer}/ "
+                                f"includes a header of {b}/: delete the edge")
+            through = [o for o in below if o != b and b in visible.get(o, ())]
+            if through:
+                failures.append(f"{layer} -> {b} is declared (src/meson.build) but {layer} sees {b} through "
+                                f"{through[0]} already: the row lists only the layers directly below")
+
     jobs = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         for layer, seen in visible.items():
@@ -104,22 +129,22 @@ def main():
         argv, cwd = layer_command(entries, "format")
         upward = None
         if argv is not None:
-            upward = pool.submit(run, argv, cwd, '#include "store/index_format.hpp"\n', ["-fsyntax-only"])
+            upward = pool.submit(run, argv, cwd, '#include "store/extract.hpp"\n', ["-fsyntax-only"])
 
         for what, job in jobs:
             rc, err = job.result()
             if rc != 0:
                 failures.append(f"{what}:\n{err.strip()}")
-        checked = len(jobs)
+        checked = len(jobs) + edges
         if upward is not None:
             rc, err = upward.result()
             checked += 1
             if rc == 0:
-                failures.append('format: #include "store/index_format.hpp" compiled: the layers are not enforced')
-            elif "store/index_format.hpp" not in err or "No such file or directory" not in err:
-                failures.append(f'format: #include "store/index_format.hpp" failed, but not as a missing file:\n{err.strip()}')
+                failures.append('format: #include "store/extract.hpp" compiled: the layers are not enforced')
+            elif "store/extract.hpp" not in err or "No such file or directory" not in err:
+                failures.append(f'format: #include "store/extract.hpp" failed, but not as a missing file:\n{err.strip()}')
             else:
-                print("format including store/index_format.hpp fails as it must:",
+                print("format including store/extract.hpp fails as it must:",
                       next(line for line in err.splitlines() if "No such file" in line))
 
     for f in failures:

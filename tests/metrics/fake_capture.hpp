@@ -48,9 +48,9 @@ struct FakeCapture {
     LcoreCounters lcore[kWorkers];
     WorkerControl control[kWorkers];
     WriteLatency latency;
-    store::IndexingCounters indexing;
+    IndexingCounters indexing;
     bool indexing_on = true;   // output.index
-    store::CompressCounters compressing;
+    CompressCounters compressing;
     bool compressing_on = true;  // output.compress
     ScrubCounters scrub;
     bool scrub_on = true;      // output.scrub.enabled

@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "output/layout.hpp"
+#include "archive/layout.hpp"
 #include "format/pcap_format.hpp"
-#include "output/recovery.hpp"
+#include "archive/recovery.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"
 

@@ -1,6 +1,6 @@
-// The capture directory's names (output/layout.hpp), the file name template they are made
+// The capture directory's names (archive/layout.hpp), the file name template they are made
 // from (config/file_template.hpp), and layout::AtomicFile.
-#include "output/layout.hpp"
+#include "archive/layout.hpp"
 
 #include <gtest/gtest.h>
 

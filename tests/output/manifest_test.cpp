@@ -11,13 +11,13 @@
 #include <thread>
 
 #include "linecap_build.h"
-#include "output/layout.hpp"
-#include "output/manifest.hpp"
-#include "output/manifest_hasher.hpp"
-#include "output/sha256.hpp"
+#include "archive/layout.hpp"
+#include "archive/manifest.hpp"
+#include "archive/manifest_hasher.hpp"
+#include "archive/sha256.hpp"
 #include "output/stream_writer.hpp"
-#include "output/unique_fd.hpp"
-#include "output/verify.hpp"
+#include "util/unique_fd.hpp"
+#include "archive/verify.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"
 
@@ -342,10 +342,7 @@ protected:
         files = test::pcap_files(dir);
         ASSERT_EQ(files.size(), 3u);
         dir_fd = UniqueFd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-        Result<FileTemplate> file_template = FileTemplate::compile(config.file_template);
-        ASSERT_TRUE(file_template.ok());
-        context = std::make_unique<WriterContext>(
-            WriterContext{config, std::move(file_template.value()), dir_fd.get(), &latency, &warned});
+        context = HasherContext{config, dir_fd.get()};
     }
 
     uint64_t size_of(const std::string& name) { return test::read_file(dir.file(name)).size(); }
@@ -380,16 +377,14 @@ protected:
     OutputConfig config;
     std::vector<std::string> files;
     UniqueFd dir_fd;
-    WriteLatency latency;
-    std::atomic<bool> warned{false};
-    std::unique_ptr<WriterContext> context;
+    HasherContext context;
     ManifestCounters counters;
 };
 
 // Pending until hashed: the marker says so, verify reports PENDING (not a finding), the
 // backlog counts the file; then the manifest matches the file and the marker is gone.
 TEST_F(ManifestHasherTest, PendingUntilHashedThenTheManifestMatchesTheFile) {
-    ManifestHasher hasher(*context, 1, counters);  // not started: works off at stop()
+    ManifestHasher hasher(context, 1, counters);  // not started: works off at stop()
     write_through(hasher, files[0], 0);
     EXPECT_TRUE(exists(layout::manifest_pending_name(files[0])));
     EXPECT_FALSE(exists(layout::manifest_name(files[0])));
@@ -420,7 +415,7 @@ TEST_F(ManifestHasherTest, PendingUntilHashedThenTheManifestMatchesTheFile) {
 // The thread follows the file while it is written (the bytes are hashed before it is
 // finished), and writes the manifest once it is.
 TEST_F(ManifestHasherTest, FollowsTheWriterAndCompletesOnItsOwn) {
-    ManifestHasher hasher(*context, 1, counters);
+    ManifestHasher hasher(context, 1, counters);
     ASSERT_TRUE(hasher.start().ok());
     const uint64_t size = size_of(files[1]);
     hasher.opened(0, files[1], 24);
@@ -444,7 +439,7 @@ TEST_F(ManifestHasherTest, FollowsTheWriterAndCompletesOnItsOwn) {
 // Retention deletes a pending file (it is the oldest): no manifest appears for it, its
 // marker goes, and the backlog forgets it.
 TEST_F(ManifestHasherTest, AFileDeletedWhilePendingGetsNoManifest) {
-    ManifestHasher hasher(*context, 1, counters);
+    ManifestHasher hasher(context, 1, counters);
     write_through(hasher, files[0], 0);
     for (const std::string& name : {files[0], layout::manifest_pending_name(files[0])})
         ASSERT_EQ(::unlinkat(dir_fd.get(), name.c_str(), 0), 0);
@@ -470,7 +465,7 @@ TEST_F(ManifestHasherTest, AKilledRunsPendingFilesAreCompletedAtTheNextStart) {
     test::write_file(dir.file(layout::manifest_pending_name(files[1])), {});
     test::write_file(dir.file(layout::manifest_pending_name("gone.pcap")), {});
 
-    ManifestHasher hasher(*context, 1, counters);
+    ManifestHasher hasher(context, 1, counters);
     ASSERT_TRUE(hasher.start().ok());
     EXPECT_EQ(counters.backlog_files.load() + counters.written_files.load(), 1u);
     hasher.stop();
@@ -489,7 +484,7 @@ TEST_F(ManifestHasherTest, AKilledRunsPendingFilesAreCompletedAtTheNextStart) {
 // Beyond kTrackedFiles files waiting on a stream, a finished file is not followed (no
 // descriptor held) but hashed by name afterwards, with its full manifest.
 TEST_F(ManifestHasherTest, FilesBeyondTheTrackedBoundAreHashedByName) {
-    ManifestHasher hasher(*context, 1, counters);
+    ManifestHasher hasher(context, 1, counters);
     const size_t n = ManifestHasher::kTrackedFiles + 3;
     for (size_t i = 0; i < n; ++i) write_through(hasher, files[i % files.size()], i);
     EXPECT_EQ(counters.backlog_files.load(), n);

@@ -11,8 +11,8 @@
 #include <cstring>
 
 #include "linecap_build.h"
-#include "output/capture_scan.hpp"
-#include "output/layout.hpp"
+#include "archive/capture_scan.hpp"
+#include "archive/layout.hpp"
 #include "format/pcapng_blocks.hpp"
 #include "format/pcapng_format.hpp"
 #include "output/writer.hpp"

@@ -1,4 +1,4 @@
-#include "output/recovery.hpp"
+#include "archive/recovery.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,12 +8,12 @@
 
 #include <cstring>
 
-#include "output/layout.hpp"
-#include "output/manifest.hpp"
+#include "archive/layout.hpp"
+#include "archive/manifest.hpp"
 #include "format/pcap_format.hpp"
 #include "format/pcapng_blocks.hpp"
 #include "format/pcapng_format.hpp"
-#include "output/sha256.hpp"
+#include "archive/sha256.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"
 

@@ -11,10 +11,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "output/layout.hpp"
-#include "output/manifest.hpp"
-#include "output/retention.hpp"
-#include "output/sha256.hpp"
+#include "archive/layout.hpp"
+#include "archive/manifest.hpp"
+#include "archive/retention.hpp"
+#include "archive/sha256.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"
 

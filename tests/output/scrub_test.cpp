@@ -11,13 +11,15 @@
 #include <algorithm>
 #include <functional>
 
-#include "output/layout.hpp"
-#include "output/manifest.hpp"
-#include "output/scrub.hpp"
-#include "output/unique_fd.hpp"
-#include "output/verify.hpp"
+#include "archive/layout.hpp"
+#include "archive/manifest.hpp"
+#include "archive/scrub.hpp"
+#include "archive/store_inventory.hpp"
+#include "util/unique_fd.hpp"
+#include "archive/verify.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap {
 using namespace layout;  // every name in the capture directory

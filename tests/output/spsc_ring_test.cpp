@@ -1,4 +1,4 @@
-#include "output/spsc_ring.hpp"
+#include "util/spsc_ring.hpp"
 
 #include <gtest/gtest.h>
 

@@ -5,10 +5,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "output/layout.hpp"
-#include "output/manifest.hpp"
-#include "output/sha256.hpp"
-#include "output/verify.hpp"
+#include "archive/layout.hpp"
+#include "archive/manifest.hpp"
+#include "archive/sha256.hpp"
+#include "archive/verify.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"
 

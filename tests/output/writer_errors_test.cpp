@@ -12,9 +12,9 @@
 #include <fstream>
 #include <map>
 
-#include "output/layout.hpp"
+#include "archive/layout.hpp"
 #include "format/pcap_format.hpp"
-#include "output/manifest.hpp"
+#include "archive/manifest.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"
 

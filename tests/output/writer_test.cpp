@@ -12,7 +12,7 @@
 #include <set>
 
 #include "output/capture_file.hpp"
-#include "output/layout.hpp"
+#include "archive/layout.hpp"
 #include "output_test_support.hpp"
 
 namespace linecap {

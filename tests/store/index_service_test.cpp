@@ -1,4 +1,4 @@
-// The daemon's background indexer (store/index_service.hpp): files reported finished are
+// The daemon's background indexer (archive/index_service.hpp): files reported finished are
 // indexed and reported to the hook; the start-up sweep finds files whose index is
 // missing, stale or damaged and leaves current ones alone; files deleted before their
 // turn are not failures; unreadable files are; a full queue skips and counts; stop()
@@ -10,18 +10,18 @@
 #include <map>
 #include <mutex>
 
-#include "store/index_format.hpp"
-#include "store/index_service.hpp"
+#include "archive/index_format.hpp"
+#include "archive/index_service.hpp"
 #include "store_test_support.hpp"
 
 namespace {
 
 using namespace store_test;
-using linecap::store::IndexingCounters;
-using linecap::store::IndexService;
-using linecap::store::IndexServiceOptions;
-using linecap::store::IndexState;
-using linecap::store::load_index;
+using linecap::IndexingCounters;
+using linecap::IndexService;
+using linecap::IndexServiceOptions;
+using linecap::IndexState;
+using linecap::load_index;
 
 constexpr auto kWait = std::chrono::seconds(30);
 constexpr uint64_t kT0 = 1'764'460'800'000'000'000ull;  // 2025-11-30T00:00:00Z
@@ -89,7 +89,7 @@ TEST_F(IndexServiceTest, IndexesReportedFilesAndTellsTheHook) {
 TEST_F(IndexServiceTest, SweepRebuildsMissingStaleAndDamagedIndexesOnly) {
     const std::string current = make_capture(kT0, 10), missing = make_capture(kT0 + 1'000'000'000, 10),
                       stale = make_capture(kT0 + 2'000'000'000, 10), damaged = make_capture(kT0 + 3'000'000'000, 10);
-    for (const auto& n : {current, stale, damaged}) ASSERT_TRUE(linecap::store::build_index(dir / n));
+    for (const auto& n : {current, stale, damaged}) ASSERT_TRUE(linecap::build_index(dir / n));
     utimbuf old{1, 1};
     ASSERT_EQ(::utime((dir / stale).c_str(), &old), 0);  // the file changed after indexing
     write_file(dir / damaged + ".idx", Bytes{'n', 'o', 't', ' ', 'a', 'n', ' ', 'i', 'n', 'd', 'e', 'x'});

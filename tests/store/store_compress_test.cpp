@@ -1,4 +1,4 @@
-// Compression of finished capture files (store/compress.hpp, format/zstd_seekable.hpp):
+// Compression of finished capture files (archive/compress.hpp, format/zstd_seekable.hpp):
 // the seekable format read back at any offset and refused when damaged; a compressed
 // store answers every query exactly as the original did (indexed and scanned), and
 // `zstd -d` gives back the original bytes; a kill -9 at any moment of a compression
@@ -21,17 +21,18 @@
 #include <thread>
 
 #include "format/zstd_seekable.hpp"
-#include "output/capture_scan.hpp"
-#include "output/layout.hpp"
-#include "output/manifest.hpp"
-#include "output/recovery.hpp"
-#include "output/retention.hpp"
-#include "output/scrub.hpp"
-#include "output/unique_fd.hpp"
-#include "output/verify.hpp"
-#include "store/compress.hpp"
+#include "archive/capture_scan.hpp"
+#include "archive/layout.hpp"
+#include "archive/manifest.hpp"
+#include "archive/recovery.hpp"
+#include "archive/retention.hpp"
+#include "archive/scrub.hpp"
+#include "archive/store_inventory.hpp"
+#include "util/unique_fd.hpp"
+#include "archive/verify.hpp"
+#include "archive/compress.hpp"
 #include "store/extract.hpp"
-#include "store/index_format.hpp"
+#include "archive/index_format.hpp"
 #include "store_test_support.hpp"
 
 using namespace linecap;

@@ -13,16 +13,17 @@
 #include <tuple>
 
 #include "format/pcap_format.hpp"
-#include "output/layout.hpp"
+#include "archive/layout.hpp"
 #include "store/cli.hpp"
-#include "store/crc32c.hpp"
+#include "archive/crc32c.hpp"
 #include "store/extract.hpp"
 #include "store/filter_plan.hpp"
-#include "store/index_format.hpp"
+#include "archive/index_format.hpp"
 #include "format/capture_reader.hpp"
 #include "format/capture_writer.hpp"
 #include "store_test_support.hpp"
 
+using namespace linecap;
 using namespace linecap::store;
 using namespace store_test;
 
@@ -224,7 +225,7 @@ TEST(Extract, CorruptFilesAreReportedAndTheRestIsStillRight) {
         // Reseal the header checksum only (the sections are intact).
         const size_t fixed = sizeof(IndexHeader) + h.section_count * sizeof(SectionEntry);
         std::memset(lix.data() + offsetof(IndexHeader, header_crc), 0, 4);
-        const uint32_t crc = linecap::store::crc32c(lix.data(), fixed);
+        const uint32_t crc = linecap::crc32c(lix.data(), fixed);
         std::memcpy(lix.data() + offsetof(IndexHeader, header_crc), &crc, 4);
         write_file(past, lix);
     }

@@ -8,9 +8,10 @@
 #include <set>
 
 #include "store/filter_plan.hpp"
-#include "store/packet_keys.hpp"
+#include "packet/packet_keys.hpp"
 #include "store_test_support.hpp"
 
+using namespace linecap;
 using namespace linecap::store;
 using namespace store_test;
 

@@ -4,14 +4,15 @@
 
 #include <set>
 
-#include "output/layout.hpp"
-#include "store/catalog.hpp"
-#include "store/crc32c.hpp"
-#include "store/index_format.hpp"
-#include "store/packet_keys.hpp"
+#include "archive/layout.hpp"
+#include "archive/store_inventory.hpp"
+#include "archive/crc32c.hpp"
+#include "archive/index_format.hpp"
+#include "packet/packet_keys.hpp"
 #include "store/time_spec.hpp"
 #include "store_test_support.hpp"
 
+using namespace linecap;
 using namespace linecap::store;
 using namespace store_test;
 
@@ -379,7 +380,8 @@ TEST(Catalog, SpansFromConsecutiveNamesAndIgnoredFiles) {
     write_file(dir / (store_name(t0, "p0", 0) + ".sha256"), empty);
     write_file(dir / "notes.txt", empty);
     write_file(dir / "foreign.pcap", empty);
-    auto cat = scan_catalog(dir.path(), linecap::FileTemplate::compile(linecap::kDefaultFileTemplate).value());
+    const auto file_template = linecap::FileTemplate::compile(linecap::kDefaultFileTemplate).value();
+    auto cat = linecap::LocalDirectoryStore(dir.path()).list(linecap::ListOptions::catalog(file_template));
     ASSERT_TRUE(cat.ok());
     ASSERT_EQ(cat->files.size(), 4u);
     EXPECT_EQ(cat->in_progress, 1u);

@@ -1,0 +1,445 @@
+#include "archive/manifest_hasher.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <system_error>
+
+#include "util/idle_priority.hpp"
+#include "archive/layout.hpp"
+#include "archive/recovery.hpp"
+#include "archive/store_inventory.hpp"
+
+namespace linecap {
+namespace {
+
+constexpr auto kRetryInterval = std::chrono::seconds(1);
+// How long the thread sleeps when there is nothing to hash: the backlog is bookkeeping,
+// a few milliseconds of latency cost nothing, and an idle hasher stays near 0 % CPU.
+constexpr auto kIdlePoll = std::chrono::milliseconds(2);
+// Read back and hashed per step: large enough for few syscalls, small enough that every
+// stream advances in turn and the bytes are read while still cached.
+constexpr size_t kChunkBytes = 1 << 20;
+
+bool name_exists(int dir_fd, const std::string& name) {
+    struct stat st {};
+    return ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+void remove_name(int dir_fd, const std::string& name) {
+    if (::unlinkat(dir_fd, name.c_str(), 0) != 0 && errno != ENOENT)
+        spdlog::warn("manifest hasher: cannot remove {}: {}", name, errno_text(errno));
+}
+
+void close_handoff(std::atomic<int>& handoff) {
+    if (const int fd = handoff.exchange(-1); fd >= 0) ::close(fd);
+}
+
+void sub(std::atomic<uint64_t>& counter, uint64_t n) { counter.fetch_sub(n, std::memory_order_relaxed); }
+void add(std::atomic<uint64_t>& counter, uint64_t n) { counter.fetch_add(n, std::memory_order_relaxed); }
+
+// Reads [offset, offset + bytes.size()) of `fd` completely. An error or a file shorter than
+// that is an IoStatus failure (EIO for "shorter": bytes the writer said are there are not).
+IoStatus read_exactly(int fd, uint64_t offset, std::span<uint8_t> bytes) {
+    size_t got = 0;
+    while (got < bytes.size()) {
+        const ssize_t n = ::pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(offset + got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return IoStatus::failure("read back", errno);
+        if (n == 0) return IoStatus::failure("read back (the file is shorter than written)", EIO);
+        got += static_cast<size_t>(n);
+    }
+    return {};
+}
+
+}  // namespace
+
+ManifestHasher::ManifestHasher(HasherContext context, size_t streams, ManifestCounters& counters)
+    : BackgroundService({.name = "lc-hash", .who = "manifest hasher"}), context_(std::move(context)), counters_(counters) {
+    for (size_t i = 0; i < streams; ++i) lanes_.push_back(std::make_unique<Lane>(kTrackedFiles));
+}
+
+ManifestHasher::~ManifestHasher() {
+    stop();
+    for (auto& lane : lanes_) {
+        delete lane->current;
+        while (Tracked* t = lane->ring.pop()) delete t;
+    }
+}
+
+std::string ManifestHasher::path_of(const std::string& name) const { return context_.config.directory + "/" + name; }
+
+// The sweep (before_start) runs here, before any writer thread: every marker there now is a
+// previous run's.
+Status ManifestHasher::start() {
+    try {
+        BackgroundService::start();
+    } catch (const std::system_error& e) {
+        return runtime_error(std::string("manifest hasher: starting thread: ") + e.what());
+    }
+    return {};
+}
+
+// --- the writer's side ------------------------------------------------------------------
+
+void ManifestHasher::opened(uint32_t stream, const std::string& in_progress_name, uint64_t size) {
+    Lane& lane = *lanes_[stream];
+    if (lane.writing != nullptr) abandoned(stream);  // not reached: the writer ends a file first
+    auto file = std::make_unique<Tracked>();
+    // Opened here, under the in-progress name only the writer uses: while the file is written
+    // renames do not matter. Without a descriptor the file is opened by name once finished.
+    UniqueFd fd(::openat(context_.dir_fd, in_progress_name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    struct stat st {};
+    if (!fd || ::fstat(fd.get(), &st) != 0) {
+        spdlog::warn("manifest hasher: cannot open {} to read it back ({}); it is read once finished",
+                     path_of(in_progress_name), errno_text(errno));
+    } else {
+        file->dev = st.st_dev;
+        file->ino = st.st_ino;
+        file->handoff.store(fd.release(), std::memory_order_relaxed);
+    }
+    file->written.store(size, std::memory_order_relaxed);
+    if (!lane.ring.push(file.get())) return;  // kTrackedFiles waiting: by name once finished
+    add(counters_.backlog_bytes, size);
+    lane.reported = size;
+    lane.writing = file.release();
+}
+
+void ManifestHasher::appended(uint32_t stream, uint64_t size) {
+    Lane& lane = *lanes_[stream];
+    if (lane.writing == nullptr || size <= lane.reported) return;
+    add(counters_.backlog_bytes, size - lane.reported);
+    lane.reported = size;
+    lane.writing->written.store(size, std::memory_order_release);
+}
+
+bool ManifestHasher::mark_pending(const std::string& final_name) {
+    const std::string marker = layout::manifest_pending_name(final_name);
+    // Empty and not synced: it only has to survive the daemon, not the machine (after a
+    // power loss recovery cannot tell anyway what the page cache still held).
+    const int fd = ::openat(context_.dir_fd, marker.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                            0640);
+    if (fd < 0) {
+        spdlog::warn("manifest hasher: cannot create {}: {}; if the daemon stops before the manifest is written, "
+                     "{} stays without one",
+                     path_of(marker), errno_text(errno), final_name);
+        return false;
+    }
+    ::close(fd);
+    return true;
+}
+
+void ManifestHasher::unmark_pending(const std::string& final_name) {
+    remove_name(context_.dir_fd, layout::manifest_pending_name(final_name));
+}
+
+void ManifestHasher::finished(uint32_t stream, Manifest manifest) {
+    Lane& lane = *lanes_[stream];
+    add(counters_.backlog_files, 1);
+    if (lane.writing == nullptr) {
+        // Not followed (kTrackedFiles were waiting): hashed by name after those. The lock is
+        // taken only in this case, and the hasher holds it for a swap only.
+        add(counters_.backlog_bytes, manifest.size);
+        const std::lock_guard lock(untracked_mutex_);
+        untracked_.push_back(std::move(manifest));
+        return;
+    }
+    lane.writing->manifest = std::move(manifest);
+    // Unless the hasher is reading it already: a finished file waiting its turn must not be
+    // kept alive by a descriptor when retention deletes it.
+    close_handoff(lane.writing->handoff);
+    lane.writing->state.store(Tracked::finished, std::memory_order_release);
+    lane.writing = nullptr;
+    lane.reported = 0;
+}
+
+void ManifestHasher::abandoned(uint32_t stream) {
+    Lane& lane = *lanes_[stream];
+    if (lane.writing == nullptr) return;
+    close_handoff(lane.writing->handoff);
+    lane.writing->state.store(Tracked::abandoned, std::memory_order_release);
+    lane.writing = nullptr;
+    lane.reported = 0;
+}
+
+// --- this thread ------------------------------------------------------------------------
+
+void ManifestHasher::run(bool own_thread) {
+    buffer_.resize(kChunkBytes);
+    while (!stopping_.load(std::memory_order_acquire)) {
+        if (!work_round()) {
+            retry_unwritten(std::chrono::steady_clock::now());
+            std::this_thread::sleep_for(kIdlePoll);
+        }
+    }
+    // The writer has finished or abandoned every file by now. Capture has stopped: what is
+    // owed runs at normal priority, for a while; the rest keeps its marker.
+    if (own_thread) restore_normal_priority("manifest hasher");
+    const auto deadline = std::chrono::steady_clock::now() + kStopDrainLimit;
+    while (std::chrono::steady_clock::now() < deadline && work_round()) {
+    }
+    if (const uint64_t left = counters_.backlog_files.load(std::memory_order_relaxed); left > unwritten_.size())
+        spdlog::warn("manifest hasher: {} finished file(s) left with their manifest pending at stop; the next start "
+                     "completes them",
+                     left - unwritten_.size());
+    if (!unwritten_.empty()) {
+        last_retry_ = {};
+        retry_unwritten(std::chrono::steady_clock::now());
+        for (const Manifest& m : unwritten_)
+            spdlog::error("no manifest for {} (could not be written)", path_of(m.file));
+        unwritten_.clear();
+    }
+}
+
+bool ManifestHasher::work_round() {
+    bool did = false;
+    for (auto& lane : lanes_) did |= advance(*lane);
+    return did || hash_by_name();
+}
+
+bool ManifestHasher::advance(Lane& lane) {
+    Tracked* file = lane.current;
+    if (file == nullptr) {
+        file = lane.ring.pop();
+        if (file == nullptr) return false;
+        lane.current = file;
+    }
+    // State first: once it says finished (acquire), `written` is the file's final size.
+    const int state = file->state.load(std::memory_order_acquire);
+    const uint64_t written = file->written.load(std::memory_order_acquire);
+    const auto done = [&](Gone why) {
+        drop(file, why);
+        lane.current = nullptr;
+        return true;
+    };
+    if (state == Tracked::abandoned) return done(Gone::abandoned);
+    // Given up while the writer still had it: kept until the writer lets go of it.
+    if (file->failed) return state == Tracked::open ? false : done(Gone::failed);
+    if (!file->fd) {
+        switch (open_to_read(*file, state)) {
+            case Open::ready: break;
+            case Open::wait: return false;  // no descriptor from the writer: read once finished
+            case Open::gone: return done(Gone::deleted);
+            case Open::failed: return done(Gone::failed);
+        }
+    }
+    if (state == Tracked::finished) {
+        // Retention took it while it was hashed: its manifest is not needed any more, and
+        // this descriptor is all that keeps its space (a whole rotation's worth of page
+        // cache or tmpfs) from being freed. Asked before every chunk: a hasher that lags
+        // behind a busy writer is the one most likely to be reading a deleted file.
+        struct stat st {};
+        if (::fstat(file->fd.get(), &st) == 0 && st.st_nlink == 0) return done(Gone::deleted);
+    }
+    if (file->hashed < written) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(written - file->hashed, buffer_.size()));
+        if (const IoStatus status = read_exactly(file->fd.get(), file->hashed, {buffer_.data(), n}); !status.ok()) {
+            spdlog::error("no manifest for {}: {}",
+                          state == Tracked::open ? "a file being written" : path_of(file->manifest.file),
+                          status.message());
+            file->failed = true;
+            return true;
+        }
+        file->hash.update({buffer_.data(), n});
+        file->hashed += n;
+        add(counters_.hashed_bytes, n);
+        sub(counters_.backlog_bytes, n);
+        return true;
+    }
+    if (state != Tracked::finished) return false;  // waiting for the writer
+    if (file->hashed != file->manifest.size) {
+        spdlog::error("no manifest for {}: {} bytes read back, {} in the file", path_of(file->manifest.file),
+                      file->hashed, file->manifest.size);
+        return done(Gone::failed);
+    }
+    const Sha256::Digest digest = file->hash.finish();
+    if (!file->hash.ok()) {
+        spdlog::error("SHA-256 of {} failed; no manifest", path_of(file->manifest.file));
+        return done(Gone::failed);
+    }
+    Manifest manifest = std::move(file->manifest);
+    manifest.sha256 = Sha256::hex(digest);
+    delete file;
+    lane.current = nullptr;
+    complete(std::move(manifest));
+    return true;
+}
+
+// The read side: the writer's descriptor while the file is open (if the writer has not
+// closed it yet), else the finished file by its name — the same file only if it has the
+// inode the writer created (gone otherwise: whatever has its name now is another file).
+ManifestHasher::Open ManifestHasher::open_to_read(Tracked& file, int state) {
+    if (const int fd = file.handoff.exchange(-1); fd >= 0) {
+        file.fd.reset(fd);
+        return Open::ready;
+    }
+    if (state != Tracked::finished) return Open::wait;
+    UniqueFd fd(::openat(context_.dir_fd, file.manifest.file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    struct stat st {};
+    if (!fd || ::fstat(fd.get(), &st) != 0) {
+        if (errno == ENOENT) return Open::gone;
+        spdlog::error("no manifest for {}: {}", path_of(file.manifest.file), errno_text(errno));
+        return Open::failed;
+    }
+    if (file.ino != 0 && (st.st_dev != file.dev || st.st_ino != file.ino)) return Open::gone;
+    file.fd = std::move(fd);
+    return Open::ready;
+}
+
+// A file given up: what it still counted in the backlog goes.
+void ManifestHasher::drop(Tracked* file, Gone why) {
+    const uint64_t written = file->written.load(std::memory_order_acquire);
+    if (written > file->hashed) sub(counters_.backlog_bytes, written - file->hashed);
+    if (why != Gone::abandoned) {  // it was finished: pending until now
+        sub(counters_.backlog_files, 1);
+        add(why == Gone::deleted ? counters_.deleted_files : counters_.failed_files, 1);
+        // A failed file keeps its marker: the next start tries again.
+        if (why == Gone::deleted) remove_name(context_.dir_fd, layout::manifest_pending_name(file->manifest.file));
+    }
+    delete file;
+}
+
+void ManifestHasher::sweep() {
+    const Result<StoreInventory> inventory =
+        LocalDirectoryStore(context_.config.directory, context_.dir_fd).list({});
+    if (!inventory) {
+        spdlog::warn("manifest hasher: cannot list {}; files left pending by a previous run are not completed",
+                     inventory.error().message);
+        return;
+    }
+    // No file (a crash before its rename: recovery finished it under this name or
+    // another, with a manifest), or only its compressed form, or a manifest already (a
+    // crash after it was written): the marker is stale.
+    for (const std::string& marker : inventory->orphan_pending_markers) remove_name(context_.dir_fd, marker);
+    for (const StoredFile& f : inventory->files) {
+        if (!f.manifest_pending) continue;
+        if (f.compressed || f.manifest) {
+            remove_name(context_.dir_fd, layout::manifest_pending_name(f.name));
+            continue;
+        }
+        Manifest m;
+        m.file = f.name;
+        m.size = f.stored_size;
+        add(counters_.backlog_files, 1);
+        add(counters_.backlog_bytes, m.size);
+        by_name_.push_back(ByName{std::move(m), true});
+    }
+    if (!by_name_.empty())
+        spdlog::info("manifest hasher: {} file(s) left with their manifest pending by the previous run; hashing them",
+                     by_name_.size());
+}
+
+bool ManifestHasher::hash_by_name() {
+    if (by_name_.empty()) {
+        const std::lock_guard lock(untracked_mutex_);
+        for (Manifest& m : untracked_) by_name_.push_back(ByName{std::move(m), false});
+        untracked_.clear();
+    }
+    if (by_name_.empty()) return false;
+    ByName item = std::move(by_name_.front());
+    by_name_.pop_front();
+    const std::string name = item.manifest.file;
+    const uint64_t counted = item.manifest.size;
+    const auto finish = [&](std::atomic<uint64_t>* outcome) {
+        sub(counters_.backlog_bytes, counted);
+        if (outcome != nullptr) {
+            sub(counters_.backlog_files, 1);
+            add(*outcome, 1);
+        }
+        return true;
+    };
+    UniqueFd fd(::openat(context_.dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd) {
+        if (errno == ENOENT) {
+            remove_name(context_.dir_fd, layout::manifest_pending_name(name));
+            return finish(&counters_.deleted_files);
+        }
+        spdlog::error("no manifest for {}: {}", path_of(name), errno_text(errno));
+        return finish(&counters_.failed_files);
+    }
+    Manifest manifest;
+    if (item.from_file) {
+        Result<Manifest> m = manifest_from_file(fd.get(), name);
+        if (!m) {
+            spdlog::error("no manifest for {}: {}", path_of(name), m.error().message);
+            return finish(&counters_.failed_files);
+        }
+        manifest = std::move(m.value());
+    } else {
+        Sha256 hash;
+        for (uint64_t offset = 0; offset < item.manifest.size;) {
+            const size_t n = static_cast<size_t>(std::min<uint64_t>(item.manifest.size - offset, buffer_.size()));
+            if (const IoStatus status = read_exactly(fd.get(), offset, {buffer_.data(), n}); !status.ok()) {
+                spdlog::error("no manifest for {}: {}", path_of(name), status.message());
+                return finish(&counters_.failed_files);
+            }
+            hash.update({buffer_.data(), n});
+            offset += n;
+        }
+        const Sha256::Digest digest = hash.finish();
+        if (!hash.ok()) {
+            spdlog::error("SHA-256 of {} failed; no manifest", path_of(name));
+            return finish(&counters_.failed_files);
+        }
+        manifest = std::move(item.manifest);
+        manifest.sha256 = Sha256::hex(digest);
+    }
+    add(counters_.hashed_bytes, manifest.size);
+    finish(nullptr);
+    complete(std::move(manifest));
+    return true;
+}
+
+// The digest is in: the manifest is written, then the file checked (retention may have
+// deleted it meanwhile: then the manifest goes too), then the marker removed.
+void ManifestHasher::complete(Manifest manifest) {
+    const IoStatus status = write_manifest(context_.dir_fd, manifest);
+    if (!status.ok()) {
+        if (unwritten_.empty())
+            spdlog::warn("manifest for {}: {}; retrying every second", path_of(manifest.file), status.message());
+        if (status.disk_full() && context_.retention != nullptr) context_.retention->request_room(context_.room_bytes);
+        unwritten_.push_back(std::move(manifest));
+        return;
+    }
+    written(manifest.file);
+}
+
+void ManifestHasher::written(const std::string& name) {
+    sub(counters_.backlog_files, 1);
+    if (!name_exists(context_.dir_fd, name)) {
+        remove_name(context_.dir_fd, layout::manifest_name(name));
+        remove_name(context_.dir_fd, layout::manifest_pending_name(name));
+        add(counters_.deleted_files, 1);
+        return;
+    }
+    remove_name(context_.dir_fd, layout::manifest_pending_name(name));
+    add(counters_.written_files, 1);
+    if (context_.retention != nullptr) context_.retention->sidecar_changed(name);
+}
+
+void ManifestHasher::retry_unwritten(std::chrono::steady_clock::time_point now) {
+    if (unwritten_.empty() || now - last_retry_ < kRetryInterval) return;
+    last_retry_ = now;
+    std::vector<Manifest> still;
+    for (Manifest& m : unwritten_) {
+        if (!name_exists(context_.dir_fd, m.file)) {  // deleted meanwhile
+            remove_name(context_.dir_fd, layout::manifest_pending_name(m.file));
+            sub(counters_.backlog_files, 1);
+            add(counters_.deleted_files, 1);
+            continue;
+        }
+        if (write_manifest(context_.dir_fd, m).ok()) {
+            spdlog::info("manifest for {} written", path_of(m.file));
+            written(m.file);
+        } else {
+            still.push_back(std::move(m));
+        }
+    }
+    unwritten_ = std::move(still);
+}
+
+}  // namespace linecap
