@@ -316,7 +316,7 @@ Result<RemoteReport> extract_remote(const RemoteOptions& o, int out_fd) {
         s->transfer = &t;
         s->file = std::move(f.value());
         s->reader = std::make_unique<format::CaptureReader>(*s->file, header.value());
-        if (header->kind == format::FileKind::pcap) {
+        if (header->kind == FileKind::pcap) {
             snaplen = std::max(snaplen, format::effective_snaplen(header->snaplen));
             if (link_field && *link_field != header->link_field) link_fields_differ = true;
             link_field = header->link_field;
@@ -325,7 +325,7 @@ Result<RemoteReport> extract_remote(const RemoteOptions& o, int out_fd) {
     }
     if (!snaplen) snaplen = pcap::kMaxSnaplen;
     format::FdSink sink(out_fd);
-    format::CaptureWriter writer(sink, o.pcapng ? format::FileKind::pcapng : format::FileKind::pcap);
+    format::CaptureWriter writer(sink, o.pcapng ? FileKind::pcapng : FileKind::pcap);
     const uint32_t out_link = link_field && !link_fields_differ ? *link_field : pcap::kLinktypeEthernet;
     if (auto s = writer.begin(snaplen, out_link, "linecap " LINECAP_VERSION " extract --remote"); !s)
         return s.error().context("output");
@@ -366,7 +366,7 @@ Result<RemoteReport> extract_remote(const RemoteOptions& o, int out_fd) {
         Source* s = heap.top();
         heap.pop();
         uint32_t id = 0;
-        if (writer.kind() == format::FileKind::pcapng) {
+        if (writer.kind() == FileKind::pcapng) {
             auto out_id = output_interface(*s);
             if (!out_id) return out_id.error().context("output");
             id = out_id.value();

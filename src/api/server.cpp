@@ -415,7 +415,7 @@ void ApiServer::Impl::handle_packets(const HttpRequest& req, HttpExchange& ex, A
     }
 
     const std::string from = store::format_time(q->from_ns), to = q->to_ns == UINT64_MAX ? "end" : store::format_time(q->to_ns);
-    const bool pcapng = q->format == format::FileKind::pcapng;
+    const bool pcapng = q->format == FileKind::pcapng;
     // Chunked by hand, so that the answer can end with a trailer saying whether it is
     // complete.
     bool gone = !ex.send_head(200, {

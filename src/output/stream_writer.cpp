@@ -75,7 +75,7 @@ StreamWriter::StreamWriter(const WriterContext& context, uint32_t index, const S
 StreamWriter::~StreamWriter() = default;
 
 std::vector<uint8_t> StreamWriter::encode_file_header(uint32_t snaplen) const {
-    if (context_.config.format == FileFormat::pcapng) {
+    if (context_.config.format == FileKind::pcapng) {
         pcapng::InterfaceInfo interface{id_.port + ":" + std::to_string(id_.queue), device_, snaplen};
         interface.comment = "linecap timestamps: " + clock_.source +
                             (clock_.port_clock.empty() ? "" : " (" + clock_.port_clock + ")") +
@@ -225,7 +225,7 @@ void StreamWriter::finalise_file() {
     if (clock_quality_ != nullptr) clock_span_.add(*clock_quality_);
     const ManifestClock clock = file_clock();
 
-    if (context_.config.format == FileFormat::pcapng) {
+    if (context_.config.format == FileKind::pcapng) {
         pcapng::IsbCounts isb;
         isb.timestamp_ns = now_ns;
         isb.start_ns = file_first_ns_;

@@ -225,7 +225,7 @@ Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::f
             for (std::string& d : compressed_differences(m, name, stored.file_bytes, stored.sha256))
                 diffs.push_back(std::move(d));
         if (scan.header_valid) {
-            differ(diffs, "format", to_string(scan.format), m.format);
+            differ(diffs, "format", format_name(scan), m.format);
             differ(diffs, "packets", std::to_string(scan.packets), std::to_string(m.packets));
             if (scan.packets > 0 || m.packets > 0) {
                 differ(diffs, "first_ns", std::to_string(scan.first_ns), std::to_string(m.first_ns));

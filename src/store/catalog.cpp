@@ -35,7 +35,7 @@ Result<Catalog> scan_catalog(const std::string& dir, const FileTemplate& file_te
         CaptureFileInfo f;
         f.name = name;
         f.path = dir + "/" + name;
-        f.pcapng = layout::capture_format(name) == FileFormat::pcapng;
+        f.pcapng = layout::capture_format(name) == FileKind::pcapng;
         const std::optional<StoredStat> st = stat_stored_capture(f.path);
         if (!st) continue;  // vanished, or not a file
         f.size = st->size;

@@ -371,7 +371,7 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
     o.use_index = !cli.flag("--no-index");
     o.require_synced = cli.flag("--require-synced");
     if (auto f = cli.get("--format")) {
-        if (*f == "pcapng") o.output_format = format::FileKind::pcapng;
+        if (*f == "pcapng") o.output_format = FileKind::pcapng;
         else if (*f != "pcap") return Cli::usage_error("--format: expected pcap or pcapng, not '" + *f + "'"), kExitUsage;
     }
     const bool verbose = cli.flag("-v");

@@ -68,7 +68,7 @@ private:
 std::optional<format::Interface> first_interface(const format::OpenFile& file, const format::CaptureHeader& header) {
     format::CaptureReader reader(file, header, 64u << 10);
     format::Record r;
-    if (header.kind == format::FileKind::pcapng) (void)reader.next(r);  // pcap: from the header
+    if (header.kind == FileKind::pcapng) (void)reader.next(r);  // pcap: from the header
     if (reader.interfaces().empty()) return std::nullopt;
     return reader.interfaces().front();
 }
@@ -436,7 +436,7 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
         plans.push_back(std::move(p));
     }
     report.snaplen = snaplen ? snaplen : pcap::kMaxSnaplen;
-    if (link_fields_differ && o.output_format == format::FileKind::pcap)
+    if (link_fields_differ && o.output_format == FileKind::pcap)
         rep.warning("the files differ in their link-type field (FCS bits); the pcap output says plain Ethernet "
                     "(--format pcapng keeps each source's)");
     const uint32_t out_link = link_field && !link_fields_differ ? *link_field : pcap::kLinktypeEthernet;
@@ -484,7 +484,7 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
         const format::Record& r = c->current();
         uint32_t id = 0;
         const uint64_t record_bytes = writer.record_size(r.caplen);
-        if (o.output_format == format::FileKind::pcapng) {
+        if (o.output_format == FileKind::pcapng) {
             auto out_id = c->output_interface(interfaces, record_bytes);
             if (!out_id) return out_id.error().context("output");
             if (!*out_id) {

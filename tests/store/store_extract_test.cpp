@@ -546,7 +546,7 @@ TEST(Extract, PcapngFilesAreIndexedAndExtractedLikePcap) {
                 return {};
             }
         } sink;
-        linecap::format::CaptureWriter w(sink, linecap::format::FileKind::pcapng);
+        linecap::format::CaptureWriter w(sink, linecap::FileKind::pcapng);
         ASSERT_TRUE(w.begin(0, 1, "test").ok());
         const uint32_t id = w.add_interface({"p0:1", "net_tap1", 262144, 1}).value();
         for (const Packet& p : f.packets) ASSERT_TRUE(w.write(id, p.ts_ns, p.caplen(), p.caplen(), p.data.data()).ok());
