@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
-#include <queue>
 
+#include "format/capture_merge.hpp"
 #include "format/capture_reader.hpp"
 #include "format/capture_writer.hpp"
 #include "format/pcapng_blocks.hpp"
@@ -159,16 +159,45 @@ Result<UniqueFd> nameless_file(const std::string& dir) {
     return fd;
 }
 
-// One appliance's answer being merged: its reader, and the output interface of each of
-// its interfaces (per section: an answer may start a new section, with new ids).
-struct Source {
-    size_t rank = 0;               // appliance order: ties in time go to the earlier
-    const Transfer* transfer = nullptr;
-    std::unique_ptr<format::FileSource> file;
-    std::unique_ptr<format::CaptureReader> reader;
-    format::Record current;
-    uint32_t section = 0;
-    std::vector<int64_t> output_ids;
+// One appliance's answer as an input of the merge. pcapng output: one output interface per
+// interface of the answer, described before its first packet, named after both, so every
+// packet says where it was captured.
+class Answer final : public format::MergeInput {
+public:
+    using ErrorLine = std::function<void(const std::string&)>;
+    Answer(const Transfer& transfer, std::unique_ptr<format::FileSource> file, const format::CaptureHeader& header,
+           ErrorLine error)
+        : transfer_(transfer), file_(std::move(file)), reader_(*file_, header), error_(std::move(error)) {}
+
+    const format::Record& current() const override { return current_; }
+    Next advance() override {
+        if (reader_.next(current_)) return Next::record;
+        // A cut answer ends inside a record: that is the cut, already said.
+        if (reader_.failed() && transfer_.cut.empty()) error_(transfer_.base + ": its answer: " + reader_.error());
+        return Next::end;
+    }
+    Result<std::optional<uint32_t>> output_interface(format::CaptureWriter& writer, uint64_t) override {
+        const uint32_t in = current_.interface;
+        if (auto known = ids_.find(reader_, in)) return known;
+        const format::Interface& from = reader_.interfaces()[in];
+        pcapng::InterfaceInfo info;
+        info.name = transfer_.name + (from.name.empty() ? "" : " " + from.name);
+        info.description = transfer_.base + (from.description.empty() ? "" : ": " + from.description);
+        info.snaplen = from.snaplen;
+        info.link_type = format::link_type(from.link_field);
+        auto id = writer.add_interface(info);
+        if (!id) return id.error();
+        ids_.set(in, id.value());
+        return std::optional<uint32_t>(id.value());
+    }
+
+private:
+    const Transfer& transfer_;
+    std::unique_ptr<format::FileSource> file_;
+    format::CaptureReader reader_;
+    const ErrorLine error_;
+    format::Record current_;
+    format::InterfaceIds ids_;
 };
 
 }  // namespace
@@ -283,10 +312,8 @@ Result<RemoteReport> extract_remote(const RemoteOptions& o, int out_fd) {
     for (Transfer& t : transfers) curl_multi_remove_handle(multi.get(), t.easy);
 
     // --- merge ---
-    std::vector<std::unique_ptr<Source>> sources;
-    uint32_t snaplen = 0;
-    std::optional<uint32_t> link_field;  // pcap output: the answers', when they agree
-    bool link_fields_differ = false;
+    std::vector<format::MergeEntry> answers;
+    format::MergedHeader output_header;  // pcap output: the answers' snaplen and link type
     for (Transfer& t : transfers) {
         if (!t.error.empty()) {
             error(t.base + ": " + t.error + "; its packets are left out");
@@ -311,70 +338,17 @@ Result<RemoteReport> extract_remote(const RemoteOptions& o, int out_fd) {
             continue;
         }
         ++report.appliances_ok;
-        auto s = std::make_unique<Source>();
-        s->rank = sources.size();
-        s->transfer = &t;
-        s->file = std::move(f.value());
-        s->reader = std::make_unique<format::CaptureReader>(*s->file, header.value());
-        if (header->kind == FileKind::pcap) {
-            snaplen = std::max(snaplen, format::effective_snaplen(header->snaplen));
-            if (link_field && *link_field != header->link_field) link_fields_differ = true;
-            link_field = header->link_field;
-        }
-        sources.push_back(std::move(s));
+        if (header->kind == FileKind::pcap) output_header.add(header->snaplen, header->link_field);
+        // Appliance order: ties in time go to the earlier.
+        answers.push_back({0, answers.size(), std::make_unique<Answer>(t, std::move(f.value()), header.value(), error)});
     }
-    if (!snaplen) snaplen = pcap::kMaxSnaplen;
     format::FdSink sink(out_fd);
     format::CaptureWriter writer(sink, o.pcapng ? FileKind::pcapng : FileKind::pcap);
-    const uint32_t out_link = link_field && !link_fields_differ ? *link_field : pcap::kLinktypeEthernet;
-    if (auto s = writer.begin(snaplen, out_link, "linecap " LINECAP_VERSION " extract --remote"); !s)
+    if (auto s = writer.begin(output_header.snaplen(), output_header.link_field(),
+                              "linecap " LINECAP_VERSION " extract --remote");
+        !s)
         return s.error().context("output");
-    // pcapng: one output interface per (appliance, interface of its answer), described
-    // before its first packet, named after both, so every packet says where it was captured.
-    auto output_interface = [&](Source& s) -> Result<uint32_t> {
-        if (s.reader->sections() != s.section) {
-            s.section = s.reader->sections();
-            s.output_ids.clear();
-        }
-        const uint32_t in = s.current.interface;
-        if (in < s.output_ids.size() && s.output_ids[in] >= 0) return static_cast<uint32_t>(s.output_ids[in]);
-        const format::Interface& from = s.reader->interfaces()[in];
-        pcapng::InterfaceInfo info;
-        info.name = s.transfer->name + (from.name.empty() ? "" : " " + from.name);
-        info.description = s.transfer->base + (from.description.empty() ? "" : ": " + from.description);
-        info.snaplen = from.snaplen;
-        info.link_type = format::link_type(from.link_field);
-        auto id = writer.add_interface(info);
-        if (!id) return id.error();
-        if (s.output_ids.size() <= in) s.output_ids.resize(in + 1, -1);
-        s.output_ids[in] = id.value();
-        return id;
-    };
-    auto later = [](const Source* a, const Source* b) {
-        return a->current.ts_ns != b->current.ts_ns ? a->current.ts_ns > b->current.ts_ns : a->rank > b->rank;
-    };
-    std::priority_queue<Source*, std::vector<Source*>, decltype(later)> heap(later);
-    auto advance = [&](Source* s) {
-        if (s->reader->next(s->current)) return true;
-        // A cut answer ends inside a record: that is the cut, already said.
-        if (s->reader->failed() && s->transfer->cut.empty()) error(s->transfer->base + ": its answer: " + s->reader->error());
-        return false;
-    };
-    for (auto& s : sources)
-        if (advance(s.get())) heap.push(s.get());
-    while (!heap.empty()) {
-        Source* s = heap.top();
-        heap.pop();
-        uint32_t id = 0;
-        if (writer.kind() == FileKind::pcapng) {
-            auto out_id = output_interface(*s);
-            if (!out_id) return out_id.error().context("output");
-            id = out_id.value();
-        }
-        const format::Record& r = s->current;
-        if (auto st = writer.write(id, r.ts_ns, r.caplen, r.len, r.data); !st) return st.error().context("output");
-        if (advance(s)) heap.push(s);
-    }
+    if (auto merged = format::merge_by_time(std::move(answers), writer, {}); !merged) return merged.error();
     if (auto s = writer.flush(); !s) return s.error().context("output");
     report.packets_written = writer.packets();
     return report;
