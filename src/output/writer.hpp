@@ -20,6 +20,7 @@
 #include "output/manifest.hpp"
 #include "output/stream.hpp"
 #include "util/clock_quality.hpp"
+#include "util/counter.hpp"
 #include "util/metric.hpp"
 #include "util/result.hpp"
 #include "util/thread_priority.hpp"
@@ -76,70 +77,118 @@ inline constexpr MetricDecl kWriterBacklogMetric{"linecap_writer_backlog_blocks"
                                                  "Full write blocks waiting for the writer, all streams.",
                                                  MetricType::gauge};
 
-// Retention (output/retention.hpp), written by the retention thread, read by metrics.
-struct RetentionCounters {
-    std::atomic<uint64_t> oldest_packet_ns{0};     // first packet of the oldest kept file; 0 = none
-    std::atomic<uint64_t> files{0};                // finished capture files kept
-    std::atomic<uint64_t> bytes{0};                // their bytes, sidecars included
-    std::atomic<uint64_t> held_files{0};           // of those, on the legal hold list
-    std::atomic<uint64_t> deleted_files{0};
-    std::atomic<uint64_t> deleted_bytes{0};
-    std::atomic<uint64_t> budget_unmet{0};         // 1 while a limit cannot be met
-};
+// Retention (output/retention.hpp), written by the retention thread, read by metrics;
+// Counter is std::atomic for the live counters, uint64_t for a snapshot (RetentionCounts).
+template <class Counter>
+struct RetentionCountersOf {
+    Counter oldest_packet_ns{};     // first packet of the oldest kept file; 0 = none
+    Counter files{};                // finished capture files kept
+    Counter bytes{};                // their bytes, sidecars included
+    Counter held_files{};           // of those, on the legal hold list
+    Counter deleted_files{};
+    Counter deleted_bytes{};
+    Counter budget_unmet{};         // 1 while a limit cannot be met
 
-// The metrics read from RetentionCounters, unlabelled. The horizon is computed at
-// collection time from oldest_packet_ns, so it grows by itself between deletions.
+    template <class F, class... Group>
+    static void fields(F&& f, Group&... g) {
+        f(g.oldest_packet_ns...);
+        f(g.files...);
+        f(g.bytes...);
+        f(g.held_files...);
+        f(g.deleted_files...);
+        f(g.deleted_bytes...);
+        f(g.budget_unmet...);
+    }
+};
+struct RetentionCounters : RetentionCountersOf<std::atomic<uint64_t>> {};
+using RetentionCounts = RetentionCountersOf<uint64_t>;
+
+// The metrics read from RetentionCounts, unlabelled. The horizon is computed from
+// oldest_packet_ns and the time of the collection, so it grows by itself between deletions.
+inline double retention_horizon_seconds(const RetentionCounts& c, uint64_t now_ns) {
+    return c.oldest_packet_ns != 0 && now_ns > c.oldest_packet_ns
+               ? static_cast<double>(now_ns - c.oldest_packet_ns) / 1e9
+               : 0;
+}
 inline constexpr MetricDecl kRetentionHorizonMetric{
     "linecap_retention_horizon_seconds",
     "Age of the oldest packet still kept in a finished capture file (how far back a question can be answered); 0 "
     "when no file is kept.",
     MetricType::gauge};
-inline constexpr MetricDecl kRetentionFilesMetric{"linecap_retention_files",
-                                                  "Finished capture files kept in the output directory.",
-                                                  MetricType::gauge};
-inline constexpr MetricDecl kRetentionBytesMetric{
-    "linecap_retention_bytes", "Bytes of the finished capture files kept, manifests and indexes included.",
-    MetricType::gauge};
-inline constexpr MetricDecl kRetentionHeldFilesMetric{
-    "linecap_retention_held_files", "Kept capture files that are on the legal hold list.", MetricType::gauge};
-inline constexpr MetricDecl kRetentionBudgetUnmetMetric{
-    "linecap_retention_budget_unmet",
-    "1 while a retention limit cannot be met (the remaining files are on hold, the hold list is unreadable, or "
-    "deleting failed).",
-    MetricType::gauge};
-inline constexpr MetricDecl kRetentionDeletedFilesMetric{
-    "linecap_retention_deleted_files_total", "Capture files deleted by retention.", MetricType::counter};
-inline constexpr MetricDecl kRetentionDeletedBytesMetric{
-    "linecap_retention_deleted_bytes_total", "Bytes deleted by retention (capture files and their sidecars).",
-    MetricType::counter};
+inline constexpr FieldMetric<RetentionCounts> kRetentionFilesMetric{
+    {"linecap_retention_files", "Finished capture files kept in the output directory.", MetricType::gauge},
+    &RetentionCounts::files};
+inline constexpr FieldMetric<RetentionCounts> kRetentionBytesMetric{
+    {"linecap_retention_bytes", "Bytes of the finished capture files kept, manifests and indexes included.",
+     MetricType::gauge},
+    &RetentionCounts::bytes};
+inline constexpr FieldMetric<RetentionCounts> kRetentionHeldFilesMetric{
+    {"linecap_retention_held_files", "Kept capture files that are on the legal hold list.", MetricType::gauge},
+    &RetentionCounts::held_files};
+inline constexpr FieldMetric<RetentionCounts> kRetentionBudgetUnmetMetric{
+    {"linecap_retention_budget_unmet",
+     "1 while a retention limit cannot be met (the remaining files are on hold, the hold list is unreadable, or "
+     "deleting failed).",
+     MetricType::gauge},
+    &RetentionCounts::budget_unmet};
+inline constexpr FieldMetric<RetentionCounts> kRetentionDeletedFilesMetric{
+    {"linecap_retention_deleted_files_total", "Capture files deleted by retention.", MetricType::counter},
+    &RetentionCounts::deleted_files};
+inline constexpr FieldMetric<RetentionCounts> kRetentionDeletedBytesMetric{
+    {"linecap_retention_deleted_bytes_total", "Bytes deleted by retention (capture files and their sidecars).",
+     MetricType::counter},
+    &RetentionCounts::deleted_bytes};
 
 // The manifest hasher (output/manifest_hasher.hpp): what it still has to read back and
-// hash. Written by the writer threads and the hasher, read by metrics (relaxed).
-struct ManifestCounters {
-    std::atomic<uint64_t> backlog_bytes{0};   // bytes in capture files not hashed yet
-    std::atomic<uint64_t> backlog_files{0};   // finished files whose manifest is pending
-    std::atomic<uint64_t> hashed_bytes{0};
-    std::atomic<uint64_t> written_files{0};   // manifests written
-    std::atomic<uint64_t> failed_files{0};    // no manifest: the file could not be read back
-    std::atomic<uint64_t> deleted_files{0};   // deleted (retention) before their manifest was due
-};
+// hash. Written by the writer threads and the hasher, read by metrics (relaxed); a
+// snapshot is ManifestCounts.
+template <class Counter>
+struct ManifestCountersOf {
+    Counter backlog_bytes{};   // bytes in capture files not hashed yet
+    Counter backlog_files{};   // finished files whose manifest is pending
+    Counter hashed_bytes{};
+    Counter written_files{};   // manifests written
+    Counter failed_files{};    // no manifest: the file could not be read back
+    Counter deleted_files{};   // deleted (retention) before their manifest was due
 
-// The metrics read from ManifestCounters, unlabelled (only with output.manifest).
-inline constexpr MetricDecl kManifestBacklogBytesMetric{
-    "linecap_manifest_backlog_bytes",
-    "Bytes written to capture files that the manifest hasher has not hashed yet (it runs at idle priority).",
-    MetricType::gauge};
-inline constexpr MetricDecl kManifestBacklogFilesMetric{
-    "linecap_manifest_backlog_files",
-    "Finished capture files whose manifest is pending (NAME.manifest-pending beside them).", MetricType::gauge};
-inline constexpr MetricDecl kManifestHashedBytesMetric{
-    "linecap_manifest_hashed_bytes_total", "Bytes of capture files hashed for their manifests (rate: the hash rate).",
-    MetricType::counter};
-inline constexpr MetricDecl kManifestFilesMetric{
-    "linecap_manifest_files_total",
-    "Finished capture files by what became of their pending manifest: written, failed (the file could not be read "
-    "back), deleted (retention removed the file first).",
-    MetricType::counter};
+    template <class F, class... Group>
+    static void fields(F&& f, Group&... g) {
+        f(g.backlog_bytes...);
+        f(g.backlog_files...);
+        f(g.hashed_bytes...);
+        f(g.written_files...);
+        f(g.failed_files...);
+        f(g.deleted_files...);
+    }
+};
+struct ManifestCounters : ManifestCountersOf<std::atomic<uint64_t>> {};
+using ManifestCounts = ManifestCountersOf<uint64_t>;
+
+// The metrics read from ManifestCounts, unlabelled (only with output.manifest). The two
+// backlogs are gauges moved by two threads' fetch_add/fetch_sub: never negative, since
+// the bytes are counted in before the hasher can count them out.
+inline constexpr FieldMetric<ManifestCounts> kManifestBacklogBytesMetric{
+    {"linecap_manifest_backlog_bytes",
+     "Bytes written to capture files that the manifest hasher has not hashed yet (it runs at idle priority).",
+     MetricType::gauge},
+    &ManifestCounts::backlog_bytes};
+inline constexpr FieldMetric<ManifestCounts> kManifestBacklogFilesMetric{
+    {"linecap_manifest_backlog_files",
+     "Finished capture files whose manifest is pending (NAME.manifest-pending beside them).", MetricType::gauge},
+    &ManifestCounts::backlog_files};
+inline constexpr FieldMetric<ManifestCounts> kManifestHashedBytesMetric{
+    {"linecap_manifest_hashed_bytes_total",
+     "Bytes of capture files hashed for their manifests (rate: the hash rate).", MetricType::counter},
+    &ManifestCounts::hashed_bytes};
+inline constexpr FamilyMetric<ManifestCounts, 3> kManifestFilesMetric{
+    {"linecap_manifest_files_total",
+     "Finished capture files by what became of their pending manifest: written, failed (the file could not be read "
+     "back), deleted (retention removed the file first).",
+     MetricType::counter},
+    "result",
+    {{"written", &ManifestCounts::written_files},
+     {"failed", &ManifestCounts::failed_files},
+     {"deleted", &ManifestCounts::deleted_files}}};
 
 // Write latency histogram (per write syscall), cumulative-free buckets; upper bounds in µs.
 struct WriteLatency {
