@@ -217,10 +217,10 @@ void BM_AppendBurst(benchmark::State& state) {
     const uint64_t t0 = rte_rdtsc();
     for (auto _ : state) {
         rte_mbuf** pkts = burst.ptrs.data();
-        const BurstSize s = measure_burst<FileFormat::pcap>(pkts, kBurst, nullptr, 262144);
+        const BurstSize s = measure_burst<FileKind::pcap>(pkts, kBurst, nullptr, 262144);
         if (unlikely(block.room() < s.record_bytes)) cycled.next();
         if (block.packets == 0) block.first_ts_ns = ts;
-        append_burst<FileFormat::pcap>(block, pkts, kBurst, nullptr, 262144, ts, s);
+        append_burst<FileKind::pcap>(block, pkts, kBurst, nullptr, 262144, ts, s);
         ts += 1000;
         items += kBurst;
     }
@@ -364,10 +364,10 @@ template <class Queue>
 void append_with_dedup(WriteBlock& block, rte_mbuf* const* pkts, const uint64_t* keep, uint64_t ts, const BurstSize& s,
                        Queue& dedup) {
     if constexpr (kDedupHasRecords<Queue>) {
-        append_burst<FileFormat::pcap>(block, pkts, kBurst, keep, 262144, ts, s, dedup.recorder(ts, &block));
+        append_burst<FileKind::pcap>(block, pkts, kBurst, keep, 262144, ts, s, dedup.recorder(ts, &block));
         end_dedup_burst(dedup, true);
     } else {
-        append_burst<FileFormat::pcap>(block, pkts, kBurst, keep, 262144, ts, s);
+        append_burst<FileKind::pcap>(block, pkts, kBurst, keep, 262144, ts, s);
     }
 }
 
@@ -429,7 +429,7 @@ void BM_CapturePolicies(benchmark::State& state) {
     // block cycles, as the worker does).
     const auto append = [&](const uint64_t* k, DedupQueue* dedup = nullptr) {
         rte_mbuf** pkts = burst.ptrs.data();
-        const BurstSize s = measure_burst<FileFormat::pcap>(pkts, kBurst, k, 262144);
+        const BurstSize s = measure_burst<FileKind::pcap>(pkts, kBurst, k, 262144);
         if (unlikely(block.room() < s.record_bytes)) {
             cycled.next();
             if (dedup != nullptr) block_taken(*dedup, block);
@@ -438,7 +438,7 @@ void BM_CapturePolicies(benchmark::State& state) {
         if (dedup != nullptr)
             append_with_dedup(block, pkts, k, ts, s, *dedup);
         else
-            append_burst<FileFormat::pcap>(block, pkts, kBurst, k, 262144, ts, s);
+            append_burst<FileKind::pcap>(block, pkts, kBurst, k, 262144, ts, s);
     };
     const double load_before = load_average();
     for (auto _ : state) {
@@ -594,13 +594,13 @@ void BM_PortTimestamps(benchmark::State& state) {
         }
         rte_mbuf** pkts = burst.ptrs.data();
         const uint64_t t0 = rte_rdtsc();
-        const BurstSize s = measure_burst<FileFormat::pcap>(pkts, kBurst, nullptr, 262144);
+        const BurstSize s = measure_burst<FileKind::pcap>(pkts, kBurst, nullptr, 262144);
         if (unlikely(block.room() < s.record_bytes)) cycled.next();
         if (mode == kTsc) {
-            append_burst<FileFormat::pcap>(block, pkts, kBurst, nullptr, 262144, BurstTime{ts}, s);
+            append_burst<FileKind::pcap>(block, pkts, kBurst, nullptr, 262144, BurstTime{ts}, s);
         } else {
             benchmark::DoNotOptimize(stamp_packets(ports[mode], pkts, kBurst, ts, last[mode], stamps));
-            append_burst<FileFormat::pcap>(block, pkts, kBurst, nullptr, 262144, PacketTimes{stamps}, s);
+            append_burst<FileKind::pcap>(block, pkts, kBurst, nullptr, 262144, PacketTimes{stamps}, s);
         }
         cycles[mode].push_back(uint32_t(std::min<uint64_t>(rte_rdtsc() - t0, UINT32_MAX)));
         ++iteration;

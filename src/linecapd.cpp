@@ -1,6 +1,5 @@
 // linecapd: wiring only. config → preflight → EAL/ports/workers/writer (CaptureEngine)
 // → metrics → control loop; errors become exit codes here and nowhere else.
-#include <getopt.h>
 #include <rte_version.h>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -25,14 +24,15 @@
 #include "metrics/exporter.hpp"
 #include "archive/pipeline.hpp"
 #include "archive/verify.hpp"
+#include "util/command_line.hpp"
 #include "linecap_build.h"
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 64;   // EX_USAGE
-constexpr int kExitConfig = 78;  // EX_CONFIG: systemd does not restart on it
+using linecap::kExitConfig;
+using linecap::kExitFailure;
+using linecap::kExitOk;
+using linecap::kExitUsage;
 
 struct Options {
     std::string config_path;
@@ -71,30 +71,33 @@ void print_usage(FILE* out) {
 
 // Returns an exit code to stop with, or -1 to go on.
 int parse_options(int argc, char** argv, Options& options) {
-    enum { kCheck = 1000, kPrintPlan, kPrintCpus };
-    static const option long_options[] = {
-        {"config", required_argument, nullptr, 'c'},
-        {"check", no_argument, nullptr, kCheck},
-        {"print-plan", no_argument, nullptr, kPrintPlan},
-        {"print-cpus", no_argument, nullptr, kPrintCpus},
-        {"version", no_argument, nullptr, 'V'},
-        {"help", no_argument, nullptr, 'h'},
-        {nullptr, 0, nullptr, 0},
+    static constexpr linecap::OptionSpec kOptions[] = {
+        {"-c", true}, {"--config", true, "-c"}, {"--check"},      {"--print-plan"},
+        {"--print-cpus"}, {"-V"},              {"--version", false, "-V"}, {"-h"},
+        {"--help", false, "-h"},
     };
-    int opt;
-    while ((opt = getopt_long(argc, argv, "c:Vh", long_options, nullptr)) != -1) {
-        switch (opt) {
-            case 'c': options.config_path = optarg; break;
-            case kCheck: options.check = true; break;
-            case kPrintPlan: options.print_plan = true; break;
-            case kPrintCpus: options.print_cpus = true; break;
-            case 'V': std::printf("linecapd %s (%s)\n", LINECAP_VERSION, rte_version()); return kExitOk;
-            case 'h': print_usage(stdout); return kExitOk;
-            default: print_usage(stderr); return kExitUsage;
+    const linecap::CommandLine args = linecap::parse_command_line(argc, argv, 1, kOptions, true);
+    for (const auto& [name, value] : args.options) {  // in order: --help and --version act where they stand
+        if (name == "-c") options.config_path = value;
+        if (name == "--check") options.check = true;
+        if (name == "--print-plan") options.print_plan = true;
+        if (name == "--print-cpus") options.print_cpus = true;
+        if (name == "-V") {
+            std::printf("linecapd %s (%s)\n", LINECAP_VERSION, rte_version());
+            return kExitOk;
+        }
+        if (name == "-h") {
+            print_usage(stdout);
+            return kExitOk;
         }
     }
-    if (optind < argc) {
-        std::fprintf(stderr, "linecapd: unexpected argument '%s'\n", argv[optind]);
+    if (!args.ok()) {
+        std::fprintf(stderr, "linecapd: %s\n", args.error().c_str());
+        print_usage(stderr);
+        return kExitUsage;
+    }
+    if (!args.operands.empty()) {
+        std::fprintf(stderr, "linecapd: unexpected argument '%s'\n", args.operands.front().c_str());
         return kExitUsage;
     }
     if (options.config_path.empty()) {

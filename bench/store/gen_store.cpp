@@ -309,7 +309,7 @@ int main(int argc, char** argv) {
         if (s.fd < 0) {
             linecap::StreamId id{s.port, 0, static_cast<uint16_t>(s.queue)};
             const std::string name = linecap::layout::capture_name(file_template, ts, id, s.seq++,
-                                                                   linecap::FileFormat::pcap, 0);
+                                                                   linecap::FileKind::pcap, 0);
             s.final_path = out + "/" + name;
             s.part = out + "/" + linecap::layout::in_progress_name(name);
             s.fd = ::open(s.part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

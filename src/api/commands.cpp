@@ -13,33 +13,25 @@
 namespace linecap::api {
 namespace {
 
-// The last value given for `name` (as the store commands read their options).
-std::optional<std::string> get(const store::ToolOptions& options, const std::string& name) {
-    std::optional<std::string> v;
-    for (const auto& [n, value] : options)
-        if (n == name) v = value;
-    return v;
-}
-
 int usage(const std::string& message) {
     store::print_usage_error(message);
-    return store::kExitUsage;
+    return kExitUsage;
 }
 
 }  // namespace
 
-int serve_command(const store::ToolOptions& options) {
+int serve_command(const CommandOptions& options) {
     for (const auto& [name, value] : options)
         if (name != "--config" && name != "--dir" && name != "--template")
             return usage("serve takes --config, --dir and --template, not " + name);
-    const auto config = get(options, "--config");
+    const auto config = option_value(options, "--config");
     if (!config) return usage("serve needs --config FILE (its api: section)");
-    return serve_main(*config, get(options, "--dir").value_or(""), get(options, "--template").value_or(""));
+    return serve_main(*config, option_value(options, "--dir").value_or(""), option_value(options, "--template").value_or(""));
 }
 
-int extract_remote_command(const store::ToolOptions& options) {
+int extract_remote_command(const CommandOptions& options) {
     RemoteOptions r;
-    const std::string list = get(options, "--remote").value_or("");
+    const std::string list = option_value(options, "--remote").value_or("");
     for (size_t start = 0; start <= list.size();) {
         size_t end = list.find(',', start);
         if (end == std::string::npos) end = list.size();
@@ -51,19 +43,19 @@ int extract_remote_command(const store::ToolOptions& options) {
         if (!u.starts_with("http://") && !u.starts_with("https://"))
             return usage("--remote: '" + u + "' is not an http:// or https:// URL");
     for (const char* local_only : {"--dir", "--template", "--no-index", "--accept-damaged"})
-        if (get(options, local_only)) return usage(std::string("--remote and ") + local_only + " exclude each other");
-    r.cert = get(options, "--cert").value_or("");
-    r.key = get(options, "--key").value_or("");
-    r.cacert = get(options, "--cacert").value_or("");
-    r.token_file = get(options, "--token-file").value_or("");
-    if (auto t = get(options, "--remote-timeout"); t && !store::parse_count(*t, 1, 86400, &r.stall_timeout_s))
+        if (option_value(options, local_only)) return usage(std::string("--remote and ") + local_only + " exclude each other");
+    r.cert = option_value(options, "--cert").value_or("");
+    r.key = option_value(options, "--key").value_or("");
+    r.cacert = option_value(options, "--cacert").value_or("");
+    r.token_file = option_value(options, "--token-file").value_or("");
+    if (auto t = option_value(options, "--remote-timeout"); t && !store::parse_count(*t, 1, 86400, &r.stall_timeout_s))
         return usage("--remote-timeout: expected 1..86400 seconds");
-    if (auto t = get(options, "--remote-deadline"); t && !store::parse_count(*t, 1, 7 * 86400, &r.deadline_s))
+    if (auto t = option_value(options, "--remote-deadline"); t && !store::parse_count(*t, 1, 7 * 86400, &r.deadline_s))
         return usage("--remote-deadline: expected 1..604800 seconds");
-    if (auto t = get(options, "--min-rate"); t && !store::parse_count(*t, 1, uint64_t{1} << 40, &r.min_rate))
+    if (auto t = option_value(options, "--min-rate"); t && !store::parse_count(*t, 1, uint64_t{1} << 40, &r.min_rate))
         return usage("--min-rate: expected bytes per second, at least 1");
     // The bounds on the answers default to what this appliance's own API would send.
-    if (auto path = get(options, "--config")) {
+    if (auto path = option_value(options, "--config")) {
         auto config = load_config(*path);
         if (!config) return store::print_line("error", config.error().message), 78;
         r.max_answer_bytes = r.max_total_bytes = config->api.max_bytes;
@@ -72,18 +64,18 @@ int extract_remote_command(const store::ToolOptions& options) {
     }
     for (auto [name, out] : {std::pair{"--max-answer-bytes", &r.max_answer_bytes}, std::pair{"--max-total-bytes", &r.max_total_bytes},
                              std::pair{"--min-free-bytes", &r.min_free_bytes}}) {
-        if (auto v = get(options, name)) {
+        if (auto v = option_value(options, name)) {
             auto n = parse_size(*v);
             if (!n) return usage(std::string(name) + ": " + n.error().message);
             *out = n.value();
         }
     }
-    const std::string format = get(options, "--format").value_or("pcapng");
+    const std::string format = option_value(options, "--format").value_or("pcapng");
     if (format != "pcapng" && format != "pcap") return usage("--format: expected pcap or pcapng, not '" + format + "'");
     r.pcapng = format == "pcapng";
     // The query is checked here as the servers will check it, so a typo fails at once.
     for (const char* name : {"--from", "--to", "--filter", "--community-id", "--max-bytes"}) {
-        if (auto v = get(options, name)) {
+        if (auto v = option_value(options, name)) {
             std::string key = std::string(name).substr(2);
             for (char& ch : key)
                 if (ch == '-') ch = '_';
@@ -92,20 +84,20 @@ int extract_remote_command(const store::ToolOptions& options) {
     }
     if (auto q = parse_query(QueryKind::packets, r.params); !q) return usage(q.error().message);
     r.on_error = [](const std::string& m) { store::print_line("error", m); };
-    const auto out = get(options, "-o");
+    const auto out = option_value(options, "-o");
     if (!out || out->empty()) return usage("-o OUT (or -o - for stdout) is required");
     Result<RemoteReport> report = runtime_error("not run");
     const int rc = store::write_extract_output(*out, "", [&](int fd) {
         report = extract_remote(r, fd);
         return report.ok();
     });
-    if (rc != store::kExitOk) return rc;
-    if (!report) return store::print_line("error", report.error().message), store::kExitErrors;
-    if (get(options, "-v"))
+    if (rc != kExitOk) return rc;
+    if (!report) return store::print_line("error", report.error().message), kExitFailure;
+    if (option_value(options, "-v"))
         std::fprintf(stderr, "linecap: %llu packets from %zu appliance(s); %zu failed\n",
                      static_cast<unsigned long long>(report->packets_written), report->appliances_ok,
                      report->appliances_failed);
-    return report->errors.empty() ? store::kExitOk : store::kExitErrors;
+    return report->errors.empty() ? kExitOk : kExitFailure;
 }
 
 }  // namespace linecap::api

@@ -9,7 +9,7 @@
 
 namespace linecap::api {
 
-int serve_command(const store::ToolOptions& options);
-int extract_remote_command(const store::ToolOptions& options);
+int serve_command(const CommandOptions& options);
+int extract_remote_command(const CommandOptions& options);
 
 }  // namespace linecap::api

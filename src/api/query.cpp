@@ -113,8 +113,8 @@ Result<PacketQuery> parse_query_checked(QueryKind kind, const Params& params) {
                                      shown(value) + "'");
             q.max_bytes = v;
         } else if (name == "format") {
-            if (value == "pcap") q.format = format::FileKind::pcap;
-            else if (value == "pcapng") q.format = format::FileKind::pcapng;
+            if (value == "pcap") q.format = FileKind::pcap;
+            else if (value == "pcapng") q.format = FileKind::pcapng;
             else return runtime_error("format: expected pcap or pcapng, got '" + shown(value) + "'");
         }
     }

@@ -27,7 +27,7 @@ struct PacketQuery {
     std::string filter;
     std::string community_id;
     uint64_t max_bytes = 0;   // asked for; 0 = the server's limit
-    ::linecap::format::FileKind format = ::linecap::format::FileKind::pcap;
+    ::linecap::FileKind format = ::linecap::FileKind::pcap;
 };
 
 enum class QueryKind { packets, files };

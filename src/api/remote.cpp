@@ -10,8 +10,9 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
-#include <queue>
+#include <utility>
 
+#include "format/capture_merge.hpp"
 #include "format/capture_reader.hpp"
 #include "format/capture_writer.hpp"
 #include "format/pcapng_blocks.hpp"
@@ -35,6 +36,33 @@ using CurlEasy = std::unique_ptr<CURL, CurlEasyFree>;
 using CurlMulti = std::unique_ptr<CURLM, CurlMultiFree>;
 using CurlList = std::unique_ptr<curl_slist, CurlListFree>;
 
+// An easy handle's membership of a multi handle: removed when this goes, so that the
+// easy handle can be cleaned up after it.
+class CurlAdded {
+public:
+    CurlAdded() = default;
+    CurlAdded(CURLM* multi, CURL* easy) : multi_(multi), easy_(easy) {}
+    CurlAdded(CurlAdded&& other) noexcept
+        : multi_(std::exchange(other.multi_, nullptr)), easy_(std::exchange(other.easy_, nullptr)) {}
+    CurlAdded& operator=(CurlAdded&& other) noexcept {
+        if (this != &other) {
+            remove();
+            multi_ = std::exchange(other.multi_, nullptr);
+            easy_ = std::exchange(other.easy_, nullptr);
+        }
+        return *this;
+    }
+    ~CurlAdded() { remove(); }
+
+private:
+    void remove() {
+        if (multi_ != nullptr) curl_multi_remove_handle(multi_, easy_);
+        multi_ = nullptr;
+    }
+    CURLM* multi_ = nullptr;
+    CURL* easy_ = nullptr;
+};
+
 // What all transfers share: the bounds on what they may write together.
 struct Budget {
     const RemoteOptions* options = nullptr;
@@ -51,6 +79,7 @@ struct Transfer {
     UniqueFd file;         // the answer, in a file without a name
     CURL* easy = nullptr;  // owned by `handle`
     CurlEasy handle;
+    CurlAdded in_multi;    // declared after `handle`: leaves the multi handle first
     Budget* budget = nullptr;
     std::string cut;       // why the client cut the answer ("" = not cut)
     long http_status = 0;
@@ -159,134 +188,153 @@ Result<UniqueFd> nameless_file(const std::string& dir) {
     return fd;
 }
 
-// One appliance's answer being merged: its reader, and the output interface of each of
-// its interfaces (per section: an answer may start a new section, with new ids).
-struct Source {
-    size_t rank = 0;               // appliance order: ties in time go to the earlier
-    const Transfer* transfer = nullptr;
-    std::unique_ptr<format::FileSource> file;
-    std::unique_ptr<format::CaptureReader> reader;
-    format::Record current;
-    uint32_t section = 0;
-    std::vector<int64_t> output_ids;
+// One appliance's answer as an input of the merge. pcapng output: one output interface per
+// interface of the answer, described before its first packet, named after both, so every
+// packet says where it was captured.
+class Answer final : public format::MergeInput {
+public:
+    using ErrorLine = std::function<void(const std::string&)>;
+    Answer(const Transfer& transfer, std::unique_ptr<format::FileSource> file, const format::CaptureHeader& header,
+           ErrorLine error)
+        : transfer_(transfer), file_(std::move(file)), reader_(*file_, header), error_(std::move(error)) {}
+
+    const format::Record& current() const override { return current_; }
+    Next advance() override {
+        if (reader_.next(current_)) return Next::record;
+        // A cut answer ends inside a record: that is the cut, already said.
+        if (reader_.failed() && transfer_.cut.empty()) error_(transfer_.base + ": its answer: " + reader_.error());
+        return Next::end;
+    }
+    Result<std::optional<uint32_t>> output_interface(format::CaptureWriter& writer, uint64_t) override {
+        const uint32_t in = current_.interface;
+        if (auto known = ids_.find(reader_, in)) return known;
+        const format::Interface& from = reader_.interfaces()[in];
+        pcapng::InterfaceInfo info;
+        info.name = transfer_.name + (from.name.empty() ? "" : " " + from.name);
+        info.description = transfer_.base + (from.description.empty() ? "" : ": " + from.description);
+        info.snaplen = from.snaplen;
+        info.link_type = format::link_type(from.link_field);
+        auto id = writer.add_interface(info);
+        if (!id) return id.error();
+        ids_.set(in, id.value());
+        return std::optional<uint32_t>(id.value());
+    }
+
+private:
+    const Transfer& transfer_;
+    std::unique_ptr<format::FileSource> file_;
+    format::CaptureReader reader_;
+    const ErrorLine error_;
+    format::Record current_;
+    format::InterfaceIds ids_;
 };
 
-}  // namespace
-
-Result<RemoteReport> extract_remote(const RemoteOptions& o, int out_fd) {
-    RemoteReport report;
-    auto error = [&](const std::string& m) {
-        report.errors.push_back(m);
-        if (o.on_error) o.on_error(m);
-    };
-    if (o.urls.empty()) return runtime_error("--remote: no URL");
-    std::string token;
-    if (!o.token_file.empty()) {
-        auto t = read_token(o.token_file);
-        if (!t) return t.error();
-        token = t.value();
-    }
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return runtime_error("curl_global_init failed");
+// The query string every appliance is asked, with format= the output's: pcapng answers
+// name their interfaces ("<port>:<queue>"), which the merged file keeps.
+Result<std::string> query_string(const RemoteOptions& o) {
+    CurlEasy escaper(curl_easy_init());
+    if (!escaper) return runtime_error("curl_easy_init failed");
+    Params params = o.params;
+    params.emplace_back("format", o.pcapng ? "pcapng" : "pcap");
     std::string query;
-    {
-        CurlEasy esc_handle(curl_easy_init());
-        CURL* esc = esc_handle.get();
-        if (!esc) return runtime_error("curl_easy_init failed");
-        // Each appliance answers in the output's format: pcapng answers name their
-        // interfaces ("<port>:<queue>"), which the merged file keeps.
-        Params params = o.params;
-        params.emplace_back("format", o.pcapng ? "pcapng" : "pcap");
-        for (const auto& [k, v] : params) {
-            char* e = curl_easy_escape(esc, v.c_str(), static_cast<int>(v.size()));
-            query += (query.empty() ? "" : "&") + k + "=" + (e ? e : "");
-            curl_free(e);
-        }
+    for (const auto& [k, v] : params) {
+        char* e = curl_easy_escape(escaper.get(), v.c_str(), static_cast<int>(v.size()));
+        query += (query.empty() ? "" : "&") + k + "=" + (e ? e : "");
+        curl_free(e);
     }
-    const char* tmpdir_env = std::getenv("TMPDIR");
-    Budget budget;
-    budget.options = &o;
-    budget.tmpdir = tmpdir_env && *tmpdir_env ? tmpdir_env : "/tmp";
-    {
-        struct statvfs vfs {};
-        if (::statvfs(budget.tmpdir.c_str(), &vfs) != 0)
-            return runtime_error("temporary directory " + budget.tmpdir + ": " + errno_text(errno));
-        const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-        if (free_bytes < o.min_free_bytes)
-            return runtime_error("temporary directory " + budget.tmpdir + ": " + std::to_string(free_bytes) +
-                                 " bytes free, less than " + std::to_string(o.min_free_bytes) + " (--min-free-bytes)");
-    }
-    // Declared before the transfers: their easy handles go first (leaving the multi).
-    CurlMulti multi(curl_multi_init());
-    CurlList headers;
-    if (!token.empty()) headers.reset(curl_slist_append(nullptr, ("Authorization: Bearer " + token).c_str()));
-    if (!multi || (!token.empty() && !headers)) return runtime_error("curl: out of memory");
-    std::vector<Transfer> transfers(o.urls.size());
-    for (size_t i = 0; i < o.urls.size(); ++i) {
-        Transfer& t = transfers[i];
-        t.base = o.urls[i];
-        while (!t.base.empty() && t.base.back() == '/') t.base.pop_back();
-        t.name = host_port(t.base);
-        t.url = t.base + "/api/v1/packets" + (query.empty() ? "" : "?" + query);
-        t.budget = &budget;
-        auto file = nameless_file(budget.tmpdir);
-        if (!file) return file.error();
-        t.file = std::move(file.value());
-        t.handle.reset(curl_easy_init());
-        t.easy = t.handle.get();
-        if (!t.easy) return runtime_error("curl_easy_init failed");
-        curl_easy_setopt(t.easy, CURLOPT_URL, t.url.c_str());
-        curl_easy_setopt(t.easy, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(t.easy, CURLOPT_WRITEDATA, &t);
-        curl_easy_setopt(t.easy, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(t.easy, CURLOPT_HEADERDATA, &t);
-        curl_easy_setopt(t.easy, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(t.easy, CURLOPT_CONNECTTIMEOUT, static_cast<long>(o.connect_timeout_s));
-        curl_easy_setopt(t.easy, CURLOPT_TIMEOUT, static_cast<long>(o.deadline_s));
-        curl_easy_setopt(t.easy, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(std::max<uint64_t>(o.min_rate, 1)));
-        curl_easy_setopt(t.easy, CURLOPT_LOW_SPEED_TIME, static_cast<long>(o.stall_timeout_s));
-        curl_easy_setopt(t.easy, CURLOPT_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(t.easy, CURLOPT_USERAGENT, "linecap/" LINECAP_VERSION);
-        if (headers) curl_easy_setopt(t.easy, CURLOPT_HTTPHEADER, headers.get());
-        if (!o.cert.empty()) curl_easy_setopt(t.easy, CURLOPT_SSLCERT, o.cert.c_str());
-        if (!o.key.empty()) curl_easy_setopt(t.easy, CURLOPT_SSLKEY, o.key.c_str());
-        if (!o.cacert.empty()) curl_easy_setopt(t.easy, CURLOPT_CAINFO, o.cacert.c_str());
-        curl_multi_add_handle(multi.get(), t.easy);
-    }
-    for (int running = 1; running;) {
-        if (curl_multi_perform(multi.get(), &running) != CURLM_OK) break;
-        if (running) curl_multi_poll(multi.get(), nullptr, 0, 1000, nullptr);
-    }
-    for (int left = 0; CURLMsg* m = curl_multi_info_read(multi.get(), &left);) {
-        if (m->msg != CURLMSG_DONE) continue;
-        for (Transfer& t : transfers) {
-            if (t.easy != m->easy_handle) continue;
-            curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.http_status);
-            if (!t.cut.empty() || !t.error.empty()) {
-            } else if (m->data.result == CURLE_OPERATION_TIMEDOUT && t.bytes > 0) {
-                double elapsed = 0;
-                curl_easy_getinfo(t.easy, CURLINFO_TOTAL_TIME, &elapsed);
-                t.cut = elapsed + 1 >= static_cast<double>(o.deadline_s)
-                            ? "still running after " + std::to_string(o.deadline_s) + " s (--remote-deadline)"
-                            : "slower than " + std::to_string(o.min_rate) + " bytes/s for " +
-                                  std::to_string(o.stall_timeout_s) + " s (--min-rate, --remote-timeout)";
-            } else if (m->data.result != CURLE_OK) {
-                t.error = std::string(curl_easy_strerror(m->data.result)) + " after " + std::to_string(t.bytes) + " bytes";
-            } else if (t.http_status != 200) {
-                std::string body = t.body_head;
-                while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
-                t.error = "HTTP " + std::to_string(t.http_status) + (body.empty() ? "" : ": " + body);
-            } else if (t.outcome.empty()) {
-                t.error = "the answer ended without its trailer (cut off)";
-            }
-        }
-    }
-    for (Transfer& t : transfers) curl_multi_remove_handle(multi.get(), t.easy);
+    return query;
+}
 
-    // --- merge ---
-    std::vector<std::unique_ptr<Source>> sources;
-    uint32_t snaplen = 0;
-    std::optional<uint32_t> link_field;  // pcap output: the answers', when they agree
-    bool link_fields_differ = false;
+// $TMPDIR (else /tmp), refused when it has less than --min-free-bytes free already.
+Result<std::string> temporary_directory(uint64_t min_free_bytes) {
+    const char* env = std::getenv("TMPDIR");
+    std::string dir = env && *env ? env : "/tmp";
+    struct statvfs vfs {};
+    if (::statvfs(dir.c_str(), &vfs) != 0) return runtime_error("temporary directory " + dir + ": " + errno_text(errno));
+    const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    if (free_bytes < min_free_bytes)
+        return runtime_error("temporary directory " + dir + ": " + std::to_string(free_bytes) + " bytes free, less than " +
+                             std::to_string(min_free_bytes) + " (--min-free-bytes)");
+    return dir;
+}
+
+// Prepares the transfer of one appliance's answer into a nameless file and adds it to
+// `multi`; the Transfer removes it again when it goes.
+Status start_transfer(Transfer& t, const std::string& url, const std::string& query, Budget& budget,
+                      const curl_slist* headers, CURLM* multi) {
+    const RemoteOptions& o = *budget.options;
+    t.base = url;
+    while (!t.base.empty() && t.base.back() == '/') t.base.pop_back();
+    t.name = host_port(t.base);
+    t.url = t.base + "/api/v1/packets" + (query.empty() ? "" : "?" + query);
+    t.budget = &budget;
+    auto file = nameless_file(budget.tmpdir);
+    if (!file) return file.error();
+    t.file = std::move(file.value());
+    t.handle.reset(curl_easy_init());
+    t.easy = t.handle.get();
+    if (!t.easy) return runtime_error("curl_easy_init failed");
+    curl_easy_setopt(t.easy, CURLOPT_URL, t.url.c_str());
+    curl_easy_setopt(t.easy, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(t.easy, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(t.easy, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(t.easy, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(t.easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(t.easy, CURLOPT_CONNECTTIMEOUT, static_cast<long>(o.connect_timeout_s));
+    curl_easy_setopt(t.easy, CURLOPT_TIMEOUT, static_cast<long>(o.deadline_s));
+    curl_easy_setopt(t.easy, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(std::max<uint64_t>(o.min_rate, 1)));
+    curl_easy_setopt(t.easy, CURLOPT_LOW_SPEED_TIME, static_cast<long>(o.stall_timeout_s));
+    curl_easy_setopt(t.easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(t.easy, CURLOPT_USERAGENT, "linecap/" LINECAP_VERSION);
+    if (headers) curl_easy_setopt(t.easy, CURLOPT_HTTPHEADER, headers);
+    if (!o.cert.empty()) curl_easy_setopt(t.easy, CURLOPT_SSLCERT, o.cert.c_str());
+    if (!o.key.empty()) curl_easy_setopt(t.easy, CURLOPT_SSLKEY, o.key.c_str());
+    if (!o.cacert.empty()) curl_easy_setopt(t.easy, CURLOPT_CAINFO, o.cacert.c_str());
+    if (curl_multi_add_handle(multi, t.easy) != CURLM_OK) return runtime_error("curl_multi_add_handle failed");
+    t.in_multi = CurlAdded(multi, t.easy);
+    return {};
+}
+
+// What became of a finished transfer: cut by the client, failed, or usable.
+void judge_transfer(Transfer& t, CURLcode result, const RemoteOptions& o) {
+    curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.http_status);
+    if (!t.cut.empty() || !t.error.empty()) return;  // said by the callbacks
+    if (result == CURLE_OPERATION_TIMEDOUT && t.bytes > 0) {
+        double elapsed = 0;
+        curl_easy_getinfo(t.easy, CURLINFO_TOTAL_TIME, &elapsed);
+        t.cut = elapsed + 1 >= static_cast<double>(o.deadline_s)
+                    ? "still running after " + std::to_string(o.deadline_s) + " s (--remote-deadline)"
+                    : "slower than " + std::to_string(o.min_rate) + " bytes/s for " +
+                          std::to_string(o.stall_timeout_s) + " s (--min-rate, --remote-timeout)";
+    } else if (result != CURLE_OK) {
+        t.error = std::string(curl_easy_strerror(result)) + " after " + std::to_string(t.bytes) + " bytes";
+    } else if (t.http_status != 200) {
+        std::string body = t.body_head;
+        while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
+        t.error = "HTTP " + std::to_string(t.http_status) + (body.empty() ? "" : ": " + body);
+    } else if (t.outcome.empty()) {
+        t.error = "the answer ended without its trailer (cut off)";
+    }
+}
+
+// Runs every transfer to its end, at once.
+void run_transfers(CURLM* multi, std::vector<Transfer>& transfers, const RemoteOptions& o) {
+    for (int running = 1; running;) {
+        if (curl_multi_perform(multi, &running) != CURLM_OK) break;
+        if (running) curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
+    }
+    for (int left = 0; CURLMsg* m = curl_multi_info_read(multi, &left);) {
+        if (m->msg != CURLMSG_DONE) continue;
+        for (Transfer& t : transfers)
+            if (t.easy == m->easy_handle) judge_transfer(t, m->data.result, o);
+    }
+}
+
+// Each received answer as an input of the merge, in appliance order; the problems of
+// the others reported, one line each.
+std::vector<format::MergeEntry> received_answers(std::vector<Transfer>& transfers, format::MergedHeader& output_header,
+                                                 RemoteReport& report, const Answer::ErrorLine& error) {
+    std::vector<format::MergeEntry> answers;
     for (Transfer& t : transfers) {
         if (!t.error.empty()) {
             error(t.base + ": " + t.error + "; its packets are left out");
@@ -311,70 +359,57 @@ Result<RemoteReport> extract_remote(const RemoteOptions& o, int out_fd) {
             continue;
         }
         ++report.appliances_ok;
-        auto s = std::make_unique<Source>();
-        s->rank = sources.size();
-        s->transfer = &t;
-        s->file = std::move(f.value());
-        s->reader = std::make_unique<format::CaptureReader>(*s->file, header.value());
-        if (header->kind == format::FileKind::pcap) {
-            snaplen = std::max(snaplen, format::effective_snaplen(header->snaplen));
-            if (link_field && *link_field != header->link_field) link_fields_differ = true;
-            link_field = header->link_field;
-        }
-        sources.push_back(std::move(s));
+        if (header->kind == FileKind::pcap) output_header.add(header->snaplen, header->link_field);
+        // Appliance order: ties in time go to the earlier.
+        answers.push_back({0, answers.size(), std::make_unique<Answer>(t, std::move(f.value()), header.value(), error)});
     }
-    if (!snaplen) snaplen = pcap::kMaxSnaplen;
+    return answers;
+}
+
+}  // namespace
+
+Result<RemoteReport> extract_remote(const RemoteOptions& o, int out_fd) {
+    RemoteReport report;
+    const Answer::ErrorLine error = [&](const std::string& m) {
+        report.errors.push_back(m);
+        if (o.on_error) o.on_error(m);
+    };
+    if (o.urls.empty()) return runtime_error("--remote: no URL");
+    std::string token;
+    if (!o.token_file.empty()) {
+        auto t = read_token(o.token_file);
+        if (!t) return t.error();
+        token = t.value();
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return runtime_error("curl_global_init failed");
+    auto query = query_string(o);
+    if (!query) return query.error();
+    Budget budget;
+    budget.options = &o;
+    auto tmpdir = temporary_directory(o.min_free_bytes);
+    if (!tmpdir) return tmpdir.error();
+    budget.tmpdir = tmpdir.value();
+    // Declared before the transfers, which leave it when they go.
+    CurlMulti multi(curl_multi_init());
+    CurlList headers;
+    if (!token.empty()) headers.reset(curl_slist_append(nullptr, ("Authorization: Bearer " + token).c_str()));
+    if (!multi || (!token.empty() && !headers)) return runtime_error("curl: out of memory");
+    std::vector<Transfer> transfers(o.urls.size());
+    for (size_t i = 0; i < o.urls.size(); ++i)
+        if (auto s = start_transfer(transfers[i], o.urls[i], query.value(), budget, headers.get(), multi.get()); !s)
+            return s.error();
+    run_transfers(multi.get(), transfers, o);
+    for (Transfer& t : transfers) t.in_multi = {};
+
+    format::MergedHeader output_header;  // pcap output: the answers' snaplen and link type
+    std::vector<format::MergeEntry> answers = received_answers(transfers, output_header, report, error);
     format::FdSink sink(out_fd);
-    format::CaptureWriter writer(sink, o.pcapng ? format::FileKind::pcapng : format::FileKind::pcap);
-    const uint32_t out_link = link_field && !link_fields_differ ? *link_field : pcap::kLinktypeEthernet;
-    if (auto s = writer.begin(snaplen, out_link, "linecap " LINECAP_VERSION " extract --remote"); !s)
+    format::CaptureWriter writer(sink, o.pcapng ? FileKind::pcapng : FileKind::pcap);
+    if (auto s = writer.begin(output_header.snaplen(), output_header.link_field(),
+                              "linecap " LINECAP_VERSION " extract --remote");
+        !s)
         return s.error().context("output");
-    // pcapng: one output interface per (appliance, interface of its answer), described
-    // before its first packet, named after both, so every packet says where it was captured.
-    auto output_interface = [&](Source& s) -> Result<uint32_t> {
-        if (s.reader->sections() != s.section) {
-            s.section = s.reader->sections();
-            s.output_ids.clear();
-        }
-        const uint32_t in = s.current.interface;
-        if (in < s.output_ids.size() && s.output_ids[in] >= 0) return static_cast<uint32_t>(s.output_ids[in]);
-        const format::Interface& from = s.reader->interfaces()[in];
-        pcapng::InterfaceInfo info;
-        info.name = s.transfer->name + (from.name.empty() ? "" : " " + from.name);
-        info.description = s.transfer->base + (from.description.empty() ? "" : ": " + from.description);
-        info.snaplen = from.snaplen;
-        info.link_type = format::link_type(from.link_field);
-        auto id = writer.add_interface(info);
-        if (!id) return id.error();
-        if (s.output_ids.size() <= in) s.output_ids.resize(in + 1, -1);
-        s.output_ids[in] = id.value();
-        return id;
-    };
-    auto later = [](const Source* a, const Source* b) {
-        return a->current.ts_ns != b->current.ts_ns ? a->current.ts_ns > b->current.ts_ns : a->rank > b->rank;
-    };
-    std::priority_queue<Source*, std::vector<Source*>, decltype(later)> heap(later);
-    auto advance = [&](Source* s) {
-        if (s->reader->next(s->current)) return true;
-        // A cut answer ends inside a record: that is the cut, already said.
-        if (s->reader->failed() && s->transfer->cut.empty()) error(s->transfer->base + ": its answer: " + s->reader->error());
-        return false;
-    };
-    for (auto& s : sources)
-        if (advance(s.get())) heap.push(s.get());
-    while (!heap.empty()) {
-        Source* s = heap.top();
-        heap.pop();
-        uint32_t id = 0;
-        if (writer.kind() == format::FileKind::pcapng) {
-            auto out_id = output_interface(*s);
-            if (!out_id) return out_id.error().context("output");
-            id = out_id.value();
-        }
-        const format::Record& r = s->current;
-        if (auto st = writer.write(id, r.ts_ns, r.caplen, r.len, r.data); !st) return st.error().context("output");
-        if (advance(s)) heap.push(s);
-    }
+    if (auto merged = format::merge_by_time(std::move(answers), writer, {}); !merged) return merged.error();
     if (auto s = writer.flush(); !s) return s.error().context("output");
     report.packets_written = writer.packets();
     return report;

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <utility>
 
 #include "api/access.hpp"
 #include "api/http_front.hpp"
@@ -48,18 +49,38 @@ std::string json_error(const std::string& message) {
     return nlohmann::json({{"error", message}}).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-// How many packet queries run; a Slot holds one place for its lifetime.
+// How many packet queries run (api.max_queries). A Slot holds one place until it is
+// released: when the query's work is done, before its answer's last bytes are sent, or at
+// the latest when the Slot goes.
 class Slots {
 public:
+    class Slot {
+    public:
+        Slot() = default;
+        Slot(Slot&& other) noexcept : slots_(std::exchange(other.slots_, nullptr)) {}
+        Slot& operator=(Slot&&) = delete;
+        ~Slot() { release(); }
+
+        explicit operator bool() const { return slots_ != nullptr; }
+        void release() {
+            if (slots_ != nullptr) std::exchange(slots_, nullptr)->used_.fetch_sub(1);
+        }
+
+    private:
+        friend class Slots;
+        explicit Slot(Slots* slots) : slots_(slots) {}
+        Slots* slots_ = nullptr;
+    };
+
     explicit Slots(unsigned limit) : limit_(limit) {}
-    bool try_take() {
+    // An empty Slot when all are taken.
+    Slot try_take() {
         unsigned n = used_.load();
         do {
-            if (n >= limit_) return false;
+            if (n >= limit_) return Slot();
         } while (!used_.compare_exchange_weak(n, n + 1));
-        return true;
+        return Slot(this);
     }
-    void give_back() { used_.fetch_sub(1); }
     unsigned used() const { return used_.load(); }
     unsigned limit() const { return limit_; }
 
@@ -264,7 +285,16 @@ struct ApiServer::Impl final : HttpHandler {
         AuditRecord a = begin_audit(peer_address, peer_port, "-", "", "");
         finish(a, Clock::now(), 0, 0, "refused: " + reason);
     }
-    void handle_packets(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started, bool size_only);
+    // A packet query that may run: parsed, and holding a slot.
+    struct Admitted {
+        PacketQuery query;
+        Slots::Slot slot;
+    };
+    // nullopt when the query is refused (bad parameters, all slots taken), the reply sent.
+    std::optional<Admitted> admit(const HttpRequest& req, HttpExchange& ex, const AuditRecord& a,
+                                  Clock::time_point started);
+    void handle_packets(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
+    void handle_size(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
     void handle_files(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
 };
 
@@ -305,8 +335,8 @@ void ApiServer::Impl::serve(const HttpRequest& req, HttpExchange& ex) {
                      id.refused.empty() ? "refused: no credentials" : "refused: " + why, a, started,
                      {{"WWW-Authenticate", tls && !config.api.tls_client_ca.empty() && !tokens ? "Mutual" : "Bearer realm=\"linecap\""}});
     }
-    if (req.path == "/api/v1/packets") return handle_packets(req, ex, a, started, false);
-    if (req.path == "/api/v1/size") return handle_packets(req, ex, a, started, true);
+    if (req.path == "/api/v1/packets") return handle_packets(req, ex, a, started);
+    if (req.path == "/api/v1/size") return handle_size(req, ex, a, started);
     if (req.path == "/api/v1/files") return handle_files(req, ex, a, started);
     if (req.path == "/api/v1/status") {
         if (!req.query.empty())
@@ -317,51 +347,73 @@ void ApiServer::Impl::serve(const HttpRequest& req, HttpExchange& ex) {
           "refused: no such endpoint", a, started);
 }
 
-void ApiServer::Impl::handle_packets(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started,
-                                     bool size_only) {
+std::optional<ApiServer::Impl::Admitted> ApiServer::Impl::admit(const HttpRequest& req, HttpExchange& ex,
+                                                                 const AuditRecord& a, Clock::time_point started) {
     auto params = split_query_string(req.query);
     Result<PacketQuery> q = params ? parse_query(QueryKind::packets, params.value()) : Result<PacketQuery>(params.error());
-    if (!q) return reply(ex, 400, json_error(q.error().message), "application/json", "refused: " + q.error().message, a, started);
-    if (!slots->try_take()) {
-        return reply(ex, 503, json_error("busy: " + std::to_string(slots->limit()) + " queries are running (api.max_queries)"),
-                     "application/json", "refused: busy", a, started, {{"Retry-After", "5"}});
+    if (!q) {
+        reply(ex, 400, json_error(q.error().message), "application/json", "refused: " + q.error().message, a, started);
+        return std::nullopt;
     }
-    store::ExtractOptions o = extract_options(q.value());
-    const auto deadline = started + std::chrono::seconds(config.api.max_duration_s);
+    Slots::Slot slot = slots->try_take();
+    if (!slot) {
+        reply(ex, 503, json_error("busy: " + std::to_string(slots->limit()) + " queries are running (api.max_queries)"),
+              "application/json", "refused: busy", a, started, {{"Retry-After", "5"}});
+        return std::nullopt;
+    }
+    return Admitted{std::move(q.value()), std::move(slot)};
+}
 
-    if (size_only) {
-        std::atomic<bool> timed_out{false};
-        o.should_stop = [&] { return Clock::now() > deadline && (timed_out = true); };
-        const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-        Result<store::ExtractReport> r = runtime_error("/dev/null: " + errno_text(errno));
-        if (null_fd >= 0) {  // on this handler thread, idle like every thread of serve
-            r = store::extract(o, null_fd);
-            ::close(null_fd);
-        }
-        slots->give_back();
-        if (!r) return reply(ex, 400, json_error(r.error().message), "application/json", "error: " + r.error().message, a, started);
-        nlohmann::ordered_json j;
-        j["packets"] = r->packets_written;
-        j["bytes"] = r->bytes_written;
-        j["truncated"] = r->ended_early == "max_bytes" ? "max_bytes" : (timed_out ? "time limit" : "");
-        j["max_bytes"] = o.max_bytes;
-        j["files_selected"] = r->files_selected;
-        j["files_indexed"] = r->files_indexed;
-        j["files_scanned"] = r->files_scanned;
-        j["bytes_read"] = r->bytes_read;
-        j["errors"] = r->errors;
-        nlohmann::ordered_json concerns = nlohmann::ordered_json::array();
-        for (const store::FileConcern& c : r->concerns) concerns.push_back({{"file", c.path}, {"reason", c.reason}});
-        j["integrity"] = std::move(concerns);
-        return reply(ex, 200, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "application/json",
-                     "size computed", a, started);
+// /api/v1/size: the query run into /dev/null, on this handler thread (idle like every
+// thread of serve); what it would write, said as JSON.
+void ApiServer::Impl::handle_size(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started) {
+    std::optional<Admitted> admitted = admit(req, ex, a, started);
+    if (!admitted) return;
+    Slots::Slot& slot = admitted->slot;
+    store::ExtractOptions o = extract_options(admitted->query);
+    const auto deadline = started + std::chrono::seconds(config.api.max_duration_s);
+    std::atomic<bool> timed_out{false};
+    o.should_stop = [&] { return Clock::now() > deadline && (timed_out = true); };
+    const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    Result<store::ExtractReport> r = runtime_error("/dev/null: " + errno_text(errno));
+    if (null_fd >= 0) {
+        r = store::extract(o, null_fd);
+        ::close(null_fd);
     }
+    slot.release();
+    if (!r) return reply(ex, 400, json_error(r.error().message), "application/json", "error: " + r.error().message, a, started);
+    nlohmann::ordered_json j;
+    j["packets"] = r->packets_written;
+    j["bytes"] = r->bytes_written;
+    j["truncated"] = r->ended_early == "max_bytes" ? "max_bytes" : (timed_out ? "time limit" : "");
+    j["max_bytes"] = o.max_bytes;
+    j["files_selected"] = r->files_selected;
+    j["files_indexed"] = r->files_indexed;
+    j["files_scanned"] = r->files_scanned;
+    j["bytes_read"] = r->bytes_read;
+    j["errors"] = r->errors;
+    nlohmann::ordered_json concerns = nlohmann::ordered_json::array();
+    for (const store::FileConcern& c : r->concerns) concerns.push_back({{"file", c.path}, {"reason", c.reason}});
+    j["integrity"] = std::move(concerns);
+    return reply(ex, 200, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "application/json",
+                 "size computed", a, started);
+}
+
+// /api/v1/packets: the query runs on a thread of its own into a pipe; its bytes are sent
+// as they come, chunked, ending with a trailer that says whether the answer is complete.
+void ApiServer::Impl::handle_packets(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started) {
+    std::optional<Admitted> admitted = admit(req, ex, a, started);
+    if (!admitted) return;
+    const PacketQuery& q = admitted->query;
+    Slots::Slot& slot = admitted->slot;
+    store::ExtractOptions o = extract_options(q);
+    const auto deadline = started + std::chrono::seconds(config.api.max_duration_s);
 
     Answer answer;
     answer.deadline = deadline;
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) {
-        slots->give_back();
+        slot.release();
         return reply(ex, 500, json_error("pipe: " + errno_text(errno)), "application/json", "error: pipe", a, started);
     }
     (void)::fcntl(fds[1], F_SETPIPE_SZ, 1 << 20);  // fewer wake-ups; a smaller pipe only costs speed
@@ -394,21 +446,21 @@ void ApiServer::Impl::handle_packets(const HttpRequest& req, HttpExchange& ex, A
     // (store unreadable) still gets an error status instead of an empty 200.
     if (!wait_for_output()) {
         answer.join();
-        slots->give_back();
+        slot.release();
         return finish(a, started, 200, 0, answer.outcome(true, 0));
     }
     int avail = 0;
     if (::ioctl(answer.read_fd, FIONREAD, &avail) == 0 && avail == 0) {
         answer.join();
-        slots->give_back();
+        slot.release();
         const std::string m = answer.error.empty() ? "no output" : answer.error;
         // A limit below the format's file header is the request's fault, as is a filter.
         const int status = m.starts_with("max_bytes ") ? 400 : 500;
         return reply(ex, status, json_error(m), "application/json", "error: " + m, a, started);
     }
 
-    const std::string from = store::format_time(q->from_ns), to = q->to_ns == UINT64_MAX ? "end" : store::format_time(q->to_ns);
-    const bool pcapng = q->format == format::FileKind::pcapng;
+    const std::string from = store::format_time(q.from_ns), to = q.to_ns == UINT64_MAX ? "end" : store::format_time(q.to_ns);
+    const bool pcapng = q.format == FileKind::pcapng;
     // Chunked by hand, so that the answer can end with a trailer saying whether it is
     // complete.
     bool gone = !ex.send_head(200, {
@@ -438,7 +490,7 @@ void ApiServer::Impl::handle_packets(const HttpRequest& req, HttpExchange& ex, A
         if (!wait_for_output()) gone = true;
     }
     answer.join();
-    slots->give_back();
+    slot.release();
     if (!gone) {
         const std::string trailer = "0\r\nX-Linecap-Outcome: " + answer.outcome(false, 0) +
                                     "\r\nX-Linecap-Packets: " + std::to_string(answer.report.packets_written) + "\r\n\r\n";
@@ -462,7 +514,7 @@ void ApiServer::Impl::handle_files(const HttpRequest& req, HttpExchange& ex, Aud
         nlohmann::ordered_json j;
         j["name"] = f.name;
         j["stream"] = f.stream;
-        j["format"] = f.format == FileFormat::pcapng ? "pcapng" : "pcap";
+        j["format"] = f.format == FileKind::pcapng ? "pcapng" : "pcap";
         j["bytes"] = f.size;
         j["first_packet_from_name"] = f.parsed && f.parsed->has_time ? store::format_time(f.lower_ns) : "";
         j["span_upper_bound"] = f.upper_ns == UINT64_MAX ? "" : store::format_time(f.upper_ns);

@@ -51,14 +51,7 @@ private:
 
 }  // namespace
 
-const char* to_string(CaptureFormat format) {
-    switch (format) {
-        case CaptureFormat::pcap: return "pcap";
-        case CaptureFormat::pcapng: return "pcapng";
-        case CaptureFormat::unknown: break;
-    }
-    return "unknown";
-}
+const char* format_name(const CaptureScan& scan) { return scan.format ? to_string(*scan.format) : "unknown"; }
 
 CaptureScan scan_capture(int fd, ScanOptions options) {
     CaptureScan scan;
@@ -110,8 +103,7 @@ CaptureScan scan_capture(const format::ByteSource& source, ScanOptions options) 
     if (source.read_at(first, sizeof first, 0) == static_cast<ssize_t>(sizeof first)) {
         uint32_t magic;
         std::memcpy(&magic, first, sizeof magic);
-        if (auto kind = format::kind_of_magic(magic))
-            scan.format = *kind == format::FileKind::pcapng ? CaptureFormat::pcapng : CaptureFormat::pcap;
+        scan.format = format::kind_of_magic(magic);
     }
     auto header = format::read_header(source);
     if (!header) {
@@ -123,7 +115,7 @@ CaptureScan scan_capture(const format::ByteSource& source, ScanOptions options) 
     format::CaptureReader reader(source, header.value());
     reader.set_strict(true);  // the daemon's own files: what it never writes is damage
     // pcapng: the first interface of the file describes it (the daemon writes one).
-    bool described = header->kind != format::FileKind::pcapng;
+    bool described = header->kind != FileKind::pcapng;
     auto describe = [&] {
         if (described || reader.interfaces().empty()) return;
         const format::Interface& i = reader.interfaces().front();

@@ -24,15 +24,13 @@
 
 namespace linecap {
 
-enum class CaptureFormat { unknown, pcap, pcapng };
-const char* to_string(CaptureFormat format);
 
 // The last Interface Statistics Block of a pcapng file.
 using CaptureStatistics = format::Statistics;
 
 struct CaptureScan {
     IoStatus io;                      // a read failed: the other fields are meaningless
-    CaptureFormat format = CaptureFormat::unknown;
+    std::optional<FileKind> format;   // what the magic says; none: neither
     bool header_valid = false;
     std::string header_problem;       // why not, when !header_valid
     std::string record_problem;       // why the valid prefix ends before the file does
@@ -49,6 +47,9 @@ struct CaptureScan {
 
     bool complete() const { return io.ok() && header_valid && valid_bytes == file_bytes; }
 };
+
+// "pcap", "pcapng" or, when the magic is neither, "unknown" (as a manifest records it).
+const char* format_name(const CaptureScan& scan);
 
 struct ScanOptions {
     bool hash = false;                // SHA-256 of the whole file (valid prefix or not)

@@ -45,6 +45,7 @@
 
 #include "archive/store_inventory.hpp"
 #include "util/background_service.hpp"
+#include "util/counter.hpp"
 #include "util/metric.hpp"
 #include "util/result.hpp"
 
@@ -79,26 +80,45 @@ Result<CompressStats> compress_capture(const std::string& directory, const std::
                                        const CompressOptions& options = {}, bool* vanished = nullptr);
 
 // Written by the compressor thread, read by metrics and tests (relaxed).
-struct CompressCounters {
-    std::atomic<uint64_t> compressed_files{0};
-    std::atomic<uint64_t> failed_files{0};
-    std::atomic<uint64_t> pcap_bytes{0};        // of the files compressed
-    std::atomic<uint64_t> compressed_bytes{0};  // what they became
-    std::atomic<uint64_t> cpu_ns{0};            // thread CPU time spent compressing
-};
+// Counter is std::atomic for the compressor's live counters, uint64_t for a snapshot
+// (CompressCounts; util/counter.hpp).
+template <class Counter>
+struct CompressCountersOf {
+    Counter compressed_files{};
+    Counter failed_files{};
+    Counter pcap_bytes{};        // of the files compressed
+    Counter compressed_bytes{};  // what they became
+    Counter cpu_ns{};            // thread CPU time spent compressing
 
-inline constexpr MetricDecl kCompressFilesMetric{
-    "linecap_compress_files_total",
-    "Finished capture files the background compressor handled (output.compress), by result: compressed, failed "
-    "(logged; the plain file is kept).",
-    MetricType::counter};
-inline constexpr MetricDecl kCompressSourceBytesMetric{"linecap_compress_source_bytes_total",
-                                                       "Bytes of capture files compressed.", MetricType::counter};
-inline constexpr MetricDecl kCompressBytesMetric{"linecap_compress_bytes_total",
-                                                 "Bytes of the compressed files they became.", MetricType::counter};
-inline constexpr MetricDecl kCompressCpuSecondsMetric{"linecap_compress_cpu_seconds_total",
-                                                      "CPU time the compressor used (at idle priority).",
-                                                      MetricType::counter};
+    template <class F, class... Group>
+    static void fields(F&& f, Group&... g) {
+        f(g.compressed_files...);
+        f(g.failed_files...);
+        f(g.pcap_bytes...);
+        f(g.compressed_bytes...);
+        f(g.cpu_ns...);
+    }
+};
+struct CompressCounters : CompressCountersOf<std::atomic<uint64_t>> {};
+using CompressCounts = CompressCountersOf<uint64_t>;
+
+inline constexpr FamilyMetric<CompressCounts, 2> kCompressFilesMetric{
+    {"linecap_compress_files_total",
+     "Finished capture files the background compressor handled (output.compress), by result: compressed, failed "
+     "(logged; the plain file is kept).",
+     MetricType::counter},
+    "result",
+    {{"compressed", &CompressCounts::compressed_files}, {"failed", &CompressCounts::failed_files}}};
+inline constexpr FieldMetric<CompressCounts> kCompressSourceBytesMetric{
+    {"linecap_compress_source_bytes_total", "Bytes of capture files compressed.", MetricType::counter},
+    &CompressCounts::pcap_bytes};
+inline constexpr FieldMetric<CompressCounts> kCompressBytesMetric{
+    {"linecap_compress_bytes_total", "Bytes of the compressed files they became.", MetricType::counter},
+    &CompressCounts::compressed_bytes};
+inline constexpr FieldMetric<CompressCounts> kCompressCpuSecondsMetric{
+    {"linecap_compress_cpu_seconds_total", "CPU time the compressor used (at idle priority).", MetricType::counter},
+    &CompressCounts::cpu_ns,
+    1e9};
 
 struct CompressServiceOptions {
     std::string directory;

@@ -236,7 +236,7 @@ std::vector<uint8_t> IndexBuilder::finish(uint64_t pcap_size, int64_t pcap_mtime
     h.snaplen = header_.snaplen;
     h.linktype = header_.link_field;
     h.pcap_flags = (header_.nanosecond ? kIndexNanosecond : 0u) | (header_.swapped ? kIndexSwapped : 0u) |
-                   (header_.kind == format::FileKind::pcapng ? kIndexPcapng : 0u);
+                   (header_.kind == FileKind::pcapng ? kIndexPcapng : 0u);
     h.flags = (monotonic_ ? kIndexMonotonic : 0u) | flags;
     h.data_begin = header_.data_begin;
     h.damage_at = damage_at;

@@ -36,38 +36,63 @@
 #include <vector>
 
 #include "util/background_service.hpp"
+#include "util/counter.hpp"
 #include "util/metric.hpp"
 
 namespace linecap {
 
 // Written by the indexer thread, read by metrics (relaxed).
-struct IndexingCounters {
-    std::atomic<uint64_t> built_files{0};
-    std::atomic<uint64_t> failed_files{0};    // could not be read or the index not written
-    std::atomic<uint64_t> skipped_files{0};   // queue full: left to `linecap index`
-    std::atomic<uint64_t> queued_files{0};    // waiting now (gauge)
-    std::atomic<uint64_t> pcap_bytes{0};      // of the files indexed
-    std::atomic<uint64_t> index_bytes{0};     // of the indexes written
-    std::atomic<uint64_t> busy_ns{0};         // wall time spent building
-};
+// Counter is std::atomic for the indexer's live counters, uint64_t for a snapshot
+// (IndexingCounts; util/counter.hpp).
+template <class Counter>
+struct IndexingCountersOf {
+    Counter built_files{};
+    Counter failed_files{};    // could not be read or the index not written
+    Counter skipped_files{};   // queue full: left to `linecap index`
+    Counter queued_files{};    // waiting now (gauge)
+    Counter pcap_bytes{};      // of the files indexed
+    Counter index_bytes{};     // of the indexes written
+    Counter busy_ns{};         // wall time spent building
 
-// The metrics read from IndexingCounters (only with output.index on). The queue is what
+    template <class F, class... Group>
+    static void fields(F&& f, Group&... g) {
+        f(g.built_files...);
+        f(g.failed_files...);
+        f(g.skipped_files...);
+        f(g.queued_files...);
+        f(g.pcap_bytes...);
+        f(g.index_bytes...);
+        f(g.busy_ns...);
+    }
+};
+struct IndexingCounters : IndexingCountersOf<std::atomic<uint64_t>> {};
+using IndexingCounts = IndexingCountersOf<uint64_t>;
+
+// The metrics read from IndexingCounts (only with output.index on). The queue is what
 // an operator watches: it grows while the writer keeps the control core busy and shrinks
 // when traffic drops.
-inline constexpr MetricDecl kIndexFilesMetric{
-    "linecap_index_files_total",
-    "Finished capture files the background indexer handled, by result: built, failed (logged), skipped (queue "
-    "full; run linecap index).",
-    MetricType::counter};
-inline constexpr MetricDecl kIndexQueuedFilesMetric{"linecap_index_queued_files",
-                                                    "Finished capture files waiting to be indexed.", MetricType::gauge};
-inline constexpr MetricDecl kIndexSourceBytesMetric{"linecap_index_source_bytes_total",
-                                                    "Bytes of capture files indexed.", MetricType::counter};
-inline constexpr MetricDecl kIndexBytesMetric{"linecap_index_bytes_total", "Bytes of index files written.",
-                                              MetricType::counter};
-inline constexpr MetricDecl kIndexBusySecondsMetric{"linecap_index_busy_seconds_total",
-                                                    "Wall time the indexer spent building indexes (at idle priority).",
-                                                    MetricType::counter};
+inline constexpr FamilyMetric<IndexingCounts, 3> kIndexFilesMetric{
+    {"linecap_index_files_total",
+     "Finished capture files the background indexer handled, by result: built, failed (logged), skipped (queue "
+     "full; run linecap index).",
+     MetricType::counter},
+    "result",
+    {{"built", &IndexingCounts::built_files},
+     {"failed", &IndexingCounts::failed_files},
+     {"skipped", &IndexingCounts::skipped_files}}};
+inline constexpr FieldMetric<IndexingCounts> kIndexQueuedFilesMetric{
+    {"linecap_index_queued_files", "Finished capture files waiting to be indexed.", MetricType::gauge},
+    &IndexingCounts::queued_files};
+inline constexpr FieldMetric<IndexingCounts> kIndexSourceBytesMetric{
+    {"linecap_index_source_bytes_total", "Bytes of capture files indexed.", MetricType::counter},
+    &IndexingCounts::pcap_bytes};
+inline constexpr FieldMetric<IndexingCounts> kIndexBytesMetric{
+    {"linecap_index_bytes_total", "Bytes of index files written.", MetricType::counter}, &IndexingCounts::index_bytes};
+inline constexpr FieldMetric<IndexingCounts> kIndexBusySecondsMetric{
+    {"linecap_index_busy_seconds_total", "Wall time the indexer spent building indexes (at idle priority).",
+     MetricType::counter},
+    &IndexingCounts::busy_ns,
+    1e9};
 
 struct IndexServiceOptions {
     std::string directory;

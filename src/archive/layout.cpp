@@ -108,26 +108,26 @@ std::string unique_suffix() {
 
 // --- finished capture files -----------------------------------------------------------
 
-std::string_view extension(FileFormat format) { return format == FileFormat::pcapng ? kPcapng : kPcap; }
+std::string_view extension(FileKind format) { return format == FileKind::pcapng ? kPcapng : kPcap; }
 
-std::optional<FileFormat> capture_format(std::string_view name) {
+std::optional<FileKind> capture_format(std::string_view name) {
     if (name.empty() || name.starts_with(kHidden)) return std::nullopt;
-    if (name.ends_with(kPcap)) return FileFormat::pcap;
-    if (name.ends_with(kPcapng)) return FileFormat::pcapng;
+    if (name.ends_with(kPcap)) return FileKind::pcap;
+    if (name.ends_with(kPcapng)) return FileKind::pcapng;
     return std::nullopt;
 }
 
 bool is_capture_name(std::string_view name) { return capture_format(name).has_value(); }
 
 std::string capture_name(const FileTemplate& file_template, uint64_t first_ts_ns, const StreamId& stream,
-                         uint64_t seq, FileFormat format, unsigned alternative) {
+                         uint64_t seq, FileKind format, unsigned alternative) {
     std::string name = file_template.render(first_ts_ns, stream.port, stream.queue, seq);
     name.append(extension(format));
     return numbered_name(name, alternative);
 }
 
 std::optional<ParsedName> parse_capture_name(const FileTemplate& file_template, std::string_view name) {
-    const std::optional<FileFormat> format = capture_format(name);
+    const std::optional<FileKind> format = capture_format(name);
     if (!format) return std::nullopt;
     return file_template.parse(name.substr(0, name.size() - extension(*format).size()), is_name_suffix);
 }

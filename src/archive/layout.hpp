@@ -41,18 +41,18 @@ namespace linecap::layout {
 // --- finished capture files -----------------------------------------------------------
 
 // ".pcap" or ".pcapng".
-std::string_view extension(FileFormat format);
+std::string_view extension(FileKind format);
 
 // A finished capture file's name: "*.pcap" or "*.pcapng", not hidden.
 bool is_capture_name(std::string_view name);
 // The format a finished capture file's name says; nullopt if it is not one.
-std::optional<FileFormat> capture_format(std::string_view name);
+std::optional<FileKind> capture_format(std::string_view name);
 
 // The name of a new capture file: the template rendered for its first packet, then
 // "-<alternative>" for alternative > 0 (the plain name is taken: two files in the same
 // second without {nsec}), then the extension.
 std::string capture_name(const FileTemplate& file_template, uint64_t first_ts_ns, const StreamId& stream,
-                         uint64_t seq, FileFormat format, unsigned alternative);
+                         uint64_t seq, FileKind format, unsigned alternative);
 
 // What a finished capture file's name says (time, port, queue), read with the template;
 // nullopt when it is not a capture name or does not match the template.

@@ -65,38 +65,62 @@
 #include "util/spsc_ring.hpp"
 #include "util/unique_fd.hpp"
 #include "util/background_service.hpp"
+#include "util/counter.hpp"
 #include "util/metric.hpp"
 #include "util/result.hpp"
 
 namespace linecap {
 
 // The manifest hasher's counters: what it still has to read back and
-// hash. Written by the writer threads and the hasher, read by metrics (relaxed).
-struct ManifestCounters {
-    std::atomic<uint64_t> backlog_bytes{0};   // bytes in capture files not hashed yet
-    std::atomic<uint64_t> backlog_files{0};   // finished files whose manifest is pending
-    std::atomic<uint64_t> hashed_bytes{0};
-    std::atomic<uint64_t> written_files{0};   // manifests written
-    std::atomic<uint64_t> failed_files{0};    // no manifest: the file could not be read back
-    std::atomic<uint64_t> deleted_files{0};   // deleted (retention) before their manifest was due
-};
+// hash. Written by the writer threads and the hasher, read by metrics (relaxed); a
+// snapshot is ManifestCounts.
+template <class Counter>
+struct ManifestCountersOf {
+    Counter backlog_bytes{};   // bytes in capture files not hashed yet
+    Counter backlog_files{};   // finished files whose manifest is pending
+    Counter hashed_bytes{};
+    Counter written_files{};   // manifests written
+    Counter failed_files{};    // no manifest: the file could not be read back
+    Counter deleted_files{};   // deleted (retention) before their manifest was due
 
-// The metrics read from ManifestCounters, unlabelled (only with output.manifest).
-inline constexpr MetricDecl kManifestBacklogBytesMetric{
-    "linecap_manifest_backlog_bytes",
-    "Bytes written to capture files that the manifest hasher has not hashed yet (it runs at idle priority).",
-    MetricType::gauge};
-inline constexpr MetricDecl kManifestBacklogFilesMetric{
-    "linecap_manifest_backlog_files",
-    "Finished capture files whose manifest is pending (NAME.manifest-pending beside them).", MetricType::gauge};
-inline constexpr MetricDecl kManifestHashedBytesMetric{
-    "linecap_manifest_hashed_bytes_total", "Bytes of capture files hashed for their manifests (rate: the hash rate).",
-    MetricType::counter};
-inline constexpr MetricDecl kManifestFilesMetric{
-    "linecap_manifest_files_total",
-    "Finished capture files by what became of their pending manifest: written, failed (the file could not be read "
-    "back), deleted (retention removed the file first).",
-    MetricType::counter};
+    template <class F, class... Group>
+    static void fields(F&& f, Group&... g) {
+        f(g.backlog_bytes...);
+        f(g.backlog_files...);
+        f(g.hashed_bytes...);
+        f(g.written_files...);
+        f(g.failed_files...);
+        f(g.deleted_files...);
+    }
+};
+struct ManifestCounters : ManifestCountersOf<std::atomic<uint64_t>> {};
+using ManifestCounts = ManifestCountersOf<uint64_t>;
+
+// The metrics read from ManifestCounts, unlabelled (only with output.manifest). The two
+// backlogs are gauges moved by two threads' fetch_add/fetch_sub: never negative, since
+// the bytes are counted in before the hasher can count them out.
+inline constexpr FieldMetric<ManifestCounts> kManifestBacklogBytesMetric{
+    {"linecap_manifest_backlog_bytes",
+     "Bytes written to capture files that the manifest hasher has not hashed yet (it runs at idle priority).",
+     MetricType::gauge},
+    &ManifestCounts::backlog_bytes};
+inline constexpr FieldMetric<ManifestCounts> kManifestBacklogFilesMetric{
+    {"linecap_manifest_backlog_files",
+     "Finished capture files whose manifest is pending (NAME.manifest-pending beside them).", MetricType::gauge},
+    &ManifestCounts::backlog_files};
+inline constexpr FieldMetric<ManifestCounts> kManifestHashedBytesMetric{
+    {"linecap_manifest_hashed_bytes_total",
+     "Bytes of capture files hashed for their manifests (rate: the hash rate).", MetricType::counter},
+    &ManifestCounts::hashed_bytes};
+inline constexpr FamilyMetric<ManifestCounts, 3> kManifestFilesMetric{
+    {"linecap_manifest_files_total",
+     "Finished capture files by what became of their pending manifest: written, failed (the file could not be read "
+     "back), deleted (retention removed the file first).",
+     MetricType::counter},
+    "result",
+    {{"written", &ManifestCounts::written_files},
+     {"failed", &ManifestCounts::failed_files},
+     {"deleted", &ManifestCounts::deleted_files}}};
 
 // What the hasher needs of the writer: the output directory, and the retention it asks
 // for room on a full disk and tells of every manifest written.

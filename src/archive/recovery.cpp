@@ -80,7 +80,7 @@ public:
         file.truncated_bytes = scan.file_bytes - scan.valid_bytes;
         spdlog::info("recovered {}: {} packets, {} bytes truncated (was {})", path_of(*target), file.packets,
                      file.truncated_bytes, part_name);
-        if (scan.format == CaptureFormat::pcapng && !scan.statistics)
+        if (scan.format == FileKind::pcapng && !scan.statistics)
             spdlog::warn("recovered {} has no interface statistics block (the daemon stopped before finishing it): "
                          "its received and dropped counts are unknown",
                          path_of(*target));
@@ -140,7 +140,7 @@ private:
 Manifest manifest_from_scan(const std::string& name, const CaptureScan& scan) {
     Manifest m;
     m.file = name;
-    m.format = to_string(scan.format);
+    m.format = format_name(scan);
     m.size = scan.file_bytes;
     m.sha256 = scan.sha256;
     m.packets = scan.packets;

@@ -66,46 +66,72 @@
 #include "config/config.hpp"
 #include "archive/store_inventory.hpp"
 #include "util/background_service.hpp"
+#include "util/counter.hpp"
 #include "util/metric.hpp"
 
 namespace linecap {
 
-// Retention's counters, written by the retention thread, read by metrics.
-struct RetentionCounters {
-    std::atomic<uint64_t> oldest_packet_ns{0};     // first packet of the oldest kept file; 0 = none
-    std::atomic<uint64_t> files{0};                // finished capture files kept
-    std::atomic<uint64_t> bytes{0};                // their bytes, sidecars included
-    std::atomic<uint64_t> held_files{0};           // of those, on the legal hold list
-    std::atomic<uint64_t> deleted_files{0};
-    std::atomic<uint64_t> deleted_bytes{0};
-    std::atomic<uint64_t> budget_unmet{0};         // 1 while a limit cannot be met
-};
+// Retention's counters, written by the retention thread, read by metrics;
+// Counter is std::atomic for the live counters, uint64_t for a snapshot (RetentionCounts).
+template <class Counter>
+struct RetentionCountersOf {
+    Counter oldest_packet_ns{};     // first packet of the oldest kept file; 0 = none
+    Counter files{};                // finished capture files kept
+    Counter bytes{};                // their bytes, sidecars included
+    Counter held_files{};           // of those, on the legal hold list
+    Counter deleted_files{};
+    Counter deleted_bytes{};
+    Counter budget_unmet{};         // 1 while a limit cannot be met
 
-// The metrics read from RetentionCounters, unlabelled. The horizon is computed at
-// collection time from oldest_packet_ns, so it grows by itself between deletions.
+    template <class F, class... Group>
+    static void fields(F&& f, Group&... g) {
+        f(g.oldest_packet_ns...);
+        f(g.files...);
+        f(g.bytes...);
+        f(g.held_files...);
+        f(g.deleted_files...);
+        f(g.deleted_bytes...);
+        f(g.budget_unmet...);
+    }
+};
+struct RetentionCounters : RetentionCountersOf<std::atomic<uint64_t>> {};
+using RetentionCounts = RetentionCountersOf<uint64_t>;
+
+// The metrics read from RetentionCounts, unlabelled. The horizon is computed from
+// oldest_packet_ns and the time of the collection, so it grows by itself between deletions.
+inline double retention_horizon_seconds(const RetentionCounts& c, uint64_t now_ns) {
+    return c.oldest_packet_ns != 0 && now_ns > c.oldest_packet_ns
+               ? static_cast<double>(now_ns - c.oldest_packet_ns) / 1e9
+               : 0;
+}
 inline constexpr MetricDecl kRetentionHorizonMetric{
     "linecap_retention_horizon_seconds",
     "Age of the oldest packet still kept in a finished capture file (how far back a question can be answered); 0 "
     "when no file is kept.",
     MetricType::gauge};
-inline constexpr MetricDecl kRetentionFilesMetric{"linecap_retention_files",
-                                                  "Finished capture files kept in the output directory.",
-                                                  MetricType::gauge};
-inline constexpr MetricDecl kRetentionBytesMetric{
-    "linecap_retention_bytes", "Bytes of the finished capture files kept, manifests and indexes included.",
-    MetricType::gauge};
-inline constexpr MetricDecl kRetentionHeldFilesMetric{
-    "linecap_retention_held_files", "Kept capture files that are on the legal hold list.", MetricType::gauge};
-inline constexpr MetricDecl kRetentionBudgetUnmetMetric{
-    "linecap_retention_budget_unmet",
-    "1 while a retention limit cannot be met (the remaining files are on hold, the hold list is unreadable, or "
-    "deleting failed).",
-    MetricType::gauge};
-inline constexpr MetricDecl kRetentionDeletedFilesMetric{
-    "linecap_retention_deleted_files_total", "Capture files deleted by retention.", MetricType::counter};
-inline constexpr MetricDecl kRetentionDeletedBytesMetric{
-    "linecap_retention_deleted_bytes_total", "Bytes deleted by retention (capture files and their sidecars).",
-    MetricType::counter};
+inline constexpr FieldMetric<RetentionCounts> kRetentionFilesMetric{
+    {"linecap_retention_files", "Finished capture files kept in the output directory.", MetricType::gauge},
+    &RetentionCounts::files};
+inline constexpr FieldMetric<RetentionCounts> kRetentionBytesMetric{
+    {"linecap_retention_bytes", "Bytes of the finished capture files kept, manifests and indexes included.",
+     MetricType::gauge},
+    &RetentionCounts::bytes};
+inline constexpr FieldMetric<RetentionCounts> kRetentionHeldFilesMetric{
+    {"linecap_retention_held_files", "Kept capture files that are on the legal hold list.", MetricType::gauge},
+    &RetentionCounts::held_files};
+inline constexpr FieldMetric<RetentionCounts> kRetentionBudgetUnmetMetric{
+    {"linecap_retention_budget_unmet",
+     "1 while a retention limit cannot be met (the remaining files are on hold, the hold list is unreadable, or "
+     "deleting failed).",
+     MetricType::gauge},
+    &RetentionCounts::budget_unmet};
+inline constexpr FieldMetric<RetentionCounts> kRetentionDeletedFilesMetric{
+    {"linecap_retention_deleted_files_total", "Capture files deleted by retention.", MetricType::counter},
+    &RetentionCounts::deleted_files};
+inline constexpr FieldMetric<RetentionCounts> kRetentionDeletedBytesMetric{
+    {"linecap_retention_deleted_bytes_total", "Bytes deleted by retention (capture files and their sidecars).",
+     MetricType::counter},
+    &RetentionCounts::deleted_bytes};
 
 struct FinishedFile {
     std::string name;            // in the output directory

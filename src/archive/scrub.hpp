@@ -42,48 +42,78 @@
 #include <string>
 
 #include "util/background_service.hpp"
+#include "util/counter.hpp"
 #include "util/metric.hpp"
 
 namespace linecap {
 
 // Written by the scrub thread, read by metrics (relaxed).
-struct ScrubCounters {
+// Counter is std::atomic for the scrub's live counters, uint64_t for a snapshot
+// (ScrubCounts; util/counter.hpp).
+template <class Counter>
+struct ScrubCountersOf {
     // Files checked, by result.
-    std::atomic<uint64_t> ok_files{0};
-    std::atomic<uint64_t> mismatched_files{0};    // bytes differ from the manifest: marked
-    std::atomic<uint64_t> missing_manifests{0};
-    std::atomic<uint64_t> bad_manifests{0};       // unreadable or unparsable manifest
-    std::atomic<uint64_t> unreadable_files{0};    // read error (logged)
-    std::atomic<uint64_t> bytes_read{0};
-    std::atomic<uint64_t> damaged_files{0};       // gauge: capture files carrying a marker
-    std::atomic<uint64_t> passes{0};              // completed passes (this run)
-    std::atomic<uint64_t> last_pass_end_ns{0};    // wall clock of the last completed pass; 0: none yet
-    std::atomic<uint64_t> period_s{0};            // as configured
-};
+    Counter ok_files{};
+    Counter mismatched_files{};    // bytes differ from the manifest: marked
+    Counter missing_manifests{};
+    Counter bad_manifests{};       // unreadable or unparsable manifest
+    Counter unreadable_files{};    // read error (logged)
+    Counter bytes_read{};
+    Counter damaged_files{};       // gauge: capture files carrying a marker
+    Counter passes{};              // completed passes (this run)
+    Counter last_pass_end_ns{};    // wall clock of the last completed pass; 0: none yet
+    Counter period_s{};            // as configured
 
-// The metrics read from ScrubCounters (only with output.scrub.enabled). damaged_files is
+    template <class F, class... Group>
+    static void fields(F&& f, Group&... g) {
+        f(g.ok_files...);
+        f(g.mismatched_files...);
+        f(g.missing_manifests...);
+        f(g.bad_manifests...);
+        f(g.unreadable_files...);
+        f(g.bytes_read...);
+        f(g.damaged_files...);
+        f(g.passes...);
+        f(g.last_pass_end_ns...);
+        f(g.period_s...);
+    }
+};
+struct ScrubCounters : ScrubCountersOf<std::atomic<uint64_t>> {};
+using ScrubCounts = ScrubCountersOf<uint64_t>;
+
+// The metrics read from ScrubCounts (only with output.scrub.enabled). damaged_files is
 // what the alert watches: a capture file whose bytes no longer match its manifest answers
 // queries with what it holds now, not with what was captured.
-inline constexpr MetricDecl kScrubFilesMetric{
-    "linecap_scrub_files_total",
-    "Finished capture files the background scrub checked against their manifests, by result: ok, mismatch (bytes "
-    "differ: marked damaged), no_manifest and bad_manifest (cannot be checked), unreadable (read error, logged).",
-    MetricType::counter};
-inline constexpr MetricDecl kScrubReadBytesMetric{"linecap_scrub_read_bytes_total",
-                                                  "Bytes of capture files the scrub read.", MetricType::counter};
-inline constexpr MetricDecl kScrubDamagedFilesMetric{
-    "linecap_scrub_damaged_files",
-    "Capture files marked damaged (NAME.damaged): their bytes no longer match their manifest.", MetricType::gauge};
-inline constexpr MetricDecl kScrubPassesMetric{"linecap_scrub_passes_total",
-                                               "Scrub passes over the whole store completed by this run.",
-                                               MetricType::counter};
-inline constexpr MetricDecl kScrubLastPassMetric{
-    "linecap_scrub_last_pass_completed_timestamp_seconds",
-    "When the last scrub pass over the whole store completed (Unix time, kept across restarts); 0: none yet.",
-    MetricType::gauge};
-inline constexpr MetricDecl kScrubPeriodMetric{"linecap_scrub_period_seconds",
-                                               "output.scrub.period: the store is re-read once per period.",
-                                               MetricType::gauge};
+inline constexpr FamilyMetric<ScrubCounts, 5> kScrubFilesMetric{
+    {"linecap_scrub_files_total",
+     "Finished capture files the background scrub checked against their manifests, by result: ok, mismatch (bytes "
+     "differ: marked damaged), no_manifest and bad_manifest (cannot be checked), unreadable (read error, logged).",
+     MetricType::counter},
+    "result",
+    {{"ok", &ScrubCounts::ok_files},
+     {"mismatch", &ScrubCounts::mismatched_files},
+     {"no_manifest", &ScrubCounts::missing_manifests},
+     {"bad_manifest", &ScrubCounts::bad_manifests},
+     {"unreadable", &ScrubCounts::unreadable_files}}};
+inline constexpr FieldMetric<ScrubCounts> kScrubReadBytesMetric{
+    {"linecap_scrub_read_bytes_total", "Bytes of capture files the scrub read.", MetricType::counter},
+    &ScrubCounts::bytes_read};
+inline constexpr FieldMetric<ScrubCounts> kScrubDamagedFilesMetric{
+    {"linecap_scrub_damaged_files",
+     "Capture files marked damaged (NAME.damaged): their bytes no longer match their manifest.", MetricType::gauge},
+    &ScrubCounts::damaged_files};
+inline constexpr FieldMetric<ScrubCounts> kScrubPassesMetric{
+    {"linecap_scrub_passes_total", "Scrub passes over the whole store completed by this run.", MetricType::counter},
+    &ScrubCounts::passes};
+inline constexpr FieldMetric<ScrubCounts> kScrubLastPassMetric{
+    {"linecap_scrub_last_pass_completed_timestamp_seconds",
+     "When the last scrub pass over the whole store completed (Unix time, kept across restarts); 0: none yet.",
+     MetricType::gauge},
+    &ScrubCounts::last_pass_end_ns,
+    1e9};
+inline constexpr FieldMetric<ScrubCounts> kScrubPeriodMetric{
+    {"linecap_scrub_period_seconds", "output.scrub.period: the store is re-read once per period.", MetricType::gauge},
+    &ScrubCounts::period_s};
 
 struct ScrubOptions {
     std::string directory;

@@ -66,7 +66,7 @@ std::optional<StoredFile> describe(int dir_fd, const std::string& directory, con
     } else {
         return std::nullopt;
     }
-    f.format = layout::capture_format(capture).value_or(FileFormat::pcap);
+    f.format = layout::capture_format(capture).value_or(FileKind::pcap);
     f.compression_unfinished = present.plain && present.compressed;
     f.stored_size = static_cast<uint64_t>(st.st_size);
     f.mtime_ns = stat_mtime_ns(st);

@@ -42,7 +42,7 @@ struct StoredFile {
     std::string name;             // the capture file's name, "x.pcap" (also when stored compressed)
     std::string path;             // directory/name: how messages name it; its sidecars are path + suffix
     std::string stored_name;      // the name that holds its bytes: name, or layout::compressed_name(name)
-    FileFormat format = FileFormat::pcap;  // by extension
+    FileKind format = FileKind::pcap;  // by extension
     bool compressed = false;      // the bytes are stored compressed (name.zst), the plain file is gone
     bool compression_unfinished = false;   // name and name.zst both there: name holds the bytes
     uint64_t size = 0;            // capture bytes (compressed: only with ListOptions::capture_sizes, else 0)

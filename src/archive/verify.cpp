@@ -17,15 +17,13 @@
 #include "archive/layout.hpp"
 #include "archive/manifest.hpp"
 #include "archive/store_inventory.hpp"
+#include "util/command_line.hpp"
 #include "util/unique_fd.hpp"
 #include "util/utc_time.hpp"
 
 namespace linecap {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFindings = 1;
-constexpr int kExitUsage = 64;
 
 std::string seconds_text(uint64_t ns) {
     char text[32];
@@ -199,7 +197,7 @@ std::vector<std::string> manifest_differences(const StoredFile& f, const ReadBac
         for (std::string& d : compressed_differences(m, f.stored_name, r.stored.file_bytes, r.stored.sha256))
             diffs.push_back(std::move(d));
     if (r.scan.header_valid) {
-        differ(diffs, "format", to_string(r.scan.format), m.format);
+        differ(diffs, "format", format_name(r.scan), m.format);
         differ(diffs, "packets", std::to_string(r.scan.packets), std::to_string(m.packets));
         if (r.scan.packets > 0 || m.packets > 0) {
             differ(diffs, "first_ns", std::to_string(r.scan.first_ns), std::to_string(m.first_ns));
@@ -339,47 +337,40 @@ int verify_command(int argc, char** argv) {
                      "traffic longer than DURATION, e.g. 10s or 5m).\n"
                      "One line per finding, then a summary. Exit: 0 no findings, 1 findings, 64 usage.\n");
     };
+    static constexpr OptionSpec kOptions[] = {
+        {"--max-gap", true}, {"-v"}, {"--verbose", false, "-v"}, {"-h"}, {"--help", false, "-h"},
+    };
+    const CommandLine args = parse_command_line(argc, argv, 1, kOptions, true);
     VerifyOptions options;
-    std::vector<std::string> positional;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "-h" || arg == "--help") {
+    for (const auto& [name, value] : args.options) {  // in order: --help acts where it stands
+        if (name == "-h") {
             usage(stdout);
             return kExitOk;
         }
-        if (arg == "-v" || arg == "--verbose") {
-            options.verbose = true;
-        } else if (arg == "--max-gap" || arg.starts_with("--max-gap=")) {
-            std::string value;
-            if (arg == "--max-gap") {
-                if (i + 1 >= argc) {
-                    std::fprintf(stderr, "linecapd verify: --max-gap needs a duration\n");
-                    return kExitUsage;
-                }
-                value = argv[++i];
-            } else {
-                value = arg.substr(std::string("--max-gap=").size());
-            }
-            const Result<uint64_t> seconds = parse_duration(value);
-            if (!seconds || seconds.value() == 0) {
-                std::fprintf(stderr, "linecapd verify: --max-gap: expected a duration like 30s or 5m, got '%s'\n",
-                             value.c_str());
-                return kExitUsage;
-            }
-            options.max_gap_ns = seconds.value() * 1000000000ull;
-        } else if (arg.starts_with("-") && arg != "-") {
-            std::fprintf(stderr, "linecapd verify: unknown option '%s'\n", arg.c_str());
-            usage(stderr);
+        if (name == "-v") options.verbose = true;
+        if (name != "--max-gap") continue;
+        const Result<uint64_t> seconds = parse_duration(value);
+        if (!seconds || seconds.value() == 0) {
+            std::fprintf(stderr, "linecapd verify: --max-gap: expected a duration like 30s or 5m, got '%s'\n",
+                         value.c_str());
             return kExitUsage;
-        } else {
-            positional.push_back(arg);
         }
+        options.max_gap_ns = seconds.value() * 1000000000ull;
     }
-    if (positional.size() != 1) {
+    if (args.problem == CommandLine::Problem::missing_value) {
+        std::fprintf(stderr, "linecapd verify: --max-gap needs a duration\n");
+        return kExitUsage;
+    }
+    if (!args.ok()) {
+        std::fprintf(stderr, "linecapd verify: %s\n", args.error().c_str());
         usage(stderr);
         return kExitUsage;
     }
-    options.directory = positional[0];
+    if (args.operands.size() != 1) {
+        usage(stderr);
+        return kExitUsage;
+    }
+    options.directory = args.operands[0];
     const Result<VerifyReport> report = verify_directory(options, [](const std::string& line) {
         std::fputs(line.c_str(), stdout);
         std::fputc('\n', stdout);
@@ -387,9 +378,9 @@ int verify_command(int argc, char** argv) {
     std::fflush(stdout);
     if (!report) {
         std::fprintf(stderr, "linecapd verify: %s\n", report.error().message.c_str());
-        return kExitFindings;
+        return kExitFailure;
     }
-    return report->findings() == 0 ? kExitOk : kExitFindings;
+    return report->findings() == 0 ? kExitOk : kExitFailure;
 }
 
 }  // namespace linecap

@@ -58,18 +58,18 @@ static inline void copy_packet_data(uint8_t* dst, const rte_mbuf* m, uint32_t le
 }
 
 // Bytes one record takes in a block, by file format.
-template <FileFormat F>
+template <FileKind F>
 static inline uint32_t record_bytes(uint32_t caplen) {
-    if constexpr (F == FileFormat::pcap) return static_cast<uint32_t>(pcap::record_size(caplen));
+    if constexpr (F == FileKind::pcap) return static_cast<uint32_t>(pcap::record_size(caplen));
     return static_cast<uint32_t>(pcapng::record_size(caplen));
 }
 
 // Encodes one record at `dst` (header, data, pcapng trailer); returns where it ends.
 // `t` is ts_ns split for pcap (pcap::record_time), done once per burst by the caller.
-template <FileFormat F>
+template <FileKind F>
 static inline uint8_t* write_record(uint8_t* dst, const rte_mbuf* m, uint32_t caplen, uint64_t ts_ns,
                                     [[maybe_unused]] pcap::RecordTime t) {
-    if constexpr (F == FileFormat::pcap) {
+    if constexpr (F == FileKind::pcap) {
         dst += pcap::encode_record_header(dst, t, caplen, m->pkt_len);
         copy_packet_data(dst, m, caplen);
         return dst + caplen;
@@ -83,7 +83,7 @@ static inline uint8_t* write_record(uint8_t* dst, const rte_mbuf* m, uint32_t ca
 
 // The caller has checked block.room() >= record_bytes<F>(caplen). pcap unless told
 // otherwise (what the tests of the record layout exercise).
-template <FileFormat F = FileFormat::pcap>
+template <FileKind F = FileKind::pcap>
 static inline void append_record(WriteBlock& block, const rte_mbuf* m, uint32_t caplen, uint64_t ts_ns) {
     write_record<F>(block.tail(), m, caplen, ts_ns, pcap::record_time(ts_ns));
     block.used += record_bytes<F>(caplen);
@@ -117,7 +117,7 @@ static inline uint32_t kept_snaplen(const uint64_t* keep, uint16_t i, uint32_t s
     return keep == nullptr ? snaplen : static_cast<uint32_t>(std::min<uint64_t>(keep[i], snaplen));
 }
 
-template <FileFormat F>
+template <FileKind F>
 static inline BurstSize measure_burst(rte_mbuf* const* pkts, uint16_t n, const uint64_t* keep, uint32_t snaplen) {
     BurstSize s;
     for (uint16_t i = 0; i < n; ++i) {
@@ -132,8 +132,8 @@ static inline BurstSize measure_burst(rte_mbuf* const* pkts, uint16_t n, const u
 }
 
 // Where a record's packet bytes start, from the record's start.
-template <FileFormat F>
-inline constexpr uint32_t record_data_offset = F == FileFormat::pcap ? sizeof(pcap::RecordHeader) : pcapng::kEpbHeaderSize;
+template <FileKind F>
+inline constexpr uint32_t record_data_offset = F == FileKind::pcap ? sizeof(pcap::RecordHeader) : pcapng::kEpbHeaderSize;
 
 // append_burst's default recorder: nobody asks where the packets went (compiles away).
 struct NoRecorder {
@@ -145,7 +145,7 @@ struct NoRecorder {
 // measure_burst(...).record_bytes; an empty block's first_ts_ns becomes the first kept
 // packet's. `on_record(i, bytes, caplen, m)` learns where each packet's bytes went
 // (bytes == nullptr: not written); capture/dedup.hpp's DedupRecorder remembers them.
-template <FileFormat F, class Recorder = NoRecorder, class Times>
+template <FileKind F, class Recorder = NoRecorder, class Times>
 static inline void append_burst(WriteBlock& block, rte_mbuf* const* pkts, uint16_t n, const uint64_t* keep,
                                 uint32_t snaplen, Times times, const BurstSize& size, Recorder on_record = {}) {
     const auto ts = burst_times(times);

@@ -73,7 +73,7 @@ inline WriteBlock* block_with_room(WorkerQueue& q, uint32_t need) {
 }
 
 // One burst (or the part of one within a file), stamped `ts` (BurstTime or PacketTimes).
-template <FileFormat F, class Times>
+template <FileKind F, class Times>
 inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc, Times ts) {
     const CapturePolicy* policy = q.policy->load(std::memory_order_acquire);
 
@@ -164,7 +164,7 @@ inline void capture_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t 
 
 // A burst stamped per packet: split where it crosses the stream's rotation boundary, so
 // every packet lands in the file of its own interval.
-template <FileFormat F>
+template <FileKind F>
 inline void capture_stamped_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc, uint64_t burst_ns,
                                   uint64_t interval_ns) {
     uint64_t ts[kMaxBurst];
@@ -187,7 +187,7 @@ inline void capture_stamped_burst(WorkerQueue& q, rte_mbuf** pkts, uint16_t n, u
 }
 
 // The poll loop, compiled once per file format so the record encoding is inlined.
-template <FileFormat F>
+template <FileKind F>
 int worker_loop(WorkerContext& w) {
     WorkerControl& control = *w.control;
     const uint16_t burst = std::min<uint16_t>(w.burst, kMaxBurst);
@@ -307,7 +307,7 @@ int worker_loop(WorkerContext& w) {
 
 int worker_main(void* arg) {
     WorkerContext& w = *static_cast<WorkerContext*>(arg);
-    return w.format == FileFormat::pcapng ? worker_loop<FileFormat::pcapng>(w) : worker_loop<FileFormat::pcap>(w);
+    return w.format == FileKind::pcapng ? worker_loop<FileKind::pcapng>(w) : worker_loop<FileKind::pcap>(w);
 }
 
 }  // namespace linecap

@@ -73,7 +73,7 @@ struct alignas(RTE_CACHE_LINE_SIZE) WorkerContext {
     uint16_t burst = 64;
     unsigned idle_sleep_us = 0;         // sleep after a loop that found no packet; 0 = never
     unsigned sleep_below = 1;           // ... or fewer packets than this
-    FileFormat format = FileFormat::pcap;  // record encoding the writer expects
+    FileKind format = FileKind::pcap;  // record encoding the writer expects
 };
 
 // rte_eal_remote_launch entry point; arg is a WorkerContext*.

@@ -101,9 +101,9 @@ constexpr NamedValue<TimestampMode> kTimestampModes[] = {
     {"port", TimestampMode::port},
     {"tsc", TimestampMode::tsc},
 };
-constexpr NamedValue<FileFormat> kFileFormats[] = {
-    {"pcap", FileFormat::pcap},
-    {"pcapng", FileFormat::pcapng},
+constexpr NamedValue<FileKind> kFileFormats[] = {
+    {"pcap", FileKind::pcap},
+    {"pcapng", FileKind::pcapng},
 };
 
 constexpr std::string_view kLogLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
@@ -597,7 +597,7 @@ OutputConfig read_output(const YamlMap& output, const CaptureConfig& capture) {
     OutputConfig config;
     config.directory = read_absolute_path(output.require("directory", "the absolute path of the capture directory"),
                                           "the capture directory");
-    if (const auto v = output.get("format")) config.format = v->as_one_of<FileFormat>(kFileFormats);
+    if (const auto v = output.get("format")) config.format = v->as_one_of<FileKind>(kFileFormats);
     if (const auto v = output.get("file_template")) config.file_template = read_file_template(*v);
     const YamlMap rotate = output.section("rotate", kRotateKeys);
     read_rotation(rotate, config);
@@ -742,7 +742,6 @@ Result<std::string> read_file(const std::string& path) {
 bool PortConfig::is_pci() const { return normalize_pci_address(device).has_value(); }
 
 const char* to_string(RssMode mode) { return name_of(mode, kRssModes); }
-const char* to_string(FileFormat format) { return name_of(format, kFileFormats); }
 const char* to_string(TimestampMode mode) { return name_of(mode, kTimestampModes); }
 const char* to_string(WriterCpus cpus) { return name_of(cpus, kWriterCpus); }
 

@@ -11,6 +11,7 @@
 #include "config/file_template.hpp"
 #include "config/values.hpp"  // parse_lcore_list, parse_size, parse_duration, ...
 #include "util/cpu_set.hpp"
+#include "util/file_kind.hpp"
 #include "util/result.hpp"
 
 namespace linecap {
@@ -122,7 +123,6 @@ struct CaptureConfig {
     bool operator==(const CaptureConfig&) const = default;
 };
 
-enum class FileFormat { pcap, pcapng };
 enum class FsyncPolicy { none, rotate, interval };
 // Where the writer threads run: on the control lcore's CPU (with the metrics endpoint and
 // the background threads), or on the workers' CPUs, taking what the workers leave.
@@ -160,7 +160,7 @@ struct CompressConfig {
 
 struct OutputConfig {
     std::string directory = "/var/lib/linecap";
-    FileFormat format = FileFormat::pcap;
+    FileKind format = FileKind::pcap;
     // File name template without extension (config/file_template.hpp); FileTemplate::compile
     // accepts it. The extension is added by format.
     std::string file_template = kDefaultFileTemplate;
@@ -246,7 +246,6 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
 std::vector<std::string> config_key_paths();
 
 const char* to_string(RssMode mode);
-const char* to_string(FileFormat format);
 const char* to_string(TimestampMode mode);
 const char* to_string(WriterCpus cpus);
 

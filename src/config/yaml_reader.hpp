@@ -35,7 +35,7 @@ std::string format_problem(std::string_view source, int line, std::string_view p
 // The keys a mapping may hold, in the order they are listed in error messages.
 using KeyList = std::span<const std::string_view>;
 
-// A name and the value it stands for, e.g. {"pcapng", FileFormat::pcapng}.
+// A name and the value it stands for, e.g. {"pcapng", FileKind::pcapng}.
 template <typename T>
 using NamedValue = std::pair<std::string_view, T>;
 

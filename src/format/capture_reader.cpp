@@ -100,8 +100,6 @@ uint64_t add_seconds(uint64_t ns, int64_t s) {
 
 }  // namespace
 
-const char* to_string(FileKind kind) { return kind == FileKind::pcapng ? "pcapng" : "pcap"; }
-
 std::optional<FileKind> kind_of_magic(uint32_t magic) {
     switch (magic) {
         case pcapng::kSectionHeaderBlock: return FileKind::pcapng;

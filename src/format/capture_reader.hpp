@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "format/pcap_format.hpp"
+#include "util/file_kind.hpp"
 #include "util/result.hpp"
 
 namespace linecap::format {
@@ -55,8 +56,6 @@ namespace linecap::format {
 // own bound on a block (sf-pcapng.c), far above any packet block (kMaxSnaplen + options).
 inline constexpr uint32_t kMaxBlockBytes = 16u << 20;
 
-enum class FileKind : uint8_t { pcap, pcapng };
-const char* to_string(FileKind kind);
 // What a file's first four bytes say it is (nullopt: neither).
 std::optional<FileKind> kind_of_magic(uint32_t magic);
 

@@ -10,49 +10,11 @@ namespace {
 
 uint64_t load(const std::atomic<uint64_t>& value) { return value.load(std::memory_order_relaxed); }
 
-RetentionSample sample_retention(const RetentionCounters* r) {
-    RetentionSample s;
-    if (r == nullptr) return s;
-    const uint64_t oldest = load(r->oldest_packet_ns);
-    const uint64_t now = utc_now_ns();
-    if (oldest != 0 && now > oldest) s.horizon_seconds = static_cast<double>(now - oldest) / 1e9;
-    s.files = load(r->files);
-    s.bytes = load(r->bytes);
-    s.held_files = load(r->held_files);
-    s.deleted_files = load(r->deleted_files);
-    s.deleted_bytes = load(r->deleted_bytes);
-    s.budget_unmet = load(r->budget_unmet) != 0;
-    return s;
-}
-
-std::optional<ManifestSample> sample_manifest(const ManifestCounters* c) {
-    if (c == nullptr) return std::nullopt;
-    // Read as gauges by two threads' fetch_add/fetch_sub: never negative, since the bytes
-    // are counted in before the hasher can count them out.
-    return ManifestSample{load(c->backlog_bytes), load(c->backlog_files), load(c->hashed_bytes),
-                          load(c->written_files), load(c->failed_files),  load(c->deleted_files)};
-}
-
-std::optional<IndexingSample> sample_indexing(const IndexingCounters* c) {
-    if (c == nullptr) return std::nullopt;
-    return IndexingSample{load(c->built_files),  load(c->failed_files), load(c->skipped_files),
-                          load(c->queued_files), load(c->pcap_bytes),   load(c->index_bytes),
-                          static_cast<double>(load(c->busy_ns)) / 1e9};
-}
-
-std::optional<CompressSample> sample_compressing(const CompressCounters* c) {
-    if (c == nullptr) return std::nullopt;
-    return CompressSample{load(c->compressed_files), load(c->failed_files), load(c->pcap_bytes),
-                          load(c->compressed_bytes), static_cast<double>(load(c->cpu_ns)) / 1e9};
-}
-
-std::optional<ScrubSample> sample_scrub(const ScrubCounters* c) {
-    if (c == nullptr) return std::nullopt;
-    return ScrubSample{load(c->ok_files),         load(c->mismatched_files), load(c->missing_manifests),
-                       load(c->bad_manifests),    load(c->unreadable_files), load(c->bytes_read),
-                       load(c->damaged_files),    load(c->passes),
-                       static_cast<double>(load(c->last_pass_end_ns)) / 1e9,
-                       static_cast<double>(load(c->period_s))};
+// A service's counters, when it runs.
+template <template <class> class Of>
+std::optional<Of<uint64_t>> counts_if(const Of<std::atomic<uint64_t>>* live) {
+    if (live == nullptr) return std::nullopt;
+    return read_counts(*live);
 }
 
 }  // namespace
@@ -153,11 +115,12 @@ void MetricsCollector::collect() {
     }
     if (filesystem_ && !views_.output_directory.empty()) next.filesystem = filesystem_(views_.output_directory);
     if (views_.backlog_blocks) next.backlog_blocks = views_.backlog_blocks();
-    next.retention = sample_retention(views_.retention);
-    next.manifest = sample_manifest(views_.manifest);
-    next.indexing = sample_indexing(views_.indexing);
-    next.compressing = sample_compressing(views_.compressing);
-    next.scrub = sample_scrub(views_.scrub);
+    next.collected_ns = utc_now_ns();
+    if (views_.retention != nullptr) next.retention = read_counts(*views_.retention);
+    next.manifest = counts_if(views_.manifest);
+    next.indexing = counts_if(views_.indexing);
+    next.compressing = counts_if(views_.compressing);
+    next.scrub = counts_if(views_.scrub);
     if (views_.clock_quality != nullptr)
         next.clock = ClockQualitySample{views_.clock_quality->sample(), views_.clock_quality->steps(),
                                         views_.clock_quality->status_source()};

@@ -176,68 +176,66 @@ MetricFamily write_latency(const LatencySample& sample) {
     return f;
 }
 
+// A family of one unlabelled series: one field of a counter group.
+template <class Counts>
+void push(std::vector<MetricFamily>& out, const FieldMetric<Counts>& metric, const Counts& counts) {
+    push(out, metric.decl, metric.value(counts));
+}
+
+// A family of one counter series per label value, each one field of a counter group.
+template <class Counts, size_t N>
+void push(std::vector<MetricFamily>& out, const FamilyMetric<Counts, N>& metric, const Counts& counts) {
+    MetricFamily f = family(metric.decl);
+    for (const LabelledField<Counts>& s : metric.series)
+        add_counter(f, {{std::string(metric.label), std::string(s.label_value)}}, counts.*s.field);
+    out.push_back(std::move(f));
+}
+
 // Always exported (zeros without a writer): the horizon is meaningful with or without
 // retention limits — it is how far back the kept files reach.
-void add_retention_families(std::vector<MetricFamily>& out, const RetentionSample& r) {
-    push(out, kRetentionHorizonMetric, r.horizon_seconds);
-    push(out, kRetentionFilesMetric, static_cast<double>(r.files));
-    push(out, kRetentionBytesMetric, static_cast<double>(r.bytes));
-    push(out, kRetentionHeldFilesMetric, static_cast<double>(r.held_files));
-    push(out, kRetentionBudgetUnmetMetric, r.budget_unmet ? 1 : 0);
-    push(out, kRetentionDeletedFilesMetric, static_cast<double>(r.deleted_files));
-    push(out, kRetentionDeletedBytesMetric, static_cast<double>(r.deleted_bytes));
+void add_retention_families(std::vector<MetricFamily>& out, const RetentionCounts& r, uint64_t now_ns) {
+    push(out, kRetentionHorizonMetric, retention_horizon_seconds(r, now_ns));
+    push(out, kRetentionFilesMetric, r);
+    push(out, kRetentionBytesMetric, r);
+    push(out, kRetentionHeldFilesMetric, r);
+    push(out, kRetentionBudgetUnmetMetric, r);  // written 0 or 1
+    push(out, kRetentionDeletedFilesMetric, r);
+    push(out, kRetentionDeletedBytesMetric, r);
 }
 
 // Only with output.manifest on.
-void add_manifest_families(std::vector<MetricFamily>& out, const ManifestSample& s) {
-    push(out, kManifestBacklogBytesMetric, static_cast<double>(s.backlog_bytes));
-    push(out, kManifestBacklogFilesMetric, static_cast<double>(s.backlog_files));
-    push(out, kManifestHashedBytesMetric, static_cast<double>(s.hashed_bytes));
-    MetricFamily files = family(kManifestFilesMetric);
-    add_counter(files, {{"result", "written"}}, s.written_files);
-    add_counter(files, {{"result", "failed"}}, s.failed_files);
-    add_counter(files, {{"result", "deleted"}}, s.deleted_files);
-    out.push_back(std::move(files));
+void add_manifest_families(std::vector<MetricFamily>& out, const ManifestCounts& c) {
+    push(out, kManifestBacklogBytesMetric, c);
+    push(out, kManifestBacklogFilesMetric, c);
+    push(out, kManifestHashedBytesMetric, c);
+    push(out, kManifestFilesMetric, c);
 }
 
 // Only with output.index on.
-void add_indexing_families(std::vector<MetricFamily>& out, const IndexingSample& s) {
-    MetricFamily files = family(kIndexFilesMetric);
-    add_counter(files, {{"result", "built"}}, s.built_files);
-    add_counter(files, {{"result", "failed"}}, s.failed_files);
-    add_counter(files, {{"result", "skipped"}}, s.skipped_files);
-    out.push_back(std::move(files));
-    push(out, kIndexQueuedFilesMetric, static_cast<double>(s.queued_files));
-    push(out, kIndexSourceBytesMetric, static_cast<double>(s.pcap_bytes));
-    push(out, kIndexBytesMetric, static_cast<double>(s.index_bytes));
-    push(out, kIndexBusySecondsMetric, s.busy_seconds);
+void add_indexing_families(std::vector<MetricFamily>& out, const IndexingCounts& c) {
+    push(out, kIndexFilesMetric, c);
+    push(out, kIndexQueuedFilesMetric, c);
+    push(out, kIndexSourceBytesMetric, c);
+    push(out, kIndexBytesMetric, c);
+    push(out, kIndexBusySecondsMetric, c);
 }
 
 // Only with output.compress on.
-void add_compress_families(std::vector<MetricFamily>& out, const CompressSample& s) {
-    MetricFamily files = family(kCompressFilesMetric);
-    add_counter(files, {{"result", "compressed"}}, s.compressed_files);
-    add_counter(files, {{"result", "failed"}}, s.failed_files);
-    out.push_back(std::move(files));
-    push(out, kCompressSourceBytesMetric, static_cast<double>(s.pcap_bytes));
-    push(out, kCompressBytesMetric, static_cast<double>(s.compressed_bytes));
-    push(out, kCompressCpuSecondsMetric, s.cpu_seconds);
+void add_compress_families(std::vector<MetricFamily>& out, const CompressCounts& c) {
+    push(out, kCompressFilesMetric, c);
+    push(out, kCompressSourceBytesMetric, c);
+    push(out, kCompressBytesMetric, c);
+    push(out, kCompressCpuSecondsMetric, c);
 }
 
 // Only with output.scrub.enabled.
-void add_scrub_families(std::vector<MetricFamily>& out, const ScrubSample& s) {
-    MetricFamily files = family(kScrubFilesMetric);
-    add_counter(files, {{"result", "ok"}}, s.ok_files);
-    add_counter(files, {{"result", "mismatch"}}, s.mismatched_files);
-    add_counter(files, {{"result", "no_manifest"}}, s.missing_manifests);
-    add_counter(files, {{"result", "bad_manifest"}}, s.bad_manifests);
-    add_counter(files, {{"result", "unreadable"}}, s.unreadable_files);
-    out.push_back(std::move(files));
-    push(out, kScrubReadBytesMetric, static_cast<double>(s.bytes_read));
-    push(out, kScrubDamagedFilesMetric, static_cast<double>(s.damaged_files));
-    push(out, kScrubPassesMetric, static_cast<double>(s.passes));
-    push(out, kScrubLastPassMetric, s.last_pass_end_seconds);
-    push(out, kScrubPeriodMetric, s.period_seconds);
+void add_scrub_families(std::vector<MetricFamily>& out, const ScrubCounts& c) {
+    push(out, kScrubFilesMetric, c);
+    push(out, kScrubReadBytesMetric, c);
+    push(out, kScrubDamagedFilesMetric, c);
+    push(out, kScrubPassesMetric, c);
+    push(out, kScrubLastPassMetric, c);
+    push(out, kScrubPeriodMetric, c);
 }
 
 void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& snapshot) {
@@ -249,7 +247,7 @@ void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& 
     }
     push(out, kWriterBacklogMetric, static_cast<double>(snapshot.backlog_blocks));
     if (snapshot.write_latency) out.push_back(write_latency(*snapshot.write_latency));
-    add_retention_families(out, snapshot.retention);
+    add_retention_families(out, snapshot.retention, snapshot.collected_ns);
     if (snapshot.manifest) add_manifest_families(out, *snapshot.manifest);
     if (snapshot.indexing) add_indexing_families(out, *snapshot.indexing);
     if (snapshot.compressing) add_compress_families(out, *snapshot.compressing);

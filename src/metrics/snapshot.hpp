@@ -15,7 +15,10 @@
 #include "capture/counters.hpp"
 #include "dpdk/rx_timestamp.hpp"
 #include "metrics/port_stats.hpp"
+#include "archive/scrub.hpp"
 #include "output/writer.hpp"
+#include "archive/compress.hpp"
+#include "archive/index_service.hpp"
 
 namespace linecap {
 
@@ -47,61 +50,6 @@ struct WorkerSample {
 struct LatencySample {
     std::array<uint64_t, WriteLatency::kBuckets> per_bucket{};  // not cumulative; last = overflow
     uint64_t sum_ns = 0;
-};
-
-// Retention (archive/retention.hpp; metrics declared next to RetentionCounters).
-struct RetentionSample {
-    double horizon_seconds = 0;       // age of the oldest packet kept; 0 when nothing is kept
-    uint64_t files = 0;
-    uint64_t bytes = 0;
-    uint64_t held_files = 0;
-    uint64_t deleted_files = 0;
-    uint64_t deleted_bytes = 0;
-    bool budget_unmet = false;
-};
-
-// The background indexer (archive/index_service.hpp); absent when output.index is off.
-struct IndexingSample {
-    uint64_t built_files = 0;
-    uint64_t failed_files = 0;
-    uint64_t skipped_files = 0;
-    uint64_t queued_files = 0;
-    uint64_t pcap_bytes = 0;
-    uint64_t index_bytes = 0;
-    double busy_seconds = 0;
-};
-
-// The background compressor (archive/compress.hpp); absent when output.compress is off.
-struct CompressSample {
-    uint64_t compressed_files = 0;
-    uint64_t failed_files = 0;
-    uint64_t pcap_bytes = 0;
-    uint64_t compressed_bytes = 0;
-    double cpu_seconds = 0;
-};
-
-// The manifest hasher (ManifestCounters, output/writer.hpp); absent when output.manifest is off.
-struct ManifestSample {
-    uint64_t backlog_bytes = 0;
-    uint64_t backlog_files = 0;
-    uint64_t hashed_bytes = 0;
-    uint64_t written_files = 0;
-    uint64_t failed_files = 0;
-    uint64_t deleted_files = 0;
-};
-
-// The background scrub (archive/scrub.hpp); absent when output.scrub.enabled is off.
-struct ScrubSample {
-    uint64_t ok_files = 0;
-    uint64_t mismatched_files = 0;
-    uint64_t missing_manifests = 0;
-    uint64_t bad_manifests = 0;
-    uint64_t unreadable_files = 0;
-    uint64_t bytes_read = 0;
-    uint64_t damaged_files = 0;
-    uint64_t passes = 0;
-    double last_pass_end_seconds = 0;  // Unix time; 0: no pass completed yet
-    double period_seconds = 0;
 };
 
 // The host clock (util/clock_quality.hpp), metrics linecap_clock_*.
@@ -141,11 +89,13 @@ struct MetricsSnapshot {
     std::optional<LatencySample> write_latency;
     std::optional<FilesystemUsage> filesystem;
     uint64_t backlog_blocks = 0;
-    RetentionSample retention;
-    std::optional<ManifestSample> manifest;
-    std::optional<IndexingSample> indexing;
-    std::optional<CompressSample> compressing;
-    std::optional<ScrubSample> scrub;
+    uint64_t collected_ns = 0;        // wall clock of the collection (the retention horizon's "now")
+    // The background services' counters (metrics declared next to each group).
+    RetentionCounts retention;                 // output/writer.hpp; zeros without a writer
+    std::optional<ManifestCounts> manifest;    // output/writer.hpp; absent: output.manifest off
+    std::optional<IndexingCounts> indexing;     // store/index_service.hpp; absent: output.index off
+    std::optional<CompressCounts> compressing;  // store/compress.hpp; absent: output.compress off
+    std::optional<ScrubCounts> scrub;          // output/scrub.hpp; absent: output.scrub.enabled off
     std::optional<ClockQualitySample> clock;
 };
 

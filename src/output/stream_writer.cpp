@@ -76,7 +76,7 @@ StreamWriter::StreamWriter(const WriterContext& context, uint32_t index, const S
 StreamWriter::~StreamWriter() = default;
 
 std::vector<uint8_t> StreamWriter::encode_file_header(uint32_t snaplen) const {
-    if (context_.config.format == FileFormat::pcapng) {
+    if (context_.config.format == FileKind::pcapng) {
         pcapng::InterfaceInfo interface{id_.port + ":" + std::to_string(id_.queue), device_, snaplen};
         interface.comment = "linecap timestamps: " + clock_.source +
                             (clock_.port_clock.empty() ? "" : " (" + clock_.port_clock + ")") +
@@ -203,69 +203,98 @@ bool StreamWriter::open_file(const WriteBlock& block) {
     return true;
 }
 
+StreamWriter::SpanCounts StreamWriter::span_counts(const CaptureCounts& capture) const {
+    SpanCounts c;
+    c.packets = file_.packets();
+    c.drops.writer_full = since(capture.writer_full_packets, span_.capture_at_start.writer_full_packets);
+    c.drops.write_error = span_.write_error;
+    c.drops.disk_full = span_.disk_full;
+    c.filtered = since(capture.filtered_packets, span_.capture_at_start.filtered_packets);
+    // The capture policies' counts in the span: packets they kept out are, like filtered
+    // ones, received and not accepted (pcapng), and not drops.
+    c.flow_cap = flow_cap_;
+    if (c.flow_cap) {
+        c.flow_cap->cut = since(capture.flow_cap_cut_packets, span_.capture_at_start.flow_cap_cut_packets);
+        c.flow_cap->dropped = since(capture.flow_cap_dropped_packets, span_.capture_at_start.flow_cap_dropped_packets);
+    }
+    c.dedup = dedup_;
+    if (c.dedup) c.dedup->suppressed = since(capture.dedup_packets, span_.capture_at_start.dedup_packets);
+    c.not_accepted = c.filtered + (c.flow_cap ? c.flow_cap->dropped : 0) + (c.dedup ? c.dedup->suppressed : 0);
+    c.received = c.packets + c.drops.total() + c.not_accepted;
+    return c;
+}
+
+void StreamWriter::append_statistics(const SpanCounts& c, const ManifestClock& clock, uint64_t now_ns) {
+    const ManifestDrops& drops = c.drops;
+    pcapng::IsbCounts isb;
+    isb.timestamp_ns = now_ns;
+    isb.start_ns = file_first_ns_;
+    isb.end_ns = file_last_ns_;
+    isb.ifrecv = c.received;
+    isb.ifdrop = drops.total();
+    isb.filteraccept = c.received - c.not_accepted;
+    isb.comment = "linecap drops in this file's span: writer_full=" + std::to_string(drops.writer_full) +
+                  " write_error=" + std::to_string(drops.write_error) + " disk_full=" + std::to_string(drops.disk_full) +
+                  "; NIC drops (imissed, ierrors, rx_nombuf) are per port and not included";
+    if (const auto& flow_cap = c.flow_cap) {
+        isb.comment += "; flow cap on (" +
+                       (flow_cap->bytes ? std::to_string(flow_cap->bytes) + " bytes"
+                                        : std::to_string(flow_cap->packets) + " packets") +
+                       " per flow, then " +
+                       (flow_cap->snaplen_after ? std::to_string(flow_cap->snaplen_after) + " bytes per packet"
+                                                : std::string("not written")) +
+                       (flow_cap->filter.empty() ? "" : ", filter '" + flow_cap->filter + "'") +
+                       "): cut=" + std::to_string(flow_cap->cut) + " not written=" + std::to_string(flow_cap->dropped);
+    }
+    if (c.dedup) {
+        isb.comment += "; duplicate suppression on (window " + std::to_string(c.dedup->window_us) +
+                       " us): not written=" + std::to_string(c.dedup->suppressed);
+    }
+    isb.comment += "; clock: timestamps " + clock.source + (clock.port_clock.empty() ? "" : " (" + clock.port_clock + ")") +
+                   ", host clock " + clock.sync + " est_error_ns=" + std::to_string(clock.est_error_ns) +
+                   " max_error_ns=" + std::to_string(clock.max_error_ns) + " steps=" + std::to_string(clock.steps) +
+                   (clock.status_source.empty() ? "" : " (status from " + clock.status_source + ")");
+    const std::vector<uint8_t> block = pcapng::statistics_block(isb);
+    if (const IoStatus status = file_.append(block, 0); !status.ok()) {
+        spdlog::warn("{}: {} without its statistics block: {} (the file is complete otherwise)", label_,
+                     path_of(file_.in_progress_name()), status.message());
+        ask_room_if_full(status);
+    } else if (context_.hasher != nullptr) {
+        context_.hasher->appended(index_, file_.size());
+    }
+}
+
+Manifest StreamWriter::manifest_for(const SpanCounts& c, const ManifestClock& clock, uint64_t size,
+                                    uint64_t span_start_ns, uint64_t span_end_ns) const {
+    Manifest m;
+    m.file = file_.final_name();
+    m.format = to_string(context_.config.format);
+    m.size = size;
+    m.packets = c.packets;
+    m.first_ns = file_first_ns_;
+    m.last_ns = file_last_ns_;
+    m.drops = c.drops;
+    m.received = c.received;
+    m.filtered = c.filtered;
+    m.flow_cap = c.flow_cap;
+    m.dedup = c.dedup;
+    m.clock = clock;
+    m.span_start_ns = span_start_ns;
+    m.span_end_ns = span_end_ns;
+    m.stream = ManifestStream{id_.port, id_.port_id, id_.queue};
+    m.run = context_.run_id;
+    m.seq = file_seq_;
+    m.linecap_version = LINECAP_VERSION;
+    return m;
+}
+
 void StreamWriter::finalise_file() {
     const uint64_t now_ns = utc_now_ns();
     const CaptureCounts capture = capture_counts();
-    const uint64_t packets = file_.packets();
-    ManifestDrops drops;
-    drops.writer_full = since(capture.writer_full_packets, span_.capture_at_start.writer_full_packets);
-    drops.write_error = span_.write_error;
-    drops.disk_full = span_.disk_full;
-    const uint64_t filtered = since(capture.filtered_packets, span_.capture_at_start.filtered_packets);
-    // The capture policies' counts in the span: packets they kept out are, like filtered
-    // ones, received and not accepted (pcapng), and not drops.
-    std::optional<ManifestFlowCap> flow_cap = flow_cap_;
-    if (flow_cap) {
-        flow_cap->cut = since(capture.flow_cap_cut_packets, span_.capture_at_start.flow_cap_cut_packets);
-        flow_cap->dropped = since(capture.flow_cap_dropped_packets, span_.capture_at_start.flow_cap_dropped_packets);
-    }
-    std::optional<ManifestDedup> dedup = dedup_;
-    if (dedup) dedup->suppressed = since(capture.dedup_packets, span_.capture_at_start.dedup_packets);
-    const uint64_t not_accepted = filtered + (flow_cap ? flow_cap->dropped : 0) + (dedup ? dedup->suppressed : 0);
-    const uint64_t received = packets + drops.total() + not_accepted;
+    const SpanCounts counts = span_counts(capture);
     if (clock_quality_ != nullptr) clock_span_.add(*clock_quality_);
     const ManifestClock clock = file_clock();
-
-    if (context_.config.format == FileFormat::pcapng) {
-        pcapng::IsbCounts isb;
-        isb.timestamp_ns = now_ns;
-        isb.start_ns = file_first_ns_;
-        isb.end_ns = file_last_ns_;
-        isb.ifrecv = received;
-        isb.ifdrop = drops.total();
-        isb.filteraccept = received - not_accepted;
-        isb.comment = "linecap drops in this file's span: writer_full=" + std::to_string(drops.writer_full) +
-                      " write_error=" + std::to_string(drops.write_error) +
-                      " disk_full=" + std::to_string(drops.disk_full) +
-                      "; NIC drops (imissed, ierrors, rx_nombuf) are per port and not included";
-        if (flow_cap) {
-            isb.comment += "; flow cap on (" +
-                           (flow_cap->bytes ? std::to_string(flow_cap->bytes) + " bytes"
-                                            : std::to_string(flow_cap->packets) + " packets") +
-                           " per flow, then " +
-                           (flow_cap->snaplen_after ? std::to_string(flow_cap->snaplen_after) + " bytes per packet"
-                                                    : std::string("not written")) +
-                           (flow_cap->filter.empty() ? "" : ", filter '" + flow_cap->filter + "'") +
-                           "): cut=" + std::to_string(flow_cap->cut) + " not written=" + std::to_string(flow_cap->dropped);
-        }
-        if (dedup) {
-            isb.comment += "; duplicate suppression on (window " + std::to_string(dedup->window_us) +
-                           " us): not written=" + std::to_string(dedup->suppressed);
-        }
-        isb.comment += "; clock: timestamps " + clock.source +
-                       (clock.port_clock.empty() ? "" : " (" + clock.port_clock + ")") + ", host clock " + clock.sync +
-                       " est_error_ns=" + std::to_string(clock.est_error_ns) +
-                       " max_error_ns=" + std::to_string(clock.max_error_ns) + " steps=" + std::to_string(clock.steps) +
-                       (clock.status_source.empty() ? "" : " (status from " + clock.status_source + ")");
-        const std::vector<uint8_t> block = pcapng::statistics_block(isb);
-        if (const IoStatus status = file_.append(block, 0); !status.ok()) {
-            spdlog::warn("{}: {} without its statistics block: {} (the file is complete otherwise)", label_,
-                         path_of(file_.in_progress_name()), status.message());
-            ask_room_if_full(status);
-        } else if (context_.hasher != nullptr) {
-            context_.hasher->appended(index_, file_.size());
-        }
-    }
+    if (context_.config.format == FileKind::pcapng) append_statistics(counts, clock, now_ns);
 
     // The marker first: a finished file has its manifest or its marker at every moment.
     const bool marked = context_.hasher != nullptr && context_.hasher->mark_pending(file_.final_name());
@@ -289,33 +318,13 @@ void StreamWriter::finalise_file() {
         return;
     }
     add(counters_.files_finalised, 1);
-    spdlog::info("finalised {} ({} packets, {} bytes)", path_of(file_.final_name()), packets, result.size);
+    spdlog::info("finalised {} ({} packets, {} bytes)", path_of(file_.final_name()), counts.packets, result.size);
 
     const FinishedFile finished{file_.final_name(), result.size, file_first_ns_, file_last_ns_};
-    if (context_.hasher != nullptr) {
-        // Everything but the digest; the hasher adds it once it has read back and hashed the
-        // file's last bytes, and writes the manifest (the marker says "pending" until then).
-        Manifest m;
-        m.file = file_.final_name();
-        m.format = to_string(context_.config.format);
-        m.size = result.size;
-        m.packets = packets;
-        m.first_ns = file_first_ns_;
-        m.last_ns = file_last_ns_;
-        m.drops = drops;
-        m.received = received;
-        m.filtered = filtered;
-        m.flow_cap = flow_cap;
-        m.dedup = dedup;
-        m.clock = clock;
-        m.span_start_ns = span_start;
-        m.span_end_ns = now_ns;
-        m.stream = ManifestStream{id_.port, id_.port_id, id_.queue};
-        m.run = context_.run_id;
-        m.seq = file_seq_;
-        m.linecap_version = LINECAP_VERSION;
-        context_.hasher->finished(index_, std::move(m));
-    }
+    // The hasher adds the digest once it has read back and hashed the file's last bytes,
+    // and writes the manifest (the marker says "pending" until then).
+    if (context_.hasher != nullptr)
+        context_.hasher->finished(index_, manifest_for(counts, clock, result.size, span_start, now_ns));
     // Retention has the file from now on, pending manifest or not: its budgets stay exact.
     if (context_.retention != nullptr) context_.retention->add(finished);
     if (context_.file_finished) context_.file_finished(file_.final_name());

@@ -97,6 +97,16 @@ private:
         uint64_t write_error = 0;
         uint64_t disk_full = 0;
     };
+    // What the span of the file being finished counted, for its statistics and manifest.
+    struct SpanCounts {
+        uint64_t packets = 0;         // written to the file
+        ManifestDrops drops;
+        uint64_t filtered = 0;
+        std::optional<ManifestFlowCap> flow_cap;  // the policies' counts in the span; absent: off
+        std::optional<ManifestDedup> dedup;
+        uint64_t not_accepted = 0;    // filtered or kept out by a policy: received, not drops
+        uint64_t received = 0;
+    };
 
     std::vector<uint8_t> encode_file_header(uint32_t snaplen) const;
     CaptureCounts capture_counts() const;
@@ -109,6 +119,12 @@ private:
     bool write_records(const WriteBlock& block);
     bool open_file(const WriteBlock& block);
     void finalise_file();
+    SpanCounts span_counts(const CaptureCounts& capture) const;
+    // pcapng: the Interface Statistics Block that closes the file.
+    void append_statistics(const SpanCounts& counts, const ManifestClock& clock, uint64_t now_ns);
+    // Everything but the digest, which the hasher adds.
+    Manifest manifest_for(const SpanCounts& counts, const ManifestClock& clock, uint64_t size, uint64_t span_start_ns,
+                          uint64_t span_end_ns) const;
     void count_lost(const WriteBlock& block, const IoStatus& status, const std::string& file_name);
     void sync_if_due(std::chrono::steady_clock::time_point now);
     std::string path_of(const std::string& name) const;

@@ -22,6 +22,7 @@
 #include "archive/retention.hpp"        // RetentionCounters
 #include "output/stream.hpp"
 #include "util/clock_quality.hpp"
+#include "util/counter.hpp"
 #include "util/metric.hpp"
 #include "util/result.hpp"
 #include "util/thread_priority.hpp"

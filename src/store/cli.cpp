@@ -179,64 +179,22 @@ void print_help(FILE* out, const CommandHelp* command) {
     std::fputs(kHelpExit, out);
 }
 
-struct Args {
-    std::string command;
-    ToolOptions options;  // name → value ("" for flags)
-    std::string error;
+// Every option of every command; each command refuses those it does not take.
+constexpr OptionSpec kOptions[] = {
+    {"--dir", true},           {"--from", true},          {"--to", true},
+    {"--filter", true},        {"-o", true},              {"--output", true, "-o"},
+    {"--format", true},        {"--template", true},      {"--config", true},
+    {"--jobs", true},          {"--block-kb", true},      {"--gaps", true},
+    {"--gap-threshold", true}, {"--community-id", true},  {"--max-bytes", true},
+    {"--remote", true},        {"--cert", true},          {"--key", true},
+    {"--cacert", true},        {"--token-file", true},    {"--remote-timeout", true},
+    {"--level", true},         {"--max-answer-bytes", true}, {"--max-total-bytes", true},
+    {"--remote-deadline", true}, {"--min-rate", true},    {"--min-free-bytes", true},
+    {"--no-index"},            {"--accept-damaged"},      {"--require-synced"},
+    {"-v"},                    {"--verbose", false, "-v"}, {"--force"},
+    {"--per-file"},            {"--json"},                {"--help"},
+    {"-h", false, "--help"},
 };
-
-bool takes_value(const std::string& name) {
-    static const char* with_value[] = {"--dir",  "--from",     "--to",   "--filter",        "-o",  "--format",
-                                       "--output", "--template", "--config", "--jobs",      "--block-kb",
-                                       "--gaps", "--gap-threshold", "--community-id", "--max-bytes",
-                                       "--remote", "--cert", "--key", "--cacert", "--token-file",
-                                       "--remote-timeout", "--level", "--max-answer-bytes", "--max-total-bytes",
-                                       "--remote-deadline", "--min-rate", "--min-free-bytes"};
-    for (const char* w : with_value)
-        if (name == w) return true;
-    return false;
-}
-
-bool known_flag(const std::string& name) {
-    static const char* flags[] = {"--no-index", "--accept-damaged", "--require-synced", "-v", "--verbose", "--force",
-                                  "--per-file", "--json", "--help", "-h"};
-    for (const char* f : flags)
-        if (name == f) return true;
-    return false;
-}
-
-Args parse_args(int argc, char** argv) {
-    Args a;
-    for (int i = 2; i < argc; ++i) {
-        std::string arg = argv[i];
-        std::string value;
-        const size_t eq = arg.find('=');
-        const bool has_eq = arg.starts_with("--") && eq != std::string::npos;
-        if (has_eq) {
-            value = arg.substr(eq + 1);
-            arg = arg.substr(0, eq);
-        }
-        if (takes_value(arg)) {
-            if (!has_eq) {
-                if (i + 1 >= argc) {
-                    a.error = "option " + arg + " needs a value";
-                    return a;
-                }
-                value = argv[++i];
-            }
-            if (arg == "--output") arg = "-o";
-            a.options.emplace_back(arg, value);
-        } else if (known_flag(arg) && !has_eq) {
-            if (arg == "--verbose") arg = "-v";
-            if (arg == "-h") arg = "--help";
-            a.options.emplace_back(arg, "");
-        } else {
-            a.error = "unknown option '" + std::string(argv[i]) + "'";
-            return a;
-        }
-    }
-    return a;
-}
 
 struct Common {
     std::string dir;
@@ -246,16 +204,11 @@ struct Common {
 
 class Cli {
 public:
-    Cli(const Args& a) : args_(a) {}
+    Cli(const CommandLine& a) : args_(a) {}
 
-    std::optional<std::string> get(const std::string& name) const {
-        std::optional<std::string> v;
-        for (const auto& [n, val] : args_.options)
-            if (n == name) v = val;
-        return v;
-    }
-    bool flag(const std::string& name) const { return get(name).has_value(); }
-    const ToolOptions& options() const { return args_.options; }
+    std::optional<std::string> get(const std::string& name) const { return args_.value(name); }
+    bool flag(const std::string& name) const { return args_.has(name); }
+    const CommandOptions& options() const { return args_.options; }
 
     // --dir/--template/--config; false (usage message printed) when unusable.
     bool common(Common& c) const {
@@ -287,7 +240,7 @@ public:
     static void usage_error(const std::string& m) { print_usage_error(m); }
 
 private:
-    const Args& args_;
+    const CommandLine& args_;
 };
 
 // The temporary of `extract -o PATH` while it is being written, for the signal handler
@@ -367,7 +320,7 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
     o.use_index = !cli.flag("--no-index");
     o.require_synced = cli.flag("--require-synced");
     if (auto f = cli.get("--format")) {
-        if (*f == "pcapng") o.output_format = format::FileKind::pcapng;
+        if (*f == "pcapng") o.output_format = FileKind::pcapng;
         else if (*f != "pcap") return Cli::usage_error("--format: expected pcap or pcapng, not '" + *f + "'"), kExitUsage;
     }
     const bool verbose = cli.flag("-v");
@@ -389,7 +342,7 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
         // Problems with the query itself (filter, directory, template) are usage errors.
         const bool usage = m.starts_with("filter ") || m.starts_with("file template") || m.starts_with("max_bytes ");
         if (usage) return Cli::usage_error(m), kExitUsage;
-        return print_line("error", m), kExitErrors;
+        return print_line("error", m), kExitFailure;
     }
     const ExtractReport& r = report.value();
     if (r.ended_early == "max_bytes")
@@ -406,7 +359,7 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
                      static_cast<unsigned long long>(r.packets_examined), static_cast<double>(r.bytes_read) / (1 << 20));
     }
     if (!r.concerns.empty() && !accept_damaged) return kExitUntrusted;
-    return r.errors.empty() && r.ended_early.empty() ? kExitOk : kExitErrors;
+    return r.errors.empty() && r.ended_early.empty() ? kExitOk : kExitFailure;
 }
 
 // Housekeeping after `linecap index`: indexes whose capture file is gone (neither plain
@@ -447,7 +400,7 @@ int cmd_index(const Cli& cli) {
     auto tmpl = FileTemplate::compile(c.file_template);
     const LocalDirectoryStore store(c.dir);
     auto catalog = store.list(ListOptions::catalog(tmpl.value()));
-    if (!catalog) return print_line("error", catalog.error().message), kExitErrors;
+    if (!catalog) return print_line("error", catalog.error().message), kExitFailure;
 
     std::vector<const StoredFile*> todo;
     size_t up_to_date = 0;
@@ -509,7 +462,7 @@ int cmd_index(const Cli& cli) {
                      static_cast<unsigned long long>(index_bytes), static_cast<unsigned long long>(pcap_bytes),
                      seconds > 0 ? static_cast<double>(pcap_bytes) / 1e6 / seconds * static_cast<double>(std::min<uint64_t>(jobs, todo.size())) : 0.0);
     std::fprintf(stderr, "\n");
-    return failed ? kExitErrors : kExitOk;
+    return failed ? kExitFailure : kExitOk;
 }
 
 int cmd_compress(const Cli& cli) {
@@ -521,7 +474,7 @@ int cmd_compress(const Cli& cli) {
     const bool verbose = cli.flag("-v");
     auto tmpl = FileTemplate::compile(c.file_template);
     auto catalog = open_store(c.dir)->list(ListOptions::catalog(tmpl.value()));
-    if (!catalog) return print_line("error", catalog.error().message), kExitErrors;
+    if (!catalog) return print_line("error", catalog.error().message), kExitFailure;
     size_t compressed = 0, already = 0, skipped = 0, failed = 0;
     uint64_t pcap_bytes = 0, compressed_bytes = 0;
     double cpu = 0;
@@ -560,7 +513,7 @@ int cmd_compress(const Cli& cli) {
                      static_cast<double>(compressed_bytes), static_cast<unsigned long long>(pcap_bytes),
                      static_cast<unsigned long long>(compressed_bytes), cpu / (static_cast<double>(pcap_bytes) / 1e9));
     std::fprintf(stderr, "\n");
-    return failed ? kExitErrors : kExitOk;
+    return failed ? kExitFailure : kExitOk;
 }
 
 int cmd_stats(const Cli& cli) {
@@ -579,11 +532,11 @@ int cmd_stats(const Cli& cli) {
     const bool json = cli.flag("--json");
     o.on_error = [](const std::string& m) { print_line("error", m); };
     auto st = collect_stats(o);
-    if (!st) return print_line("error", st.error().message), kExitErrors;
+    if (!st) return print_line("error", st.error().message), kExitFailure;
     const std::string text = json ? format_stats_json(st.value()) : format_stats(st.value(), cli.flag("--per-file"), o.gap_threshold_ns);
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
-    return st->errors.empty() ? kExitOk : kExitErrors;
+    return st->errors.empty() ? kExitOk : kExitFailure;
 }
 
 }  // namespace
@@ -627,7 +580,7 @@ int write_extract_output(const std::string& out, const std::string& store_direct
     const IoStatus committed = keep ? file.commit() : IoStatus{};
     set_pending(nullptr);
     file.discard();  // after a failed query or commit: the temporary goes
-    if (!committed.ok()) return print_line("error", out + ": " + committed.message()), kExitErrors;
+    if (!committed.ok()) return print_line("error", out + ": " + committed.message()), kExitFailure;
     return kExitOk;
 }
 
@@ -652,16 +605,14 @@ int linecap_tool_main(int argc, char** argv, const ToolCommands& above) {
         Cli::usage_error("unknown command '" + command + "'");
         return kExitUsage;
     }
-    const Args args = parse_args(argc, argv);
-    if (!args.error.empty()) {
-        Cli::usage_error(args.error);
+    const CommandLine args = parse_command_line(argc, argv, 2, kOptions, false);
+    if (!args.ok()) {
+        Cli::usage_error(args.error());
         return kExitUsage;
     }
-    for (const auto& [name, value] : args.options) {
-        if (name == "--help") {
-            print_help(stdout, help);
-            return kExitOk;
-        }
+    if (args.has("--help")) {
+        print_help(stdout, help);
+        return kExitOk;
     }
     const Cli cli(args);
     if (command == "extract") return cmd_extract(cli, above);
@@ -673,7 +624,7 @@ int linecap_tool_main(int argc, char** argv, const ToolCommands& above) {
     }
     if (command == "stats") return cmd_stats(cli);
     print_line("error", "command '" + command + "' is described but not implemented");
-    return kExitErrors;
+    return kExitFailure;
 }
 
 }  // namespace linecap::store

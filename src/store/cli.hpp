@@ -1,8 +1,8 @@
 // The `linecap` command-line tool: extract, index, stats over a capture store.
-// Exit codes: 0 ok, 1 errors (some files unreadable; the rest was still processed),
-// 3 extract read files whose bytes may not be what was captured (marked damaged by the
-// scrub, or changed after they were indexed) and --accept-damaged was not given; it takes
-// precedence over 1. 64 usage (EX_USAGE).
+// Exit statuses (util/command_line.hpp): kExitOk; kExitFailure (some files unreadable,
+// the rest still processed); kExitUntrusted when extract read files whose bytes may not
+// be what was captured (marked damaged by the scrub, or changed after they were indexed)
+// and --accept-damaged was not given, taking precedence over kExitFailure; kExitUsage.
 //
 // The store layer's commands (extract, index, stats) live here; the commands the program
 // adds from the layer above the store (src/api/: `serve`, `extract --remote`) are passed
@@ -16,19 +16,13 @@
 #include <utility>
 #include <vector>
 
+#include "util/command_line.hpp"
+
 namespace linecap::store {
 
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitErrors = 1;
-inline constexpr int kExitUntrusted = 3;
-inline constexpr int kExitUsage = 64;
-
-// The parsed options of one command line, in order: name → value ("" for flags).
-using ToolOptions = std::vector<std::pair<std::string, std::string>>;
-
 struct ToolCommands {
-    std::function<int(const ToolOptions&)> serve;           // `linecap serve`
-    std::function<int(const ToolOptions&)> extract_remote;  // `linecap extract --remote`
+    std::function<int(const CommandOptions&)> serve;           // `linecap serve`
+    std::function<int(const CommandOptions&)> extract_remote;  // `linecap extract --remote`
 };
 
 int linecap_tool_main(int argc, char** argv, const ToolCommands& above = {});

@@ -7,8 +7,8 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <queue>
 
+#include "format/capture_merge.hpp"
 #include "format/pcapng_blocks.hpp"
 #include "archive/manifest.hpp"
 #include "archive/store_inventory.hpp"
@@ -68,7 +68,7 @@ private:
 std::optional<format::Interface> first_interface(const format::OpenFile& file, const format::CaptureHeader& header) {
     format::CaptureReader reader(file, header, 64u << 10);
     format::Record r;
-    if (header.kind == format::FileKind::pcapng) (void)reader.next(r);  // pcap: from the header
+    if (header.kind == FileKind::pcapng) (void)reader.next(r);  // pcap: from the header
     if (reader.interfaces().empty()) return std::nullopt;
     return reader.interfaces().front();
 }
@@ -121,33 +121,33 @@ private:
     std::map<std::string, uint32_t> ids_;
 };
 
-class Cursor {
+// One file's packets as an input of the merge: the ranges of its plan, read in file order,
+// filtered.
+class Cursor final : public format::MergeInput {
 public:
     Cursor(FilePlan plan, const ExtractOptions& o, const CompiledFilter& filter,
-           const std::optional<CommunityIdDigest>& community_id, Reporter& rep, ExtractReport& report)
-        : plan_(std::move(plan)), o_(o), filter_(filter), community_id_(community_id), rep_(rep), report_(report) {}
+           const std::optional<CommunityIdDigest>& community_id, OutputInterfaces& interfaces, Reporter& rep,
+           ExtractReport& report)
+        : plan_(std::move(plan)),
+          o_(o),
+          filter_(filter),
+          community_id_(community_id),
+          interfaces_(interfaces),
+          rep_(rep),
+          report_(report) {}
 
-    const FilePlan& plan() const { return plan_; }
-    const format::Record& current() const { return cur_; }
-    const format::Interface& current_interface() const { return reader_->interfaces()[cur_.interface]; }
-    // The output interface of the current record (pcapng output), cached per source id;
-    // nullopt when describing it would take the output past max_bytes.
-    Result<std::optional<uint32_t>> output_interface(OutputInterfaces& out, uint64_t record_bytes) {
-        if (reader_->sections() != section_) {
-            section_ = reader_->sections();
-            output_ids_.clear();
-        }
-        if (cur_.interface < output_ids_.size() && output_ids_[cur_.interface] >= 0)
-            return std::optional<uint32_t>(static_cast<uint32_t>(output_ids_[cur_.interface]));
-        auto id = out.id(*plan_.info, cur_.interface, current_interface(), record_bytes);
-        if (!id || !*id) return id;
-        if (output_ids_.size() <= cur_.interface) output_ids_.resize(cur_.interface + 1, -1);
-        output_ids_[cur_.interface] = **id;
+    const format::Record& current() const override { return cur_; }
+    // Cached per source interface; nullopt when describing it would take the output past
+    // max_bytes.
+    Result<std::optional<uint32_t>> output_interface(format::CaptureWriter&, uint64_t record_bytes) override {
+        if (auto known = output_ids_.find(*reader_, cur_.interface)) return known;
+        auto id = interfaces_.id(*plan_.info, cur_.interface, reader_->interfaces()[cur_.interface], record_bytes);
+        if (id && *id) output_ids_.set(cur_.interface, **id);
         return id;
     }
 
     // Opens the file; false (with an error reported) when it cannot be read.
-    bool open() {
+    bool open() override {
         auto f = plan_.store->open(*plan_.info);  // compressed meanwhile: the same bytes
         if (!f) {
             rep_.error(plan_.info->path + ": " + f.error().message);
@@ -163,12 +163,12 @@ public:
         return true;
     }
 
-    // Moves to the next packet to output; false when the file has no more.
-    bool advance() {
+    // The next packet to output.
+    Next advance() override {
         const std::string& path = plan_.info->path;
         for (;;) {
             if (!in_range_) {
-                if (range_ >= plan_.ranges.size()) return false;
+                if (range_ >= plan_.ranges.size()) return Next::end;
                 const Range& r = plan_.ranges[range_++];
                 if (!reader_)  // indexed: ranges of a few blocks; scans: the whole file
                     reader_ = std::make_unique<format::CaptureReader>(*file_, plan_.header, r.begin, r.end,
@@ -184,22 +184,19 @@ public:
                     if (reader_->problem() == format::CaptureReader::Problem::range_mismatch)
                         m += " (the index does not match the file); re-index with 'linecap index --force'";
                     rep_.error(m);
-                    return false;
+                    return Next::end;
                 }
                 in_range_ = false;
                 continue;
             }
             if (auto problem = link_type_problem(reader_->interfaces()[r.interface], r.offset); !problem.empty()) {
                 rep_.error(path + ": " + problem);
-                return false;
+                return Next::end;
             }
             ++report_.packets_examined;
             // A scan over many packets that do not match writes nothing for a long time:
             // the stop request is looked at here too, not only between output records.
-            if ((report_.packets_examined & 4095) == 0 && o_.should_stop && o_.should_stop()) {
-                report_.ended_early = "stopped";
-                return false;
-            }
+            if ((report_.packets_examined & 4095) == 0 && o_.should_stop && o_.should_stop()) return Next::stop;
             report_.bytes_read += r.end - r.offset;
             const Range& range = plan_.ranges[range_ - 1];
             if (r.ts_ns < range.min_ts || r.ts_ns > range.max_ts) read_the_rest(r);
@@ -215,7 +212,7 @@ public:
             if (!filter_.matches(r)) continue;
             if (community_id_ && community_id_digest(r.data, r.caplen) != community_id_) continue;
             cur_ = r;
-            return true;
+            return Next::record;
         }
     }
 
@@ -242,6 +239,7 @@ private:
     const ExtractOptions& o_;
     const CompiledFilter& filter_;
     const std::optional<CommunityIdDigest>& community_id_;
+    OutputInterfaces& interfaces_;
     Reporter& rep_;
     ExtractReport& report_;
     std::unique_ptr<format::OpenFile> file_;
@@ -252,8 +250,7 @@ private:
     bool seen_ = false;
     bool warned_order_ = false;
     uint64_t last_ts_ = 0;
-    uint32_t section_ = 0;
-    std::vector<int64_t> output_ids_;
+    format::InterfaceIds output_ids_;
 };
 
 // Selects the blocks of an indexed file to read; false when none can hold a match.
@@ -297,6 +294,18 @@ bool plan_from_index(const Index& ix, const CompiledFilter& filter, const Extrac
     }
     p.start_bound = std::max(first_ts, o.from_ns);
     return true;
+}
+
+// require_synced refused: how many of the selected files were not captured on a synchronised
+// clock, naming the first few.
+Error not_synced_error(const std::vector<std::string>& not_synced, size_t files_selected) {
+    std::string names;
+    for (size_t i = 0; i < not_synced.size() && i < 3; ++i) names += (i ? ", " : "") + not_synced[i];
+    if (not_synced.size() > 3) names += ", ...";
+    return runtime_error("require-synced: " + std::to_string(not_synced.size()) + " of the " +
+                         std::to_string(files_selected) +
+                         " files in the range were not captured on a synchronised host clock (their "
+                         "manifest's clock.sync): " + names);
 }
 
 // Whether the directory `dir_fd` is `ancestor` or lies below it, physically: ".." is
@@ -363,9 +372,7 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
 
     // --- plan ---
     std::vector<FilePlan> plans;
-    uint32_t snaplen = 0;
-    std::optional<uint32_t> link_field;  // the sources' when they agree
-    bool link_fields_differ = false;
+    format::MergedHeader output_header;  // the sources' snaplen and link type
     const uint64_t from = o.from_ns, to = o.to_ns;
     std::vector<std::string> not_synced;  // require_synced: "FILE (state)"
     for (size_t rank = 0; rank < catalog->files.size(); ++rank) {
@@ -427,91 +434,36 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
             ++report.files_scanned;
             p.ranges.push_back({p.header.data_begin, p.size});
         }
-        // What the output header says: the sources' snaplen and link type.
-        if (auto i = first_interface(*file.value(), p.header)) {
-            snaplen = std::max(snaplen, format::effective_snaplen(i->snaplen));
-            if (link_field && *link_field != i->link_field) link_fields_differ = true;
-            link_field = i->link_field;
-        }
+        if (auto i = first_interface(*file.value(), p.header)) output_header.add(i->snaplen, i->link_field);
         file.value().reset();  // reopened when the merge reaches it
         plans.push_back(std::move(p));
     }
-    report.snaplen = snaplen ? snaplen : pcap::kMaxSnaplen;
-    if (link_fields_differ && o.output_format == format::FileKind::pcap)
+    report.snaplen = output_header.snaplen();
+    if (output_header.link_fields_differ() && o.output_format == FileKind::pcap)
         rep.warning("the files differ in their link-type field (FCS bits); the pcap output says plain Ethernet "
                     "(--format pcapng keeps each source's)");
-    const uint32_t out_link = link_field && !link_fields_differ ? *link_field : pcap::kLinktypeEthernet;
-
-    if (!not_synced.empty()) {
-        std::string names;
-        for (size_t i = 0; i < not_synced.size() && i < 3; ++i) names += (i ? ", " : "") + not_synced[i];
-        if (not_synced.size() > 3) names += ", ...";
-        return runtime_error("require-synced: " + std::to_string(not_synced.size()) + " of the " +
-                             std::to_string(report.files_selected) +
-                             " files in the range were not captured on a synchronised host clock (their "
-                             "manifest's clock.sync): " + names);
-    }
+    if (!not_synced.empty()) return not_synced_error(not_synced, report.files_selected);
 
     // --- merge ---
     format::CaptureWriter writer(out, o.output_format);
     OutputInterfaces interfaces(writer, o.max_bytes);
-    if (auto s = writer.begin(report.snaplen, out_link, "linecap extract"); !s) return s.error().context("output");
+    if (auto s = writer.begin(report.snaplen, output_header.link_field(), "linecap extract"); !s)
+        return s.error().context("output");
     if (o.max_bytes && writer.size() > o.max_bytes)  // nothing is written yet (the writer buffers)
         return runtime_error("max_bytes " + std::to_string(o.max_bytes) + " is smaller than the file header (" +
                              std::to_string(writer.size()) + " bytes)");
-    std::stable_sort(plans.begin(), plans.end(), [](const FilePlan& a, const FilePlan& b) {
-        return a.start_bound != b.start_bound ? a.start_bound < b.start_bound : a.rank < b.rank;
-    });
-    std::vector<std::unique_ptr<Cursor>> cursors;
-    auto later = [](const Cursor* a, const Cursor* b) {
-        const uint64_t ta = a->current().ts_ns, tb = b->current().ts_ns;
-        return ta != tb ? ta > tb : a->plan().rank > b->plan().rank;
-    };
-    std::priority_queue<Cursor*, std::vector<Cursor*>, decltype(later)> heap(later);
-    size_t next_plan = 0;
-    auto activate = [&](size_t i) {
-        auto c = std::make_unique<Cursor>(std::move(plans[i]), o, filter.value(), community_id, rep, report);
-        if (c->open() && c->advance()) heap.push(c.get());
-        cursors.push_back(std::move(c));
-    };
-    while (report.ended_early.empty()) {
-        // Open every file that may hold a packet at or before the heap's head.
-        while (next_plan < plans.size() &&
-               (heap.empty() || plans[next_plan].start_bound <= heap.top()->current().ts_ns) &&
-               report.ended_early.empty())
-            activate(next_plan++);
-        if (heap.empty()) break;
-        Cursor* c = heap.top();
-        const format::Record& r = c->current();
-        uint32_t id = 0;
-        const uint64_t record_bytes = writer.record_size(r.caplen);
-        if (o.output_format == format::FileKind::pcapng) {
-            auto out_id = c->output_interface(interfaces, record_bytes);
-            if (!out_id) return out_id.error().context("output");
-            if (!*out_id) {
-                report.ended_early = "max_bytes";
-                break;
-            }
-            id = **out_id;
-        }
-        if (o.max_bytes && writer.size() + record_bytes > o.max_bytes) {
-            report.ended_early = "max_bytes";
-            break;
-        }
-        if (o.should_stop && o.should_stop()) {
-            report.ended_early = "stopped";
-            break;
-        }
-        heap.pop();
-        if (auto s = writer.write(id, r.ts_ns, r.caplen, r.len, r.data); !s) return s.error().context("output");
-        if (c->advance()) heap.push(c);
-        else if (!report.ended_early.empty()) break;
-        else {
-            // Release the file and its buffer as soon as it is done.
-            for (auto& owned : cursors)
-                if (owned.get() == c) owned.reset();
-        }
+    std::vector<format::MergeEntry> inputs;
+    for (FilePlan& p : plans) {
+        const uint64_t start_bound = p.start_bound;
+        const size_t rank = p.rank;
+        inputs.push_back({start_bound, rank,
+                          std::make_unique<Cursor>(std::move(p), o, filter.value(), community_id, interfaces, rep,
+                                                   report)});
     }
+    auto end = format::merge_by_time(std::move(inputs), writer, {o.max_bytes, o.should_stop});
+    if (!end) return end.error();
+    if (end.value() == format::MergeEnd::max_bytes) report.ended_early = "max_bytes";
+    if (end.value() == format::MergeEnd::stopped) report.ended_early = "stopped";
     if (auto s = writer.flush(); !s) return s.error().context("output");
     report.packets_written = writer.packets();
     report.interfaces = interfaces.count();

@@ -69,7 +69,7 @@ struct ExtractOptions {
     bool require_synced = false;
     // pcap: one link type and snaplen (the sources', when they agree); pcapng: one
     // interface per source stream, named "<port>:<queue>" (see extract.cpp).
-    format::FileKind output_format = format::FileKind::pcap;
+    FileKind output_format = FileKind::pcap;
     // Output limits. max_bytes: the output (header included) never exceeds it; the merge
     // stops before the first record (pcapng: or the interface description it needs) that
     // would, and the report says so (0 = no limit; smaller than the file header: error).

@@ -33,8 +33,8 @@ TEST(ApiQuery, AcceptsTheCliTimeFormsFiltersAndCommunityIds) {
     EXPECT_EQ(empty->from_ns, 0u);
     EXPECT_EQ(empty->to_ns, UINT64_MAX);
     EXPECT_TRUE(parse("from=5&to=5"));  // half-open and empty: fine
-    EXPECT_EQ(parse("")->format, linecap::format::FileKind::pcap);
-    EXPECT_EQ(parse("format=pcapng")->format, linecap::format::FileKind::pcapng);
+    EXPECT_EQ(parse("")->format, linecap::FileKind::pcap);
+    EXPECT_EQ(parse("format=pcapng")->format, linecap::FileKind::pcapng);
 }
 
 TEST(ApiQuery, RefusesWithOneLineNamingTheProblem) {

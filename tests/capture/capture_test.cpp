@@ -167,7 +167,7 @@ TEST(RecordCopy, PcapngEnhancedPacketBlockIsPaddedAndClosed) {
     block.data = mem.data();
     block.capacity = uint32_t(mem.size());
     const uint64_t ts = 0x0001'0002'0003'0004ull;
-    append_record<FileFormat::pcapng>(block, &chain.mbufs[0], 61, ts);
+    append_record<FileKind::pcapng>(block, &chain.mbufs[0], 61, ts);
     ASSERT_EQ(block.used, 28u + 64u + 4u);
     uint32_t w[7];
     std::memcpy(w, mem.data(), sizeof w);

@@ -316,9 +316,9 @@ struct DedupRig {
         const uint16_t n = burst.size();
         std::vector<uint64_t> keep(n, keep_each), scratch(n);
         last = apply_dedup(dedup, burst.ptrs.data(), n, keep.data(), ts_ns, scratch.data());
-        const BurstSize size = measure_burst<FileFormat::pcap>(burst.ptrs.data(), n, keep.data(), 262144);
+        const BurstSize size = measure_burst<FileKind::pcap>(burst.ptrs.data(), n, keep.data(), 262144);
         EXPECT_GE(block.room(), size.record_bytes);
-        append_burst<FileFormat::pcap>(block, burst.ptrs.data(), n, keep.data(), 262144, ts_ns, size, dedup.recorder(ts_ns, &block));
+        append_burst<FileKind::pcap>(block, burst.ptrs.data(), n, keep.data(), 262144, ts_ns, size, dedup.recorder(ts_ns, &block));
         end_dedup_burst(dedup, true);
         return keep;
     }

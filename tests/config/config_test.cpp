@@ -121,7 +121,7 @@ TEST_F(FullFixture, FillsCapture) {
 TEST_F(FullFixture, FillsOutput) {
     const OutputConfig& out = config.output;
     EXPECT_EQ(out.directory, "/srv/capture");
-    EXPECT_EQ(out.format, FileFormat::pcapng);
+    EXPECT_EQ(out.format, FileKind::pcapng);
     EXPECT_EQ(out.file_template, "%Y%m%d-{seq}-{port}-q{queue}");
     EXPECT_EQ(out.rotate_size_bytes, 0u);
     EXPECT_EQ(out.rotate_interval_s, 60u);
@@ -847,7 +847,7 @@ TEST(Output, DirectoryIsAbsolute) {
 }
 
 TEST(Output, Format) {
-    EXPECT_EQ(parse_ok(output_with("  format: pcapng\n")).output.format, FileFormat::pcapng);
+    EXPECT_EQ(parse_ok(output_with("  format: pcapng\n")).output.format, FileKind::pcapng);
     EXPECT_EQ(parse_error(output_with("  format: erf\n")),
               "test.yaml:6: output.format: expected one of pcap, pcapng, got 'erf'");
 }
@@ -1087,8 +1087,8 @@ TEST(Names, MatchTheFileSpellings) {
     EXPECT_STREQ(to_string(RssMode::symmetric), "symmetric");
     EXPECT_STREQ(to_string(RssMode::device_default), "device-default");
     EXPECT_STREQ(to_string(RssMode::off), "off");
-    EXPECT_STREQ(to_string(FileFormat::pcap), "pcap");
-    EXPECT_STREQ(to_string(FileFormat::pcapng), "pcapng");
+    EXPECT_STREQ(to_string(FileKind::pcap), "pcap");
+    EXPECT_STREQ(to_string(FileKind::pcapng), "pcapng");
 }
 
 TEST(Errors, LongValuesAreShortenedToKeepOneLine) {

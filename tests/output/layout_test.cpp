@@ -140,9 +140,9 @@ TEST(FileTemplate, ReadsBackEveryRenderedSequenceNumber) {
 TEST(Layout, CaptureNamesRoundTripWithTheirSuffixes) {
     const FileTemplate t = compiled(kDefaultFileTemplate);
     const StreamId stream{"uplink-a", 7, 12};
-    const std::string name = layout::capture_name(t, kTs, stream, 0, FileFormat::pcap, 0);
+    const std::string name = layout::capture_name(t, kTs, stream, 0, FileKind::pcap, 0);
     EXPECT_EQ(name, "20231114T221320.123456789Z-uplink-a-q12.pcap");
-    EXPECT_EQ(layout::capture_name(t, kTs, stream, 0, FileFormat::pcapng, 2),
+    EXPECT_EQ(layout::capture_name(t, kTs, stream, 0, FileKind::pcapng, 2),
               "20231114T221320.123456789Z-uplink-a-q12-2.pcapng");
     for (const std::string& n : {name, layout::numbered_name(name, 1), layout::recovered_name(name),
                                  layout::numbered_name(layout::recovered_name(layout::numbered_name(name, 3)), 4)}) {
@@ -157,8 +157,8 @@ TEST(Layout, CaptureNamesRoundTripWithTheirSuffixes) {
 }
 
 TEST(Layout, EveryKindOfName) {
-    EXPECT_EQ(layout::extension(FileFormat::pcap), ".pcap");
-    EXPECT_EQ(layout::extension(FileFormat::pcapng), ".pcapng");
+    EXPECT_EQ(layout::extension(FileKind::pcap), ".pcap");
+    EXPECT_EQ(layout::extension(FileKind::pcapng), ".pcapng");
     EXPECT_EQ(layout::numbered_name("a.b.pcap", 1), "a.b-1.pcap");
     EXPECT_EQ(layout::numbered_name("x.pcap", 0), "x.pcap");
     EXPECT_EQ(layout::recovered_name("x.pcapng"), "x-recovered.pcapng");

@@ -98,8 +98,8 @@ bool append_record(WriteBlock& block, const Packet& packet) {
     return true;
 }
 
-bool append_record(WriteBlock& block, const Packet& packet, FileFormat format) {
-    if (format == FileFormat::pcap) return append_record(block, packet);
+bool append_record(WriteBlock& block, const Packet& packet, FileKind format) {
+    if (format == FileKind::pcap) return append_record(block, packet);
     const auto caplen = static_cast<uint32_t>(packet.bytes.size());
     if (block.room() < pcapng::record_size(caplen)) return false;
     uint8_t* dst = block.tail();

@@ -79,7 +79,7 @@ std::vector<Packet> make_packets(size_t count, uint64_t first_ts_ns, uint32_t sn
 // used/packets/wire_bytes/timestamps. False when the block has no room.
 bool append_record(WriteBlock& block, const Packet& packet);
 // The same in the given format (pcapng: an Enhanced Packet Block on interface 0).
-bool append_record(WriteBlock& block, const Packet& packet, FileFormat format);
+bool append_record(WriteBlock& block, const Packet& packet, FileKind format);
 
 size_t record_bytes(std::span<const Packet> packets);
 
@@ -106,7 +106,7 @@ bool wait_until(const std::function<bool()>& condition,
 // hands them over, as the capture loop does.
 class FakeWorker {
 public:
-    explicit FakeWorker(Stream& stream, FileFormat format = FileFormat::pcap) : stream_(stream), format_(format) {}
+    explicit FakeWorker(Stream& stream, FileKind format = FileKind::pcap) : stream_(stream), format_(format) {}
 
     // One block with these packets (they must fit) and the rotation mark. Waits (bounded)
     // for a free block when the writer has all of them.
@@ -115,7 +115,7 @@ public:
 
 private:
     Stream& stream_;
-    FileFormat format_;
+    FileKind format_;
 };
 
 // Captures what spdlog's default logger prints while it lives.

@@ -84,7 +84,7 @@ class PcapngTest : public ::testing::Test {
 protected:
     void SetUp() override {
         config = test::test_output_config(dir.path());
-        config.format = FileFormat::pcapng;
+        config.format = FileKind::pcapng;
     }
 
     std::unique_ptr<Writer> make_writer() {
@@ -117,7 +117,7 @@ TEST_F(PcapngTest, OneSectionOneInterfaceThePacketsAndTheStatistics) {
     ASSERT_TRUE(writer->start().ok());
     const auto first = test::make_packets(40, kT0, kSnaplen);
     const auto second = test::make_packets(30, kT0 + 1000000, kSnaplen);
-    FakeWorker worker(writer->stream(0), FileFormat::pcapng);
+    FakeWorker worker(writer->stream(0), FileKind::pcapng);
     worker.send_block(first);
     // What the worker counted meanwhile: 5 filtered, 2 dropped for want of a block.
     filtered = 5;
@@ -188,7 +188,7 @@ TEST_F(PcapngTest, OneSectionOneInterfaceThePacketsAndTheStatistics) {
     const CaptureScan scan = scan_capture(fd);
     ::close(fd);
     EXPECT_TRUE(scan.complete());
-    EXPECT_EQ(scan.format, CaptureFormat::pcapng);
+    EXPECT_EQ(scan.format, FileKind::pcapng);
     EXPECT_EQ(scan.packets, 70u);
     EXPECT_EQ(scan.first_ns, first.front().ts_ns);
     EXPECT_EQ(scan.last_ns, second.back().ts_ns);
@@ -204,7 +204,7 @@ TEST_F(PcapngTest, EachFileCountsItsOwnSpan) {
     auto writer = make_writer();
     ASSERT_TRUE(writer);
     ASSERT_TRUE(writer->start().ok());
-    FakeWorker worker(writer->stream(0), FileFormat::pcapng);
+    FakeWorker worker(writer->stream(0), FileKind::pcapng);
     writer_full = 4;
     worker.send_block(test::make_packets(10, kT0, kSnaplen), true);
     ASSERT_TRUE(test::wait_until([&] { return writer->counters(0).files_finalised.load() == 1; }));
@@ -239,7 +239,7 @@ TEST_F(PcapngTest, ADiskFullEpisodeShowsInTheStatisticsOfTheNextFile) {
     auto writer = make_writer();
     ASSERT_TRUE(writer);
     ASSERT_TRUE(writer->start().ok());
-    FakeWorker worker(writer->stream(0), FileFormat::pcapng);
+    FakeWorker worker(writer->stream(0), FileKind::pcapng);
 
     // Fill the file system, lose one block, free it, write another.
     const std::string filler = mount->dir().file("filler");
@@ -276,7 +276,7 @@ TEST_F(PcapngTest, WithDirectIoTheStatisticsBlockEndsTheFileExactly) {
     auto writer = make_writer();
     ASSERT_TRUE(writer);
     ASSERT_TRUE(writer->start().ok());
-    FakeWorker worker(writer->stream(0), FileFormat::pcapng);
+    FakeWorker worker(writer->stream(0), FileKind::pcapng);
     worker.send_block(test::make_packets(33, kT0, kSnaplen));
     worker.send_block(test::make_packets(21, kT0 + 1000000, kSnaplen), true);
     ASSERT_TRUE(test::wait_until([&] { return writer->counters(0).files_finalised.load() == 1; }));

@@ -67,7 +67,7 @@ TEST(StoreInventory, ListsEveryFileWithWhatLiesBesideIt) {
     EXPECT_EQ(b.bytes_on_disk, 10u + 2u + 3u + 48u);
 
     const StoredFile& c = *named(inventory.value(), "c.pcapng");
-    EXPECT_EQ(c.format, FileFormat::pcapng);
+    EXPECT_EQ(c.format, FileKind::pcapng);
     EXPECT_FALSE(c.compressed);
     EXPECT_TRUE(c.compression_unfinished);
     EXPECT_EQ(c.stored_name, "c.pcapng");
@@ -111,8 +111,8 @@ TEST(StoreInventory, SpansFromTheNamesWithATemplate) {
     const FileTemplate file_template = FileTemplate::compile(kDefaultFileTemplate).value();
     const StreamId stream{"p0", 0, 0};
     const uint64_t t0 = 1796004600000000000ull;
-    const std::string first = layout::capture_name(file_template, t0, stream, 0, FileFormat::pcap, 0);
-    const std::string second = layout::capture_name(file_template, t0 + 5000, stream, 1, FileFormat::pcap, 0);
+    const std::string first = layout::capture_name(file_template, t0, stream, 0, FileKind::pcap, 0);
+    const std::string second = layout::capture_name(file_template, t0 + 5000, stream, 1, FileKind::pcap, 0);
     test::write_file(dir.file(first), {});
     test::write_file(dir.file(second), {});
     const Result<StoreInventory> inventory = open_store(dir.path())->list(ListOptions::catalog(file_template));

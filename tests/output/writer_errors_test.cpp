@@ -192,7 +192,7 @@ TEST_F(WriterErrorsTest, AFileWhoseFirstBlockDoesNotFitIsNotKept) {
     const test::PcapRead read = test::read_with_libpcap(mount_->dir().file(names[0]));
     ASSERT_FALSE(read.packets.empty());
     EXPECT_EQ(names[0], layout::capture_name(FileTemplate::compile(config_.file_template).value(),
-                                             read.packets.front().ts_ns, test::test_stream_id(), 0, FileFormat::pcap, 0));
+                                             read.packets.front().ts_ns, test::test_stream_id(), 0, FileKind::pcap, 0));
     const int fd = ::open(mount_->path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     const ManifestRead manifest = read_manifest(fd, names[0]);
     ::close(fd);

@@ -28,7 +28,7 @@ constexpr uint32_t kFullSnaplen = 262144;
 
 std::string default_name(uint64_t first_ts_ns, const std::string& port = "p0", uint16_t queue = 0) {
     return layout::capture_name(FileTemplate::compile(kDefaultFileTemplate).value(), first_ts_ns,
-                                 test::test_stream_id(port, queue), 0, FileFormat::pcap, 0);
+                                 test::test_stream_id(port, queue), 0, FileKind::pcap, 0);
 }
 
 class WriterTest : public ::testing::Test {

@@ -356,10 +356,10 @@ TEST(Cli, FilesChangedAfterIndexingOrMarkedDamagedAreScannedAndReported) {
         args.insert(args.end(), more.begin(), more.end());
         return args;
     };
-    EXPECT_EQ(cli(query, &err), kExitUntrusted) << err;
+    EXPECT_EQ(cli(query, &err), linecap::kExitUntrusted) << err;
     EXPECT_EQ(err, "linecap: integrity: " + path + ": " + run.report.concerns[0].reason + "\n");
     EXPECT_EQ(parse_image(read_file(out / "x.pcap")).size(), 1u);  // the packets are written all the same
-    EXPECT_EQ(cli(with(query, {"--accept-damaged"}), &err), kExitOk) << err;
+    EXPECT_EQ(cli(with(query, {"--accept-damaged"}), &err), linecap::kExitOk) << err;
     EXPECT_NE(err.find("linecap: integrity: " + path), std::string::npos) << err;  // still said
     // linecap index rebuilds it (issue 14: it called the file "up to date"); then the index
     // answers, and nothing is reported.
@@ -367,7 +367,7 @@ TEST(Cli, FilesChangedAfterIndexingOrMarkedDamagedAreScannedAndReported) {
     EXPECT_NE(err.find("linecap: 1 indexed, " + std::to_string(files.size() - 1) + " up to date, 0 failed"),
               std::string::npos)
         << err;
-    EXPECT_EQ(cli(query, &err), kExitOk) << err;
+    EXPECT_EQ(cli(query, &err), linecap::kExitOk) << err;
     EXPECT_EQ(err, "");
 
     // Marked damaged by the scrub: scanned though its index is current, and reported,
@@ -381,14 +381,14 @@ TEST(Cli, FilesChangedAfterIndexingOrMarkedDamagedAreScannedAndReported) {
         EXPECT_EQ(run.report.concerns[0].reason, "marked damaged (20 scrub: x)");
         EXPECT_EQ(run.report.files_scanned, use_index ? 1u : files.size());
     }
-    EXPECT_EQ(cli(query, &err), kExitUntrusted) << err;
+    EXPECT_EQ(cli(query, &err), linecap::kExitUntrusted) << err;
     EXPECT_EQ(err, "linecap: integrity: " + path + ": marked damaged (20 scrub: x)\n");
     // A query that ends where the file begins does not touch it.
     char to[32];
     const uint64_t begins = files[1].packets.front().ts_ns;
     std::snprintf(to, sizeof to, "%llu.%09llu", static_cast<unsigned long long>(begins / 1000000000),
                   static_cast<unsigned long long>(begins % 1000000000));
-    EXPECT_EQ(cli(with(query, {"--to", to}), &err), kExitOk) << err;
+    EXPECT_EQ(cli(with(query, {"--to", to}), &err), linecap::kExitOk) << err;
     EXPECT_EQ(err, "");
 }
 
@@ -547,7 +547,7 @@ TEST(Extract, PcapngFilesAreIndexedAndExtractedLikePcap) {
                 return {};
             }
         } sink;
-        linecap::format::CaptureWriter w(sink, linecap::format::FileKind::pcapng);
+        linecap::format::CaptureWriter w(sink, linecap::FileKind::pcapng);
         ASSERT_TRUE(w.begin(0, 1, "test").ok());
         const uint32_t id = w.add_interface({"p0:1", "net_tap1", 262144, 1}).value();
         for (const Packet& p : f.packets) ASSERT_TRUE(w.write(id, p.ts_ns, p.caplen(), p.caplen(), p.data.data()).ok());
