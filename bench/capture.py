@@ -8,7 +8,8 @@ import time
 
 from harness import LINECAPD, NICE, RUNNING, Janitor, Proc, free_port, wait_until
 from machine import load_now
-from metrics import msum, mvalues, rss_kib, scrape, scrape_ok, thread_cpu
+from linecap_harness.prometheus import reachable, scrape
+from metrics import rss_kib, thread_cpu
 
 
 LCORES = {
@@ -108,7 +109,7 @@ def run_linecapd(tag, workdir, outdir, sources, mode, args, packets_per_file, se
     samples = []
     try:
         wait_until(lambda: "capture running" in proc.text(), 60, f"{tag}: linecapd start", proc)
-        wait_until(lambda: scrape_ok(url), 30, f"{tag}: metrics endpoint", proc)
+        wait_until(lambda: reachable(url), 30, f"{tag}: metrics endpoint", proc)
         time.sleep(warmup)
         t_end = time.time() + seconds
         while True:
@@ -137,22 +138,17 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
     dt = b["t"] - a["t"]
 
     def delta(name, **want):
-        return msum(b["m"], name, **want) - msum(a["m"], name, **want)
+        return b["m"].total(name, **want) - a["m"].total(name, **want)
 
     rx = delta("linecap_rx_packets_total")
     written = delta("linecap_written_packets_total")
     filtered = delta("linecap_filtered_packets_total")
     wire_bytes = delta("linecap_written_bytes_total")
     file_bytes = delta("linecap_output_file_bytes_total")
-    reasons = {}
-    for (n, labels), _ in b["m"].items():
-        if n == "linecap_dropped_packets_total":
-            r = dict(labels).get("reason")
-            reasons[r] = reasons.get(r, 0) + 0
-    for r in list(reasons):
-        reasons[r] = delta("linecap_dropped_packets_total", reason=r)
-    cpp = [v for s in samples[1:] for v in mvalues(s["m"], "linecap_worker_cycles_per_packet") if v == v]
-    busy = [v for s in samples[1:] for v in mvalues(s["m"], "linecap_worker_busy_ratio") if v == v]
+    reasons = {r: delta("linecap_dropped_packets_total", reason=r)
+               for r in b["m"].label_values("linecap_dropped_packets_total", "reason")}
+    cpp = [v for s in samples[1:] for v in s["m"].values("linecap_worker_cycles_per_packet") if v == v]
+    busy = [v for s in samples[1:] for v in s["m"].values("linecap_worker_busy_ratio") if v == v]
 
     # Thread CPU use over the window (share of one CPU), by thread name.
     cpu = {}
@@ -163,9 +159,9 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
     hash_cpu = sum(v["cpu_pct"] for k, v in cpu.items() if k.startswith("lc-hash"))
     # Writes that took longer than 10 ms: stalls that the block pool must ride out.
     slow_writes = latency_count_total = 0
-    for (n, labels), v in b["m"].items():
-        if n == "linecap_write_latency_seconds_bucket" and dict(labels).get("le") == "0.01":
-            slow_writes = delta("linecap_write_latency_seconds_count") - (v - msum(a["m"], n, le="0.01"))
+    for _, v in b["m"].matching("linecap_write_latency_seconds_bucket", le="0.01"):
+        slow_writes = delta("linecap_write_latency_seconds_count") - (
+            v - a["m"].total("linecap_write_latency_seconds_bucket", le="0.01"))
     latency_count = delta("linecap_write_latency_seconds_count")
     latency_sum = delta("linecap_write_latency_seconds_sum")
     summary = re.findall(r".*reached the port.*", logtext)
@@ -176,7 +172,7 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
         "written_mpps": written / dt / 1e6,
         "filtered_mpps": filtered / dt / 1e6,
         "indexed_files": int(delta("linecap_index_files_total", result="built")),
-        "index_queued": msum(b["m"], "linecap_index_queued_files"),
+        "index_queued": b["m"].total("linecap_index_queued_files"),
         "index_busy_s": delta("linecap_index_busy_seconds_total"),
         "written_gbit": wire_bytes * 8 / dt / 1e9,
         "file_gbps": file_bytes / dt / 1e9,
@@ -189,7 +185,7 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
         "hash_cpu_pct": hash_cpu,
         # Everything written since the start (warm-up included): the volume the raw write
         # speed is measured for.
-        "file_bytes_total": int(msum(b["m"], "linecap_output_file_bytes_total")),
+        "file_bytes_total": int(b["m"].total("linecap_output_file_bytes_total")),
         "write_latency_us": 1e6 * latency_sum / latency_count if latency_count else float("nan"),
         "writes": int(latency_count),
         "writes_over_10ms": int(slow_writes),
@@ -203,7 +199,7 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
     # Per-second written rate, to show a slow start on fresh memory.
     series = []
     for s0, s1 in zip(samples, samples[1:]):
-        d = msum(s1["m"], "linecap_written_packets_total") - msum(s0["m"], "linecap_written_packets_total")
+        d = s1["m"].total("linecap_written_packets_total") - s0["m"].total("linecap_written_packets_total")
         series.append(round(d / (s1["t"] - s0["t"]) / 1e6, 2))
     res["written_mpps_series"] = series
     return res

@@ -89,7 +89,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import bench  # noqa: E402  (Proc, Janitor, scrape, msum, free_port, wait_until)
+import bench  # noqa: E402  (Proc, Janitor, free_port, wait_until; puts tests/lib on sys.path)
+from linecap_harness import prometheus  # noqa: E402
 from report import md_table, text_table  # noqa: E402
 
 NS = f"lc-rfc-{os.getpid()}"
@@ -406,7 +407,7 @@ metrics:
         bench.RUNNING.append(self.proc)
         self.janitor.start()
         bench.wait_until(lambda: "capture running" in self.proc.text(), 60, "linecapd start", self.proc)
-        bench.wait_until(lambda: bench._scrape_ok(self.url), 30, "linecapd metrics", self.proc)
+        bench.wait_until(lambda: prometheus.reachable(self.url), 30, "linecapd metrics", self.proc)
         # From outside, for A/B: the hasher and indexer have no CPU setting of their own (the
         # writer and the workers do: wcpus, wprio, prio).
         if s["bg_cpu"] is not None:
@@ -415,14 +416,11 @@ metrics:
                 os.sched_setaffinity(tid, cpus)
 
     def counters(self):
-        s = bench.scrape(self.url)
-        drops = {}
-        for (n, labels), v in s.items():
-            if n == "linecap_dropped_packets_total":
-                r = dict(labels)["reason"]
-                drops[r] = drops.get(r, 0) + v
-        return {"got": bench.msum(s, "linecap_written_packets_total"),
-                "rx": bench.msum(s, "linecap_rx_packets_total"), "drops": drops}
+        s = prometheus.scrape(self.url)
+        drops = {r: s.total("linecap_dropped_packets_total", reason=r)
+                 for r in s.label_values("linecap_dropped_packets_total", "reason")}
+        return {"got": s.total("linecap_written_packets_total"),
+                "rx": s.total("linecap_rx_packets_total"), "drops": drops}
 
     def trial_begin(self):
         self.c0 = self.counters()

@@ -24,7 +24,14 @@ LINECAPD=${LINECAPD:-$LINECAP_BUILD/src/linecapd}
 GEN_PCAP="$LINECAP_SRC/tests/tools/gen_pcap.py"
 PCAP_COMPARE="$LINECAP_SRC/tests/tools/pcap_compare.py"
 TEST_NAME=${TEST_NAME:-$(basename "$0" .sh)}
-export LINECAP_SRC LINECAP_BUILD LINECAPD GEN_PCAP PCAP_COMPARE
+# The Python harness (tests/lib/linecap_harness), also for a test run without meson; no
+# __pycache__ left in the source tree.
+case :${PYTHONPATH:-}: in
+    *":$LINECAP_SRC/tests/lib:"*) ;;
+    *) PYTHONPATH="$LINECAP_SRC/tests/lib${PYTHONPATH:+:$PYTHONPATH}" ;;
+esac
+PYTHONDONTWRITEBYTECODE=1
+export LINECAP_SRC LINECAP_BUILD LINECAPD GEN_PCAP PCAP_COMPARE PYTHONPATH PYTHONDONTWRITEBYTECODE
 
 TEST_TMPDIR=${TEST_TMPDIR:-}
 LINECAPD_PID=
@@ -400,25 +407,7 @@ PY
 
 # metric_sum URL NAME [LABEL=VALUE...]: the sum of NAME's samples whose labels include the
 # given ones (0 when there are none), from a Prometheus text endpoint.
-metric_sum() {
-    local url=$1
-    shift
-    http_get "$url" | python3 -c '
-import re, sys
-name, want = sys.argv[1], dict(a.split("=", 1) for a in sys.argv[2:])
-total = 0.0
-pat = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{(.*)\})?\s+(\S+)")
-lab = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=\"((?:[^\"\\\\]|\\\\.)*)\"")
-for line in sys.stdin:
-    m = pat.match(line)
-    if not m or m.group(1) != name:
-        continue
-    labels = dict(lab.findall(m.group(3) or ""))
-    if all(labels.get(k) == v for k, v in want.items()):
-        total += float(m.group(4))
-print(int(total) if total == int(total) else total)
-' "$@"
-}
+metric_sum() { python3 -m linecap_harness.prometheus sum "$@"; }
 
 # free_tcp_port: print a TCP port on 127.0.0.1 that was free a moment ago.
 free_tcp_port() {

@@ -1,0 +1,7 @@
+"""linecap's test and benchmark harness, one module per idea.
+
+prometheus  reading linecapd's /metrics (the text exposition format)
+
+Importable from tests and bench: meson's test environment and tests/lib/common.sh put
+tests/lib on PYTHONPATH, bench/bench.py on sys.path (tests/README.md).
+"""
