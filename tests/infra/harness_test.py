@@ -8,7 +8,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.dont_write_bytecode = True
 
-from linecap_harness import prometheus  # noqa: E402
+from linecap_harness import pcap, prometheus  # noqa: E402
 
 EXPOSITION = r'''# HELP linecap_rx_packets_total Packets received.
 # TYPE linecap_rx_packets_total counter
@@ -62,6 +62,45 @@ class PrometheusTest(unittest.TestCase):
             with contextlib.redirect_stdout(out):
                 rc = prometheus.main(["sum", f.name, "linecap_rx_packets_total", "port=p1"])
         self.assertEqual((rc, out.getvalue()), (0, "100\n"))
+
+
+class PcapTest(unittest.TestCase):
+    PACKETS = [pcap.Packet(1_700_000_000_123_456_789, 60, b"\x01" * 60),
+               pcap.Packet(1_700_000_001_000_000_001, 1514, b"\x02" * 96)]
+
+    def round_trip(self, name, writer, **fmt):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, name)
+            writer(path, self.PACKETS, **fmt)
+            cap = pcap.Capture(path)
+            got = [(r.ts_ns, r.caplen, r.length, bytes(r.data), r.linktype) for r in cap]
+            return cap, got
+
+    def test_pcap_and_pcapng_round_trip(self):
+        want = [(p.ts_ns, len(p.data), p.length, p.data, 1) for p in self.PACKETS]
+        for name, writer, fmt, kind in [
+                ("a.pcap", pcap.write_pcap, {}, "pcap-ns"),
+                ("b.pcap", pcap.write_pcap, {"big_endian": True}, "pcap-ns-be"),
+                ("c.pcapng", pcap.write_pcapng, {}, "pcapng")]:
+            cap, got = self.round_trip(name, writer, **fmt)
+            self.assertEqual((cap.format, cap.snaplen, cap.problems, got), (kind, 262144, [], want), name)
+
+    def test_microseconds(self):
+        cap, got = self.round_trip("us.pcap", pcap.write_pcap, nano=False)
+        self.assertEqual(cap.format, "pcap-us")
+        self.assertEqual([g[0] for g in got], [1_700_000_000_123_456_000, 1_700_000_001_000_000_000])
+
+    def test_truncated_tail(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "growing.pcap")
+            with open(path, "wb") as f:
+                f.write(pcap.pcap_bytes(self.PACKETS)[:-10])
+            with self.assertRaises(pcap.CaptureError):
+                pcap.count(path)
+            self.assertEqual(pcap.count(path, growing=True), 1)
+            self.assertEqual([r.data for r in pcap.records(path, growing=True)], [self.PACKETS[0].data])
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """linecap's test and benchmark harness, one module per idea.
 
+pcap        reading and writing capture files (pcap, pcapng)
 prometheus  reading linecapd's /metrics (the text exposition format)
 
 Importable from tests and bench: meson's test environment and tests/lib/common.sh put

@@ -57,7 +57,7 @@ import sys
 import time
 import urllib.parse
 
-from linecap_harness import prometheus
+from linecap_harness import pcap, prometheus
 
 REASONS = ("nic_missed", "nic_error", "no_mbuf", "writer_full", "write_error", "disk_full")
 
@@ -194,16 +194,12 @@ def read_kernel(path):
 
 
 def files_totals(out_dir):
-    sys.path.insert(0, os.path.join(os.environ.get("LINECAP_SRC", "."), "tests", "tools"))
-    sys.dont_write_bytecode = True  # leave no __pycache__ in the source tree
-    import pcap_compare  # noqa: E402  (tests/tools, stdlib only)
-
-    finished = pcap_compare.expand([out_dir])
+    finished = pcap.expand([out_dir])
     hidden = sorted(n for n in os.listdir(out_dir) if n.startswith("."))
     packets = orig_bytes = file_bytes = 0
     for path in finished:
         file_bytes += os.path.getsize(path)
-        for rec in pcap_compare.Capture(path):
+        for rec in pcap.Capture(path):
             packets += 1
             orig_bytes += rec.length
     return {"files": len(finished), "packets": packets, "orig_bytes": orig_bytes,
