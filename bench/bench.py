@@ -32,7 +32,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "lib"))  # linecap_harness
 
 # The live-path search (rfc2544.py) uses these through `import bench`.
-from harness import (GEN_PCAP, LINECAPD, NICE, ROOT, RUNNING, TESTPMD, Janitor, Proc,  # noqa: E402,F401
+from harness import (GEN_PCAP, LINECAPD, NICE, ROOT, RUNNING, TESTPMD, Daemon, Janitor, Proc,  # noqa: E402,F401
                      free_port, log, set_autogroup_nice, stop_all, wait_until)
 from machine import (KernelSetting, delayed_page_reporting, fs_of, load_now, machine_conditions,  # noqa: E402,F401
                      sysctl)

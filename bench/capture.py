@@ -1,14 +1,14 @@
 """Running linecapd on the benchmark source and summarising a run from its metrics."""
 
-import json
 import os
 import re
 import statistics
 import time
 
-from harness import LINECAPD, NICE, RUNNING, Janitor, Proc, free_port, wait_until
+from harness import LINECAPD, RUNNING, Daemon, Janitor, free_port
 from machine import load_now
-from linecap_harness.prometheus import reachable, scrape
+from linecap_harness import config as linecap_config
+from linecap_harness.prometheus import scrape
 from metrics import rss_kib, thread_cpu
 
 
@@ -18,17 +18,6 @@ LCORES = {
     "2w": ("0@0,1@1,2@1", "2 workers (2 queues) time-sharing CPU 1; main/control + writer on CPU 0"),
     "2w2cpu": ("0@0,1@0,2@1", "2 workers on CPU 0 and CPU 1; the CPU 0 worker shares with main/control + writer"),
 }
-
-
-def yaml_value(v):
-    """A YAML scalar or flow mapping for the values a configuration section holds."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k}: {yaml_value(x)}" for k, x in v.items()) + " }"
-    if isinstance(v, (int, float)):
-        return str(v)
-    return json.dumps(str(v))
 
 
 def bench_output(args):
@@ -50,30 +39,17 @@ def linecapd_config(path, outdir, sources, mode, args, metrics_port, packets_per
     # The shipped real-time worker priority (capture.worker_priority: rr:1) assumes a worker
     # alone on its CPU; where workers share a CPU with each other or with the writer, a
     # real-time worker that never idles (infinite_rx) would starve them: plain priority there.
-    priority_line = "" if mode == "1w" else '  worker_priority: "normal"\n'
+    capture = {"burst_size": burst or args.burst}
+    if mode != "1w":
+        capture["worker_priority"] = "normal"
+    capture["mbufs"] = mbufs
+    port = {"rx_queues": queues, "rx_descriptors": rx_descriptors, "mtu": 1500}
+    if bpf:
+        port["filter"] = bpf
     output = dict(output if output is not None else bench_output(args))
-    output_lines = "".join(f"  {k}: {yaml_value(v)}\n" for k, v in output.items())
-    with open(path, "w") as f:
-        f.write(f"""# written by bench/capture.py
-eal:
-  lcores: "{lcores}"
-ports:
-  - name: bench
-    device: "{device}"
-    rx_queues: {queues}
-    rx_descriptors: {rx_descriptors}
-    mtu: 1500
-{f"    filter: {json.dumps(bpf)}" + chr(10) if bpf else ""}capture:
-  burst_size: {burst or args.burst}
-{priority_line}  mbufs: {mbufs}
-output:
-  directory: "{outdir}"
-{output_lines}metrics:
-  enabled: true
-  listen: "127.0.0.1:{metrics_port}"
-log:
-  level: info
-""")
+    linecap_config.write(path, linecap_config.daemon(
+        device, outdir, f"127.0.0.1:{metrics_port}", name="bench", lcores=lcores, port=port, capture=capture,
+        output=output), "bench/capture.py")
 
 
 def empty_dir(directory):
@@ -102,14 +78,13 @@ def run_linecapd(tag, workdir, outdir, sources, mode, args, packets_per_file, se
     linecapd_config(cfg, outdir, sources, mode, args, port, packets_per_file, bpf=bpf, output=output, **config)
     url = f"http://127.0.0.1:{port}/metrics"
     load_before = load_now()
-    proc = Proc(NICE + [LINECAPD, "--config", cfg], os.path.join(workdir, f"{tag}.log"))
+    proc = Daemon(LINECAPD, cfg, os.path.join(workdir, f"{tag}.log"))
     RUNNING.append(proc)
     if janitor:
         janitor.start()
     samples = []
     try:
-        wait_until(lambda: "capture running" in proc.text(), 60, f"{tag}: linecapd start", proc)
-        wait_until(lambda: reachable(url), 30, f"{tag}: metrics endpoint", proc)
+        proc.wait_ready(url, 60, f"{tag}: linecapd")
         time.sleep(warmup)
         t_end = time.time() + seconds
         while True:

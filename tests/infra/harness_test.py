@@ -8,7 +8,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.dont_write_bytecode = True
 
-from linecap_harness import pcap, prometheus  # noqa: E402
+from linecap_harness import config, daemon, pcap, prometheus  # noqa: E402
 
 EXPOSITION = r'''# HELP linecap_rx_packets_total Packets received.
 # TYPE linecap_rx_packets_total counter
@@ -101,6 +101,59 @@ class PcapTest(unittest.TestCase):
                 pcap.count(path)
             self.assertEqual(pcap.count(path, growing=True), 1)
             self.assertEqual([r.data for r in pcap.records(path, growing=True)], [self.PACKETS[0].data])
+
+
+class ConfigTest(unittest.TestCase):
+    def test_daemon_config_and_settings(self):
+        cfg = config.daemon("net_null0", "/o", "127.0.0.1:9", port={"rx_queues": 2},
+                            output={"rotate": {"size_mb": 64}}, capture={"timestamps": "port"})
+        self.assertEqual(cfg["ports"], [{"name": "p0", "device": "net_null0", "rx_queues": 2}])
+        self.assertEqual(cfg["output"], {"directory": "/o", "rotate": {"size_mb": 64}})
+        self.assertEqual(config.settings(["port.filter=tcp port 80", "output.rotate.size_mb=1",
+                                          "output.index=false", 'output.scrub={"enabled": false}']),
+                         {"port": {"filter": "tcp port 80"},
+                          "output": {"rotate": {"size_mb": 1}, "index": False, "scrub": {"enabled": False}}})
+        with self.assertRaises(ValueError):
+            config.settings(["output"])
+
+    def test_dump_is_the_yaml_of_the_dict(self):
+        cfg = config.daemon('net_pcap0,rx_pcap=/a b/"q".pcap', "/o", "127.0.0.1:9", name="bench",
+                            port={"filter": 'host 1.2.3.4 and "x"'}, output={"manifest": False, "rotate": {}},
+                            capture={"mbufs": 9999, "idle_sleep_us": 2.5})
+        text = config.dump(cfg, "harness_test")
+        self.assertTrue(text.startswith("# written by harness_test\n"))
+        try:
+            import yaml
+        except ImportError:
+            self.skipTest("no PyYAML to read it back")
+        self.assertEqual(yaml.safe_load(text), cfg)
+
+
+class DaemonTest(unittest.TestCase):
+    def test_ready_line_stop_and_status(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            script = os.path.join(d, "fake.py")
+            with open(script, "w") as f:
+                f.write("import signal, sys, time\n"
+                        "signal.signal(signal.SIGTERM, lambda *a: sys.exit(3))\n"
+                        f"print({daemon.READY_LINE!r}, flush=True)\n"
+                        "signal.pause()\n")
+            proc = daemon.Linecapd(script, os.path.join(d, "cfg.yaml"), os.path.join(d, "log"),
+                                   prefix=[sys.executable])
+            proc.wait_ready(timeout=30)
+            self.assertTrue(proc.alive())
+            self.assertEqual(proc.stop(timeout=10), 3)
+            self.assertIn(daemon.READY_LINE, proc.text())
+
+    def test_exit_before_ready_fails_at_once(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            proc = daemon.Process([sys.executable, "-c", "print('bad config'); raise SystemExit(78)"],
+                                  os.path.join(d, "log"))
+            with self.assertRaisesRegex(RuntimeError, "bad config"):
+                daemon.wait_until(lambda: False, 30, "start", proc)
+            self.assertEqual(proc.stop(), 78)
 
 
 if __name__ == "__main__":

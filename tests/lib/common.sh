@@ -431,30 +431,16 @@ gen_pcap() { python3 "$GEN_PCAP" -q "$@"; }
 # pcap_compare MODE ARGS...: tests/tools/pcap_compare.py (exit 0 = match, 1 = mismatch).
 pcap_compare() { python3 "$PCAP_COMPARE" "$@"; }
 
-# write_config FILE DEVICE OUTDIR [EXTRA_YAML]: a minimal daemon config: one port "p0" on
-# DEVICE (a vdev string), output in OUTDIR, EAL in memory (no hugepage files left behind),
-# metrics on $METRICS_LISTEN (default 127.0.0.1:<free port>; exported). EXTRA_YAML is
-# appended verbatim (more top-level sections). Key names follow the fields of
-# src/config/config.hpp; tests that need more control write their own YAML.
+# write_config FILE DEVICE OUTDIR [SECTION.KEY=VALUE...]: a daemon config
+# (tests/lib/linecap_harness/config.py): one port "p0" on DEVICE (a vdev string), output in
+# OUTDIR, EAL in memory (no hugepage files left behind), metrics on $METRICS_LISTEN (default
+# 127.0.0.1:<free port>; exported), and the given settings ("port.KEY" = a key of the port;
+# VALUE is JSON when it parses: 2, true, '{"size_mb": 64}', else a string).
 write_config() {
-    local file=${1:?write_config FILE DEVICE OUTDIR [EXTRA_YAML]} device=${2:?} outdir=${3:?}
-    local extra=${4:-}
+    local file=${1:?write_config FILE DEVICE OUTDIR [SECTION.KEY=VALUE...]} device=${2:?} outdir=${3:?}
+    shift 3
     METRICS_LISTEN=${METRICS_LISTEN:-127.0.0.1:$(free_tcp_port)}
     export METRICS_LISTEN
-    cat >"$file" <<EOF
-# written by tests/lib/common.sh write_config for $TEST_NAME
-eal:
-  lcores: "0-1"
-ports:
-  - name: p0
-    device: "$device"
-output:
-  directory: "$outdir"
-metrics:
-  enabled: true
-  listen: "$METRICS_LISTEN"
-log:
-  level: info
-$extra
-EOF
+    python3 -m linecap_harness.config "$file" "$device" "$outdir" "$METRICS_LISTEN" "$@" \
+        --header "tests/lib/common.sh write_config for $TEST_NAME"
 }

@@ -1,5 +1,7 @@
 """linecap's test and benchmark harness, one module per idea.
 
+config      linecapd's YAML configuration
+daemon      starting linecapd, waiting until it is ready, stopping it
 pcap        reading and writing capture files (pcap, pcapng)
 prometheus  reading linecapd's /metrics (the text exposition format)
 
