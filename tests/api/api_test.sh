@@ -198,6 +198,6 @@ PY
 
 stop_serve
 n_audit=$(wc -l <"$AUDIT")
-python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$AUDIT" || fail "audit log is not JSON lines"
+json_lines "$AUDIT" || fail "audit log is not JSON lines"
 log "audit log: $n_audit records; e.g. $(grep '"who":"token:alice"' "$AUDIT" | grep packets | head -1)"
 log "PASS"

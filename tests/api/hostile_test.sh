@@ -202,7 +202,7 @@ print("disconnect record:", r["bytes"], "bytes,", r["packets"], "packets")
 PY
 
 grep -q -- "$TOKEN" "$AUDIT" && fail "token text in the audit log"
-python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$AUDIT" || fail "audit log is not JSON lines"
+json_lines "$AUDIT" || fail "audit log is not JSON lines"
 stop_serve
 
 # --- per-client connection limit ---------------------------------------------------------------

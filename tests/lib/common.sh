@@ -409,6 +409,12 @@ PY
 # given ones (0 when there are none), from a Prometheus text endpoint.
 metric_sum() { python3 -m linecap_harness.prometheus sum "$@"; }
 
+# json_field FILE KEY: print the top-level KEY of FILE (one JSON document).
+json_field() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+
+# json_lines FILE: true when every line of FILE is a JSON document (an audit log).
+json_lines() { python3 -c 'import json, sys; [json.loads(line) for line in open(sys.argv[1])]' "$1"; }
+
 # free_tcp_port: print a TCP port on 127.0.0.1 that was free a moment ago.
 free_tcp_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

@@ -85,7 +85,7 @@ files=("$out"/*.pcap)
 for f in "${files[@]}"; do
     [[ -f $f.manifest ]] || fail "${f##*/} has no manifest"
     want=$(sha256sum "$f" | cut -d' ' -f1)
-    got=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["sha256"])' "$f.manifest")
+    got=$(json_field "$f.manifest" sha256)
     [[ $got == "$want" ]] || fail "${f##*/}: manifest sha256 $got, sha256sum $want"
 done
 rc=0
