@@ -27,22 +27,21 @@ import os
 import signal
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "lib"))  # linecap_harness
 
 # The live-path search (rfc2544.py) uses these through `import bench`.
-from harness import (GEN_PCAP, LINECAPD, NICE, ROOT, RUNNING, TESTPMD, Janitor, Proc,  # noqa: E402,F401
+from harness import (GEN_PCAP, LINECAPD, NICE, ROOT, RUNNING, TESTPMD, Daemon, Janitor, Proc,  # noqa: E402,F401
                      free_port, log, set_autogroup_nice, stop_all, wait_until)
 from machine import (KernelSetting, delayed_page_reporting, fs_of, load_now, machine_conditions,  # noqa: E402,F401
                      sysctl)
-from metrics import msum, scrape, scrape_ok  # noqa: E402,F401
 from ab import ab  # noqa: E402
 import defaults  # noqa: E402
 from report import report  # noqa: E402
 from soak import soak  # noqa: E402
 from sources import SIZES  # noqa: E402
 from suite import suite  # noqa: E402
-
-_scrape_ok = scrape_ok  # the name rfc2544.py knows
 
 
 def main():

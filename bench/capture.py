@@ -1,14 +1,15 @@
 """Running linecapd on the benchmark source and summarising a run from its metrics."""
 
-import json
 import os
 import re
 import statistics
 import time
 
-from harness import LINECAPD, NICE, RUNNING, Janitor, Proc, free_port, wait_until
+from harness import LINECAPD, RUNNING, Daemon, Janitor, free_port
 from machine import load_now
-from metrics import msum, mvalues, rss_kib, scrape, scrape_ok, thread_cpu
+from linecap_harness import config as linecap_config
+from linecap_harness.prometheus import scrape
+from metrics import rss_kib, thread_cpu
 
 
 LCORES = {
@@ -17,17 +18,6 @@ LCORES = {
     "2w": ("0@0,1@1,2@1", "2 workers (2 queues) time-sharing CPU 1; main/control + writer on CPU 0"),
     "2w2cpu": ("0@0,1@0,2@1", "2 workers on CPU 0 and CPU 1; the CPU 0 worker shares with main/control + writer"),
 }
-
-
-def yaml_value(v):
-    """A YAML scalar or flow mapping for the values a configuration section holds."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k}: {yaml_value(x)}" for k, x in v.items()) + " }"
-    if isinstance(v, (int, float)):
-        return str(v)
-    return json.dumps(str(v))
 
 
 def bench_output(args):
@@ -49,30 +39,17 @@ def linecapd_config(path, outdir, sources, mode, args, metrics_port, packets_per
     # The shipped real-time worker priority (capture.worker_priority: rr:1) assumes a worker
     # alone on its CPU; where workers share a CPU with each other or with the writer, a
     # real-time worker that never idles (infinite_rx) would starve them: plain priority there.
-    priority_line = "" if mode == "1w" else '  worker_priority: "normal"\n'
+    capture = {"burst_size": burst or args.burst}
+    if mode != "1w":
+        capture["worker_priority"] = "normal"
+    capture["mbufs"] = mbufs
+    port = {"rx_queues": queues, "rx_descriptors": rx_descriptors, "mtu": 1500}
+    if bpf:
+        port["filter"] = bpf
     output = dict(output if output is not None else bench_output(args))
-    output_lines = "".join(f"  {k}: {yaml_value(v)}\n" for k, v in output.items())
-    with open(path, "w") as f:
-        f.write(f"""# written by bench/capture.py
-eal:
-  lcores: "{lcores}"
-ports:
-  - name: bench
-    device: "{device}"
-    rx_queues: {queues}
-    rx_descriptors: {rx_descriptors}
-    mtu: 1500
-{f"    filter: {json.dumps(bpf)}" + chr(10) if bpf else ""}capture:
-  burst_size: {burst or args.burst}
-{priority_line}  mbufs: {mbufs}
-output:
-  directory: "{outdir}"
-{output_lines}metrics:
-  enabled: true
-  listen: "127.0.0.1:{metrics_port}"
-log:
-  level: info
-""")
+    linecap_config.write(path, linecap_config.daemon(
+        device, outdir, f"127.0.0.1:{metrics_port}", name="bench", lcores=lcores, port=port, capture=capture,
+        output=output), "bench/capture.py")
 
 
 def empty_dir(directory):
@@ -101,14 +78,13 @@ def run_linecapd(tag, workdir, outdir, sources, mode, args, packets_per_file, se
     linecapd_config(cfg, outdir, sources, mode, args, port, packets_per_file, bpf=bpf, output=output, **config)
     url = f"http://127.0.0.1:{port}/metrics"
     load_before = load_now()
-    proc = Proc(NICE + [LINECAPD, "--config", cfg], os.path.join(workdir, f"{tag}.log"))
+    proc = Daemon(LINECAPD, cfg, os.path.join(workdir, f"{tag}.log"))
     RUNNING.append(proc)
     if janitor:
         janitor.start()
     samples = []
     try:
-        wait_until(lambda: "capture running" in proc.text(), 60, f"{tag}: linecapd start", proc)
-        wait_until(lambda: scrape_ok(url), 30, f"{tag}: metrics endpoint", proc)
+        proc.wait_ready(url, 60, f"{tag}: linecapd")
         time.sleep(warmup)
         t_end = time.time() + seconds
         while True:
@@ -137,22 +113,17 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
     dt = b["t"] - a["t"]
 
     def delta(name, **want):
-        return msum(b["m"], name, **want) - msum(a["m"], name, **want)
+        return b["m"].total(name, **want) - a["m"].total(name, **want)
 
     rx = delta("linecap_rx_packets_total")
     written = delta("linecap_written_packets_total")
     filtered = delta("linecap_filtered_packets_total")
     wire_bytes = delta("linecap_written_bytes_total")
     file_bytes = delta("linecap_output_file_bytes_total")
-    reasons = {}
-    for (n, labels), _ in b["m"].items():
-        if n == "linecap_dropped_packets_total":
-            r = dict(labels).get("reason")
-            reasons[r] = reasons.get(r, 0) + 0
-    for r in list(reasons):
-        reasons[r] = delta("linecap_dropped_packets_total", reason=r)
-    cpp = [v for s in samples[1:] for v in mvalues(s["m"], "linecap_worker_cycles_per_packet") if v == v]
-    busy = [v for s in samples[1:] for v in mvalues(s["m"], "linecap_worker_busy_ratio") if v == v]
+    reasons = {r: delta("linecap_dropped_packets_total", reason=r)
+               for r in b["m"].label_values("linecap_dropped_packets_total", "reason")}
+    cpp = [v for s in samples[1:] for v in s["m"].values("linecap_worker_cycles_per_packet") if v == v]
+    busy = [v for s in samples[1:] for v in s["m"].values("linecap_worker_busy_ratio") if v == v]
 
     # Thread CPU use over the window (share of one CPU), by thread name.
     cpu = {}
@@ -163,9 +134,9 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
     hash_cpu = sum(v["cpu_pct"] for k, v in cpu.items() if k.startswith("lc-hash"))
     # Writes that took longer than 10 ms: stalls that the block pool must ride out.
     slow_writes = latency_count_total = 0
-    for (n, labels), v in b["m"].items():
-        if n == "linecap_write_latency_seconds_bucket" and dict(labels).get("le") == "0.01":
-            slow_writes = delta("linecap_write_latency_seconds_count") - (v - msum(a["m"], n, le="0.01"))
+    for _, v in b["m"].matching("linecap_write_latency_seconds_bucket", le="0.01"):
+        slow_writes = delta("linecap_write_latency_seconds_count") - (
+            v - a["m"].total("linecap_write_latency_seconds_bucket", le="0.01"))
     latency_count = delta("linecap_write_latency_seconds_count")
     latency_sum = delta("linecap_write_latency_seconds_sum")
     summary = re.findall(r".*reached the port.*", logtext)
@@ -176,7 +147,7 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
         "written_mpps": written / dt / 1e6,
         "filtered_mpps": filtered / dt / 1e6,
         "indexed_files": int(delta("linecap_index_files_total", result="built")),
-        "index_queued": msum(b["m"], "linecap_index_queued_files"),
+        "index_queued": b["m"].total("linecap_index_queued_files"),
         "index_busy_s": delta("linecap_index_busy_seconds_total"),
         "written_gbit": wire_bytes * 8 / dt / 1e9,
         "file_gbps": file_bytes / dt / 1e9,
@@ -189,7 +160,7 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
         "hash_cpu_pct": hash_cpu,
         # Everything written since the start (warm-up included): the volume the raw write
         # speed is measured for.
-        "file_bytes_total": int(msum(b["m"], "linecap_output_file_bytes_total")),
+        "file_bytes_total": int(b["m"].total("linecap_output_file_bytes_total")),
         "write_latency_us": 1e6 * latency_sum / latency_count if latency_count else float("nan"),
         "writes": int(latency_count),
         "writes_over_10ms": int(slow_writes),
@@ -203,7 +174,7 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
     # Per-second written rate, to show a slow start on fresh memory.
     series = []
     for s0, s1 in zip(samples, samples[1:]):
-        d = msum(s1["m"], "linecap_written_packets_total") - msum(s0["m"], "linecap_written_packets_total")
+        d = s1["m"].total("linecap_written_packets_total") - s0["m"].total("linecap_written_packets_total")
         series.append(round(d / (s1["t"] - s0["t"]) / 1e6, 2))
     res["written_mpps_series"] = series
     return res

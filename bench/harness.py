@@ -3,12 +3,12 @@ starts (each in its own process group, stopped on exit), the priority they run a
 janitor that empties an output directory as files appear (the live-path search uses it)."""
 
 import os
-import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
+
+from linecap_harness.daemon import Linecapd, Process, wait_until  # noqa: F401  (wait_until: for the modules)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("LINECAP_BUILD", os.path.join(ROOT, "build-bench"))
@@ -29,37 +29,23 @@ def log(*a):
 
 
 
-class Proc:
-    """A child process in its own process group, logged to a file; stop() ends the group."""
+class Proc(Process):
+    """A child process in its own process group, logged to a file, at the benchmark's
+    priority (--nice); stop() ends the group."""
 
     def __init__(self, args, logpath, env=None):
-        self.logpath = logpath
-        self.log = open(logpath, "w")
-        self.p = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env,
-                                  start_new_session=True, stdin=subprocess.DEVNULL)
+        super().__init__(args, logpath, env)
         if NICE:
-            set_autogroup_nice(self.p.pid, int(NICE[2]))
+            set_autogroup_nice(self.pid, int(NICE[2]))
 
-    def alive(self):
-        return self.p.poll() is None
 
-    def stop(self, sig=signal.SIGTERM, timeout=30):
-        if self.p.poll() is None:
-            try:
-                os.killpg(self.p.pid, sig)
-            except ProcessLookupError:
-                pass
-            try:
-                self.p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.p.pid, signal.SIGKILL)
-                self.p.wait()
-        self.log.close()
-        return self.p.returncode
+class Daemon(Linecapd):
+    """linecapd at the benchmark's priority (--nice)."""
 
-    def text(self):
-        with open(self.logpath, errors="replace") as f:
-            return f.read()
+    def __init__(self, binary, config, logpath):
+        super().__init__(binary, config, logpath, prefix=NICE)
+        if NICE:
+            set_autogroup_nice(self.pid, int(NICE[2]))
 
 
 RUNNING = []
@@ -90,18 +76,6 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
-
-
-def wait_until(cond, timeout, what, proc=None):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        if proc is not None and not proc.alive():
-            raise RuntimeError(f"{what}: process exited: {proc.text()[-2000:]}")
-        time.sleep(0.1)
-    raise RuntimeError(f"{what}: not after {timeout}s")
-
 
 
 class Janitor(threading.Thread):

@@ -1,51 +1,8 @@
-"""Reading linecapd while it runs: the Prometheus endpoint, per-thread CPU time, RSS."""
+"""Reading linecapd while it runs: per-thread CPU time and RSS (its /metrics:
+linecap_harness.prometheus)."""
 
 import os
 import re
-import urllib.request
-
-
-METRIC_LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{(.*)\})?\s+(\S+)")
-LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
-
-def scrape(url):
-    with urllib.request.urlopen(url, timeout=2) as r:
-        text = r.read().decode()
-    out = {}
-    for line in text.splitlines():
-        m = METRIC_LINE.match(line)
-        if not m:
-            continue
-        labels = tuple(sorted(LABEL.findall(m.group(3) or "")))
-        try:
-            out[(m.group(1), labels)] = float(m.group(4))
-        except ValueError:
-            pass
-    return out
-
-
-def scrape_ok(url):
-    try:
-        scrape(url)
-        return True
-    except Exception:
-        return False
-
-
-def msum(sample, name, **want):
-    total = 0.0
-    for (n, labels), v in sample.items():
-        if n != name:
-            continue
-        d = dict(labels)
-        if all(d.get(k) == v2 for k, v2 in want.items()):
-            total += v
-    return total
-
-
-def mvalues(sample, name):
-    return [v for (n, _), v in sample.items() if n == name]
 
 
 def thread_cpu(pid):

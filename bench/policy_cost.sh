@@ -11,8 +11,8 @@
 # (Google Benchmark's --benchmark_min_time; default 0.5). --rows: only the rows whose
 # benchmark name matches (Google Benchmark's filter after BM_CapturePolicies/, e.g.
 # 'traffic:2/flows:32768/copies:0' for 1514 B at half the table). With
-# --baseline, the same micro.cpp is also built against REV's sources (git archive of REV,
-# built once into /var/cache/linecap-bench/policy-REVHASH): the benchmark only calls
+# --baseline, the same micro.cpp is also built against REV's sources (bench/baseline.sh:
+# git archive of REV, built once into /var/cache/linecap-bench/REVHASH): the benchmark only calls
 # apply_dedup / apply_flow_cap and their tables, so the two programs differ only in the
 # policies' code. The programs then run alternately N times (default 3), pinned to CPU C
 # (default: the last) at nice N (default -5; needs root to go below 0), and the table gives,
@@ -47,17 +47,9 @@ fi
 programs=("this tree=$micro")
 
 if [[ -n $baseline ]]; then
-    rev=$(git -C "$ROOT" rev-parse --verify --quiet "$baseline^{commit}") \
-        || { echo "policy_cost: $baseline is not a commit of this repository" >&2; exit 2; }
-    base=/var/cache/linecap-bench/policy-$rev
-    if [[ ! -f $base/build/build.ninja ]]; then
-        rm -rf "$base"
-        mkdir -p "$base/src"
-        git -C "$ROOT" archive "$rev" | tar -x -C "$base/src"
-        meson setup "$base/build" "$base/src" -Dbench=true -Dtests=false >&2
-    fi
+    base=$("$ROOT/bench/baseline.sh" "$baseline")
     cmp -s "$ROOT/bench/micro.cpp" "$base/src/bench/micro.cpp" || cp "$ROOT/bench/micro.cpp" "$base/src/bench/micro.cpp"
-    log "building $baseline ($rev) with this tree's bench/micro.cpp in $base"
+    log "building $baseline with this tree's bench/micro.cpp in $base"
     ninja -C "$base/build" bench/linecap_micro >&2
     programs=("$baseline=$base/build/bench/linecap_micro" "${programs[@]}")
 fi

@@ -4,7 +4,7 @@ sections of the live-path search and the soak when their JSON files are there.""
 import json
 import os
 
-from capture import yaml_value
+from linecap_harness import config
 from harness import log
 from machine import reporting_text
 
@@ -168,7 +168,7 @@ def defaults_text(results):
     d = results.get("defaults")
     if not d:
         return ""
-    shipped = ", ".join(f"{k}: {yaml_value(v)}" for k, v in d["shipped"].items())
+    shipped = ", ".join(f"{k}: {config.flow(v)}" for k, v in d["shipped"].items())
     return (f"config/linecap.yaml's output settings ({shipped}), "
             f"rx_descriptors {d['rx_descriptors']}, burst {d['burst']}, one worker, net_pcap infinite_rx source; "
             f"files kept, output.retention.max_bytes {d['budget_mib']} MiB deletes the oldest (no janitor). "

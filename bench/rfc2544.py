@@ -89,7 +89,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import bench  # noqa: E402  (Proc, Janitor, scrape, msum, free_port, wait_until)
+import bench  # noqa: E402  (Proc, Janitor, free_port, wait_until; puts tests/lib on sys.path)
+from linecap_harness import config, prometheus  # noqa: E402
 from report import md_table, text_table  # noqa: E402
 
 NS = f"lc-rfc-{os.getpid()}"
@@ -343,6 +344,17 @@ def parse_variant(tool):
     return base, settings
 
 
+def setting(value):
+    """A setting from the command line (always a string) or LIVE_SETTINGS as YAML would read
+    it: true/false and numbers as such."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            pass
+    return value
+
+
 def thread_ids(pid, *prefixes):
     out = []
     for tid in os.listdir(f"/proc/{pid}/task"):
@@ -369,44 +381,28 @@ class LinecapdTarget:
             device = LIVE_DEVICE.format(iface=A).replace("busy_budget=0", f"busy_budget={s['budget']}")
         else:
             device = AF_PACKET_DEVICE.format(iface=A)
-        capture = ""
-        if s["prio"] is not None:
-            capture += f"  worker_priority: \"{s['prio']}\"\n"
-        if s["idle_us"] is not None:
-            capture += f"  idle_sleep_us: {s['idle_us']}\n"
-        if s["below"] is not None:
-            capture += f"  sleep_below: {s['below']}\n"
-        writer = "".join(f'  {key}: "{s[short]}"\n' for key, short in (("writer_cpus", "wcpus"), ("writer_priority", "wprio"))
-                         if s[short] is not None)
+        capture = {key: convert(s[short]) for key, short, convert in (
+            ("worker_priority", "prio", str), ("idle_sleep_us", "idle_us", setting), ("sleep_below", "below", setting))
+            if s[short] is not None}
+        output = {"rotate": {"size_mb": ROTATE_MIB, "interval_s": 0}, "blocks_per_queue": blocks,
+                  "block_size_kb": 1024, "o_direct": bool(o_direct), "manifest": setting(s["manifest"]),
+                  # as shipped: the background indexer runs (idle priority, on CPU 0)
+                  "index": setting(s["index"])}
+        output.update({key: str(s[short]) for key, short in (("writer_cpus", "wcpus"), ("writer_priority", "wprio"))
+                       if s[short] is not None})
         cfg = os.path.join(workdir, "linecapd.yaml")
-        with open(cfg, "w") as f:
-            f.write(f"""eal:
-  lcores: "{s['lcores'].replace('/', ',')}"
-ports:
-  - name: live
-    device: "{device}"
-    rx_queues: 1
-    rx_descriptors: {s['desc']}
-{"capture:" + chr(10) + capture if capture else ""}output:
-  directory: "{self.outdir}"
-  rotate: {{ size_mb: {ROTATE_MIB}, interval_s: 0 }}
-  blocks_per_queue: {blocks}
-  block_size_kb: 1024
-  o_direct: {"true" if o_direct else "false"}
-  manifest: {s['manifest']}
-{writer}  index: {s['index']}   # as shipped: the background indexer runs (idle priority, on CPU 0)
-metrics:
-  enabled: true
-  listen: "127.0.0.1:{self.port}"
-""")
+        settings = {"capture": capture} if capture else {}
+        config.write(cfg, config.daemon(device, self.outdir, f"127.0.0.1:{self.port}", name="live",
+                                        lcores=s["lcores"].replace("/", ","),
+                                        port={"rx_queues": 1, "rx_descriptors": setting(s["desc"])},
+                                        output=output, **settings))
         self.url = f"http://127.0.0.1:{self.port}/metrics"
         # Finished files stay 2 s for the indexer (as retention would keep them longer).
         self.janitor = bench.Janitor(self.outdir, keep_s=float(s["keep_s"]))
-        self.proc = bench.Proc(bench.NICE + [bench.LINECAPD, "--config", cfg], os.path.join(workdir, "linecapd.log"))
+        self.proc = bench.Daemon(bench.LINECAPD, cfg, os.path.join(workdir, "linecapd.log"))
         bench.RUNNING.append(self.proc)
         self.janitor.start()
-        bench.wait_until(lambda: "capture running" in self.proc.text(), 60, "linecapd start", self.proc)
-        bench.wait_until(lambda: bench._scrape_ok(self.url), 30, "linecapd metrics", self.proc)
+        self.proc.wait_ready(self.url, 60)
         # From outside, for A/B: the hasher and indexer have no CPU setting of their own (the
         # writer and the workers do: wcpus, wprio, prio).
         if s["bg_cpu"] is not None:
@@ -415,14 +411,11 @@ metrics:
                 os.sched_setaffinity(tid, cpus)
 
     def counters(self):
-        s = bench.scrape(self.url)
-        drops = {}
-        for (n, labels), v in s.items():
-            if n == "linecap_dropped_packets_total":
-                r = dict(labels)["reason"]
-                drops[r] = drops.get(r, 0) + v
-        return {"got": bench.msum(s, "linecap_written_packets_total"),
-                "rx": bench.msum(s, "linecap_rx_packets_total"), "drops": drops}
+        s = prometheus.scrape(self.url)
+        drops = {r: s.total("linecap_dropped_packets_total", reason=r)
+                 for r in s.label_values("linecap_dropped_packets_total", "reason")}
+        return {"got": s.total("linecap_written_packets_total"),
+                "rx": s.total("linecap_rx_packets_total"), "drops": drops}
 
     def trial_begin(self):
         self.c0 = self.counters()

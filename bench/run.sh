@@ -109,18 +109,10 @@ grep -q 'bench/linecap_micro' "$BUILD/build.ninja" && targets+=(bench/linecap_mi
 ninja -C "$BUILD" "${targets[@]}" >&2
 
 if [[ $mode == ab ]]; then
-    # The baseline's binary outlives the run (cached by commit); its source tree does not.
-    BASE_BUILD=/var/cache/linecap-bench/$AB_REV
-    if [[ ! -x $BASE_BUILD/src/linecapd ]]; then
-        base_src=$(mktemp -d /tmp/linecap-bench-base.XXXXXX)
-        CLEANUP+=("git -C '$ROOT' worktree remove --force '$base_src'; rm -rf '$base_src'")
-        git -C "$ROOT" worktree add --detach "$base_src" "$AB_REV" >&2
-        rm -rf "$BASE_BUILD"
-        log "building the baseline $AB_REV in $BASE_BUILD"
-        meson setup "$BASE_BUILD" "$base_src" >&2
-        ninja -C "$BASE_BUILD" src/linecapd >&2
-    fi
-    set -- --baseline "$BASE_BUILD/src/linecapd" "$@"
+    # The baseline's build is cached by commit (bench/baseline.sh).
+    log "the baseline $AB_REV"
+    BASE=$("$ROOT/bench/baseline.sh" "$AB_REV" src/linecapd)
+    set -- --baseline "$BASE/build/src/linecapd" "$@"
 fi
 
 if [[ $mode == micro ]]; then

@@ -1,11 +1,11 @@
 """The benchmark's traffic: one generated pcap per queue (net_pcap infinite_rx replays it)."""
 
 import os
-import struct
 import subprocess
 import sys
 
 from harness import GEN_PCAP
+from linecap_harness import pcap
 
 SIZES = ["64", "128", "512", "1024", "1514", "imix"]
 
@@ -25,21 +25,9 @@ def gen_source(workdir, size, queues, count, proto="udp"):
 
 
 def mean_frame_len(path):
-    """Average captured length of the frames in a (little-endian, ns) pcap file."""
-    total = n = 0
-    with open(path, "rb") as f:
-        f.read(24)
-        while True:
-            h = f.read(16)
-            if len(h) < 16:
-                break
-            caplen = struct.unpack("<IIII", h)[2]
-            f.seek(caplen, 1)
-            total += caplen
-            n += 1
-    return total / n if n else 0.0
-
-
+    """Average captured length of the frames in a pcap file."""
+    lengths = [r.caplen for r in pcap.Capture(path)]
+    return sum(lengths) / len(lengths) if lengths else 0.0
 
 
 def record_bytes_for(size, src):

@@ -8,11 +8,11 @@
 #                                             SECONDS per harness (default 600)
 #   scripts/fuzz.sh --ci READER SECONDS       what the test suite runs (meson test fuzz-*)
 #
-# The harnesses and the sources each needs are listed once, in tests/fuzz/meson.build.
-# The build goes to $LINECAP_BUILD/fuzz-clang (default build/fuzz-clang) and is reused
-# while its sources are unchanged (make, with clang's dependency files). New inputs the
-# fuzzer finds go to the work directory, not into the tree: copy the interesting ones to
-# tests/fuzz/corpus/<name>/ by hand. Exit 77 (skip) when clang or libFuzzer is missing
+# The harnesses and the sources each needs are listed once, in tests/fuzz/meson.build, and
+# built by meson in $LINECAP_BUILD/fuzz-clang (default build/fuzz-clang), a build directory
+# configured with -Dfuzz=true, clang and the sanitizers; ninja rebuilds only what changed.
+# New inputs the fuzzer finds go to the work directory, not into the tree: copy the
+# interesting ones to tests/fuzz/corpus/<name>/ by hand. Exit 77 (skip) when clang or libFuzzer is missing
 # (apt-get install clang-14 libclang-rt-14-dev).
 set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -33,51 +33,28 @@ echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long)
 "$CXX" -fsanitize=fuzzer "$WORK/probe.cpp" -o "$WORK/probe" 2>/dev/null \
     || { echo "SKIP: $CXX cannot link libFuzzer (apt-get install libclang-rt-14-dev)"; exit 77; }
 
-# name|sources|libs from the one registration line per harness (a source list may be a
-# variable assigned a string earlier in the file; the layer after them is meson's).
-mapfile -t HARNESSES < <(python3 - "$SRC/tests/fuzz/meson.build" <<'PY'
-import re, sys
-text = open(sys.argv[1]).read()
-names = dict(re.findall(r"^(\w+)\s*=\s*'([^']*)'", text, re.M))
-item = r"\s*('[^']*'|\w+)\s*"
-for m in re.finditer(r"^\s*\['(\w+)'," + item + "," + item + r"(?:,[^\]]*)?\]", text, re.M):
-    print("|".join([m.group(1)] + [names[v] if not v.startswith("'") else v.strip("'") for v in m.groups()[1:]]))
-PY
-)
-[[ ${#HARNESSES[@]} -gt 0 ]] || { echo "no harness found in tests/fuzz/meson.build"; exit 1; }
-
-# One Makefile for all harnesses: objects are shared, dependency files make rebuilds exact.
-{
-    echo "CXX := $CXX"
-    echo "SRC := $SRC"
-    echo 'SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined'
-    # Only our code is instrumented: the system libraries it links (libpcap, yaml-cpp) are
-    # Debian's builds; their headers (and DPDK's rte_config.h, for the configuration's
-    # limits) come from pkg-config.
-    echo "SYSINC := $(pkg-config --cflags-only-I libdpdk yaml-cpp libpcap 2>/dev/null)"
-    echo 'CXXFLAGS := -std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link $(SAN) -I$(SRC)/src -I$(SRC) $(SYSINC) -MMD -MP'
-    echo 'obj/%.o: $(SRC)/%.cpp'
-    printf '\t@mkdir -p $(dir $@)\n\t$(CXX) $(CXXFLAGS) -c $< -o $@\n'
-    targets=()
-    for h in "${HARNESSES[@]}"; do
-        IFS='|' read -r name sources libs <<<"$h"
-        objs="obj/tests/fuzz/fuzz_$name.o"
-        for s in $sources; do objs+=" obj/${s%.cpp}.o"; done
-        echo "fuzz_$name: $objs"
-        printf '\t$(CXX) -fsanitize=fuzzer $(SAN) $^ %s -o $@\n' "$libs"
-        echo "DEPS += \$(patsubst %.o,%.d,$objs)"
-        targets+=("fuzz_$name")
-    done
-    echo "all: ${targets[*]}"
-    echo '-include $(DEPS)'
-} >"$WORK/Makefile"
+# The fuzzing build: a meson build directory of its own, with clang, libFuzzer's coverage
+# and ASan + UBSan (tests/fuzz/meson.build builds each harness from just the sources its
+# line names). Set up once; ninja rebuilds what changed.
+if [[ ! -f $WORK/build.ninja ]]; then
+    rm -rf "$WORK/obj" "$WORK/Makefile"  # an earlier layout of this directory
+    CC=${CXX/clang++/clang} CXX=$CXX meson setup "$WORK" "$SRC" -Dfuzz=true -Dbench=false \
+        -Dbuildtype=plain -Dwerror=false -Dwarning_level=0 -Db_sanitize=address,undefined -Db_lundef=false \
+        "-Dcpp_args=-O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link -fno-sanitize-recover=undefined" \
+        >"$WORK/setup.log" 2>&1 || { cat "$WORK/setup.log"; echo "fuzz: meson setup failed"; exit 1; }
+fi
+HARNESSES=()
+for f in "$SRC"/tests/fuzz/fuzz_*.cpp; do
+    f=${f##*/fuzz_}
+    HARNESSES+=("${f%.cpp}")
+done
 
 rc=0
-for h in "${HARNESSES[@]}"; do
-    IFS='|' read -r name _ _ <<<"$h"
+for name in "${HARNESSES[@]}"; do
     [[ -z $ONLY || $ONLY == "$name" ]] || continue
     echo "== fuzz_$name: build"
-    make -s -C "$WORK" -j"${LINECAP_FUZZ_JOBS:-2}" "fuzz_$name"
+    ninja -C "$WORK" -j"${LINECAP_FUZZ_JOBS:-2}" "tests/fuzz/fuzz_$name" >"$WORK/build-$name.log" 2>&1 \
+        || { tail -30 "$WORK/build-$name.log"; echo "FAIL: fuzz_$name does not build"; rc=1; continue; }
     corpus=$WORK/corpus/$name
     mkdir -p "$corpus" "$WORK/artifacts"
     echo "== fuzz_$name: ${SECONDS_EACH}s over tests/fuzz/corpus/$name"
@@ -86,7 +63,7 @@ for h in "${HARNESSES[@]}"; do
     dict=()
     [[ -f $SRC/tests/fuzz/$name.dict ]] && dict=(-dict="$SRC/tests/fuzz/$name.dict")
     # The first directory receives new inputs; the in-tree seeds are only read.
-    if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 "$WORK/fuzz_$name" "$corpus" "$SRC/tests/fuzz/corpus/$name" \
+    if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 "$WORK/tests/fuzz/fuzz_$name" "$corpus" "$SRC/tests/fuzz/corpus/$name" \
         -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
         -print_final_stats=1 -artifact_prefix="$WORK/artifacts/$name-" "${dict[@]}" >"$log" 2>&1; then
         :

@@ -24,8 +24,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests/api"))
-from raw_http import read_to_close, tls_connect  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+from linecap_harness.raw_http import read_to_close, tls_connect  # noqa: E402
 
 
 def run(cmd, **kw):

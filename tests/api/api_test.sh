@@ -159,19 +159,9 @@ capinfos "$T/api-max.pcap" >/dev/null 2>&1 || fail "the cut answer is not a vali
 # --- a client that goes away mid-stream -----------------------------------------------------
 threads_before=$(ls /proc/$SERVE_PID/task | wc -l)
 fds_before=$(ls /proc/$SERVE_PID/fd | wc -l)
-python3 - "$PORT" "$TOKEN" "$T/ca.pem" <<'PY' || fail "disconnecting client failed"
-import socket, ssl, struct, sys
-port, token, ca = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-ctx = ssl.create_default_context(cafile=ca)
-s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
-s.sendall(f"GET /api/v1/packets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
-got = b""
-while len(got) < 200000:
-    got += s.recv(65536)
-assert b" 200 " in got.split(b"\r\n", 1)[0], got[:100]
-s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # reset, not a polite close
-s.close()
-PY
+status=$(python3 -m linecap_harness.raw_http disconnect "$PORT" "$T/ca.pem" "$TOKEN" /api/v1/packets 200000) \
+    || fail "disconnecting client failed"
+[[ $status == *" 200 "* ]] || fail "disconnecting client: $status"
 wait_for "grep -q 'client disconnected' '$AUDIT'" 30 || fail "no audit record of the disconnect"
 wait_for "[[ \$(ls /proc/$SERVE_PID/task | wc -l) -le $threads_before && \$(ls /proc/$SERVE_PID/fd | wc -l) -le $fds_before ]]" 10 \
     || fail "threads $(ls /proc/$SERVE_PID/task | wc -l) (were $threads_before), fds $(ls /proc/$SERVE_PID/fd | wc -l) (were $fds_before)"
@@ -208,6 +198,6 @@ PY
 
 stop_serve
 n_audit=$(wc -l <"$AUDIT")
-python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$AUDIT" || fail "audit log is not JSON lines"
+json_lines "$AUDIT" || fail "audit log is not JSON lines"
 log "audit log: $n_audit records; e.g. $(grep '"who":"token:alice"' "$AUDIT" | grep packets | head -1)"
 log "PASS"

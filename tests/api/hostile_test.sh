@@ -26,7 +26,6 @@ STORE=$T/store
 api_store "$STORE" 2000
 api_pki "$T"
 api_tokens "$T/tokens" alice
-export PYTHONPATH=$LINECAP_SRC/tests/api  # raw_http.py
 PORT=$(free_tcp_port)
 URL=https://127.0.0.1:$PORT
 AUDIT=$T/audit.log
@@ -116,7 +115,7 @@ grep -q '"outcome":"refused: the request head did not arrive within api.header_t
 # --- refusals of the HTTP layer: each one audit record, its reason in the body -----------------
 python3 - "$PORT" "$T/ca.pem" <<'PY' || fail "raw requests"
 import sys
-from raw_http import tls_connect, read_to_close
+from linecap_harness.raw_http import tls_connect, read_to_close
 port, ca = int(sys.argv[1]), sys.argv[2]
 def exchange(raw):
     s = tls_connect(port, ca)
@@ -159,7 +158,7 @@ log "9 refusals, one record each: $(grep '/m-http09' "$AUDIT")"
 # --- pipelining, a GET body by Content-Length: answered in order --------------------------------
 python3 - "$PORT" "$T/ca.pem" "$TOKEN" <<'PY' || fail "pipelined requests"
 import re, sys
-from raw_http import tls_connect, read_to_close
+from linecap_harness.raw_http import tls_connect, read_to_close
 port, ca, token = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 s = tls_connect(port, ca)
 auth = f"Authorization: Bearer {token}\r\n".encode()
@@ -192,19 +191,8 @@ head -1 "$T/sclient.out" | grep -q '^HTTP/1.1 400' || fail "s_client: $(head -3 
 [[ $(grep -c 'm-sclient' "$AUDIT") == 1 ]] || fail "s_client request not audited once"
 
 # --- a client that disconnects mid-stream: the packets it was sent ----------------------------
-python3 - "$PORT" "$TOKEN" "$T/ca.pem" <<'PY' || fail "disconnecting client failed"
-import socket, struct, sys
-from raw_http import tls_connect
-port, token, ca = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-s = tls_connect(port, ca)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-s.sendall(f"GET /api/v1/packets?max_bytes=100000000 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
-got = b""
-while len(got) < 300000:
-    got += s.recv(65536)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-s.close()
-PY
+python3 -m linecap_harness.raw_http disconnect "$PORT" "$T/ca.pem" "$TOKEN" "/api/v1/packets?max_bytes=100000000" \
+    300000 65536 >/dev/null || fail "disconnecting client failed"
 wait_for "grep -q 'client disconnected' '$AUDIT'" 20 || fail "no record of the disconnect"
 python3 - "$AUDIT" <<'PY' || fail "the disconnect's record"
 import json, sys
@@ -214,7 +202,7 @@ print("disconnect record:", r["bytes"], "bytes,", r["packets"], "packets")
 PY
 
 grep -q -- "$TOKEN" "$AUDIT" && fail "token text in the audit log"
-python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$AUDIT" || fail "audit log is not JSON lines"
+json_lines "$AUDIT" || fail "audit log is not JSON lines"
 stop_serve
 
 # --- per-client connection limit ---------------------------------------------------------------

@@ -56,7 +56,7 @@ assert r["status_text"].startswith("linecapd: up"), r["status_text"]
 assert r["ports"] and r["ports"][0][:3] == ["p0", "up", "1500"] and r["ports"][0][4] == "7", r["ports"]
 assert r["size_bytes"] == int(sys.argv[2]), (r["size_bytes"], sys.argv[2])
 PY
-cmp "$T/cli.pcap" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["download"])' "$T/page.json")" \
+cmp "$T/cli.pcap" "$(json_field "$T/page.json" download)" \
     || fail "the downloaded file differs from linecap extract's answer"
 # The page asked for nothing but its own origin: every request is in the audit log.
 grep -q '"who":"token:browser".*"request":"/api/v1/packets?' "$T/audit.log" || fail "download not audited"

@@ -25,9 +25,8 @@ run() {
     local name=$1 status=$2 timestamps=$3
     mkdir "$TEST_TMPDIR/$name"
     printf '%s\n' "$status" >"$TEST_TMPDIR/$name.clock"
-    write_config "$TEST_TMPDIR/$name.yaml" "net_pcap0,rx_pcap=$TEST_TMPDIR/in.pcap" "$TEST_TMPDIR/$name" "capture:
-  timestamps: $timestamps"
-    sed -i "s|^  directory:.*|&\n  format: pcapng\n  index: false\n  scrub: { enabled: false }|" "$TEST_TMPDIR/$name.yaml"
+    write_config "$TEST_TMPDIR/$name.yaml" "net_pcap0,rx_pcap=$TEST_TMPDIR/in.pcap" "$TEST_TMPDIR/$name" \
+        capture.timestamps="$timestamps" output.format=pcapng output.index=false output.scrub.enabled=false
     LINECAP_TEST_CLOCK_STATUS="$TEST_TMPDIR/$name.clock" start_linecapd "$TEST_TMPDIR/$name.yaml"
     wait_for_linecapd "(( \$(metric_sum http://$METRICS_LISTEN/metrics linecap_rx_packets_total) >= $total ))" 60 \
         || fail "$name: the worker did not receive $total packets"

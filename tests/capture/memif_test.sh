@@ -27,17 +27,8 @@ show_on_failure "$TEST_TMPDIR/testpmd.log"
 wait_for "grep -q 'testpmd>' '$TEST_TMPDIR/testpmd.log'" 30 || fail "testpmd did not start"
 
 mkdir "$TEST_TMPDIR/out"
-cat >"$TEST_TMPDIR/linecap.yaml" <<YAML
-eal:
-  lcores: "0-1"
-ports:
-  - name: memif
-    device: "net_memif0,role=client,socket=$sock,rsize=8"
-output:
-  directory: "$TEST_TMPDIR/out"
-metrics:
-  enabled: false
-YAML
+write_config "$TEST_TMPDIR/linecap.yaml" "net_memif0,role=client,socket=$sock,rsize=8" "$TEST_TMPDIR/out" \
+    port.name=memif metrics.enabled=false
 start_linecapd "$TEST_TMPDIR/linecap.yaml"
 wait_for_linecapd "grep -q 'capture running' '$LINECAPD_LOG'" 30 || fail "linecapd did not start polling"
 

@@ -92,8 +92,8 @@ for k in bad[:10]:
     print(f"flow {k}: expected [kept bytes, cut] {want['flows'].get(k)}, got {got['flows'].get(k)}", file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
-    jq_cut=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cut"])' "$TEST_TMPDIR/$name.expected.json")
-    jq_dropped=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["dropped"])' "$TEST_TMPDIR/$name.expected.json")
+    jq_cut=$(json_field "$TEST_TMPDIR/$name.expected.json" cut)
+    jq_dropped=$(json_field "$TEST_TMPDIR/$name.expected.json" dropped)
     flows=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["flows"]))' "$TEST_TMPDIR/$name.expected.json")
     ((jq_cut + jq_dropped > 0)) || fail "$name: the reference caps nothing; the test would prove nothing"
     local written=$((total - jq_dropped))

@@ -16,25 +16,12 @@ mkdir "$TEST_TMPDIR/out"
 # Main lcore + two workers; on a 2-CPU machine the second worker shares CPU 1.
 lcores="0-2"
 (($(nproc) >= 3)) || lcores="0@0,1@1,2@1"
-cat >"$TEST_TMPDIR/linecap.yaml" <<YAML
-eal:
-  lcores: "$lcores"
-ports:
-  - name: replay
-    device: "net_pcap0,rx_pcap=$TEST_TMPDIR/q0.pcap,rx_pcap=$TEST_TMPDIR/q1.pcap"
-    rx_queues: 2
-    rx_descriptors: 1024
-    mtu: 9000
-output:
-  directory: "$TEST_TMPDIR/out"
-  # 16 MiB of blocks per queue: more than either input file, so the burst that net_pcap
-  # delivers at memory speed never finds the writer without a free block.
-  blocks_per_queue: 64
-  block_size_kb: 256
-  rotate: { size_mb: 2, interval_s: 0 }
-metrics:
-  enabled: false
-YAML
+# 16 MiB of blocks per queue: more than either input file, so the burst that net_pcap
+# delivers at memory speed never finds the writer without a free block.
+write_config "$TEST_TMPDIR/linecap.yaml" "net_pcap0,rx_pcap=$TEST_TMPDIR/q0.pcap,rx_pcap=$TEST_TMPDIR/q1.pcap" \
+    "$TEST_TMPDIR/out" eal.lcores="$lcores" port.name=replay port.rx_queues=2 port.rx_descriptors=1024 port.mtu=9000 \
+    output.blocks_per_queue=64 output.block_size_kb=256 output.rotate.size_mb=2 output.rotate.interval_s=0 \
+    metrics.enabled=false
 
 start_linecapd "$TEST_TMPDIR/linecap.yaml"
 wait_for_linecapd "grep -q 'capture running' '$LINECAPD_LOG'" 30 || fail "daemon did not start polling"

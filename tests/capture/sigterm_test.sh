@@ -11,22 +11,10 @@ make_tmpdir
 
 gen_pcap --count 2000 --mix --seed 31 --out "$TEST_TMPDIR/in.pcap"
 mkdir "$TEST_TMPDIR/out"
-cat >"$TEST_TMPDIR/linecap.yaml" <<YAML
-eal:
-  lcores: "0-1"
-ports:
-  - name: flood
-    device: "net_pcap0,rx_pcap=$TEST_TMPDIR/in.pcap,infinite_rx=1"
-    rx_descriptors: 1024
-capture:
-  mbufs: 16383   # infinite_rx keeps the whole file in mbufs
-output:
-  directory: "$TEST_TMPDIR/out"
-  block_size_kb: 512
-  rotate: { size_mb: 8, interval_s: 0 }
-metrics:
-  enabled: false
-YAML
+# infinite_rx keeps the whole file in mbufs.
+write_config "$TEST_TMPDIR/linecap.yaml" "net_pcap0,rx_pcap=$TEST_TMPDIR/in.pcap,infinite_rx=1" "$TEST_TMPDIR/out" \
+    port.name=flood port.rx_descriptors=1024 capture.mbufs=16383 output.block_size_kb=512 \
+    output.rotate.size_mb=8 output.rotate.interval_s=0 metrics.enabled=false
 
 start_linecapd "$TEST_TMPDIR/linecap.yaml"
 wait_for_linecapd "ls '$TEST_TMPDIR'/out/*.pcap >/dev/null 2>&1" 60 || fail "no file was finalised"

@@ -30,16 +30,9 @@ run() {
     local name=$1 format=$2 timestamps=$3
     mkdir "$TEST_TMPDIR/$name"
     write_config "$TEST_TMPDIR/$name.yaml" \
-        "net_pcap0,rx_pcap=$TEST_TMPDIR/us.pcap,rx_pcap=$TEST_TMPDIR/ns.pcap" "$TEST_TMPDIR/$name" "capture:
-  timestamps: $timestamps"
-    python3 - "$TEST_TMPDIR/$name.yaml" "$format" <<'PY'
-import sys
-path, fmt = sys.argv[1], sys.argv[2]
-text = open(path).read().replace("    device:", "    rx_queues: 2\n    device:", 1)
-text = text.replace("  directory:", f"  format: {fmt}\n  rotate: {{ size_mb: 64, interval_s: 1 }}\n"
-                    "  index: false\n  scrub: { enabled: false }\n  directory:", 1)
-open(path, "w").write(text)
-PY
+        "net_pcap0,rx_pcap=$TEST_TMPDIR/us.pcap,rx_pcap=$TEST_TMPDIR/ns.pcap" "$TEST_TMPDIR/$name" \
+        port.rx_queues=2 capture.timestamps="$timestamps" output.format="$format" \
+        output.rotate.size_mb=64 output.rotate.interval_s=1 output.index=false output.scrub.enabled=false
     RUN_START_NS=$(date +%s%N)
     start_linecapd "$TEST_TMPDIR/$name.yaml"
     wait_for_linecapd "(( \$(metric_sum http://$METRICS_LISTEN/metrics linecap_rx_packets_total) >= $total ))" 60 \
@@ -91,8 +84,7 @@ pcap_compare validate --monotonic --ts-within "$RUN_START_NS" "$RUN_STOP_NS" "$T
 pcap_compare count --expect "$total" "$TEST_TMPDIR/tsc" >/dev/null || fail "tsc: not every packet written"
 
 # 3. port where the port has no per-packet stamps: refused before capture starts.
-write_config "$TEST_TMPDIR/null.yaml" "net_null0" "$TEST_TMPDIR/null" "capture:
-  timestamps: port"
+write_config "$TEST_TMPDIR/null.yaml" "net_null0" "$TEST_TMPDIR/null" capture.timestamps=port
 mkdir "$TEST_TMPDIR/null"
 set +e
 "$LINECAPD" --config "$TEST_TMPDIR/null.yaml" >"$TEST_TMPDIR/null.log" 2>&1

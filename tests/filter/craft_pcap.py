@@ -22,8 +22,13 @@ checksums are valid where the protocol has one. Usage: craft_pcap.py --out FILE
 """
 
 import argparse
+import os
 import struct
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+sys.dont_write_bytecode = True  # leave no __pycache__ in the source tree
+from linecap_harness import pcap  # noqa: E402
 
 ETH_IP, ETH_ARP, ETH_IP6, ETH_VLAN, ETH_QINQ, ETH_9100, ETH_LLDP = (
     0x0800, 0x0806, 0x86DD, 0x8100, 0x88A8, 0x9100, 0x88CC)
@@ -199,11 +204,8 @@ def main(argv=None) -> int:
     ap.add_argument("--interval-ns", type=int, default=1000)
     args = ap.parse_args(argv)
     frames = build(args.max_size)
-    with open(args.out, "wb") as out:
-        out.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 262144, 1))
-        for i, fr in enumerate(frames):
-            ts = args.start_ns + i * args.interval_ns
-            out.write(struct.pack("<IIII", ts // 10**9, ts % 10**9, len(fr), len(fr)) + fr)
+    pcap.write_pcap(args.out, (pcap.Packet(args.start_ns + i * args.interval_ns, len(fr), fr)
+                               for i, fr in enumerate(frames)))
     return 0
 
 

@@ -10,78 +10,15 @@ craft_pcap() { python3 "$CRAFT_PCAP" "$@"; }
 # records FILE_OR_DIR...: total number of complete pcap records in the files, counting a
 # directory's hidden in-progress files (.*.part) too and ignoring a partly written last
 # record. For polling while the daemon writes: wait_for "(( \$(records DIR) >= N ))".
-records() { _count_records total "$@"; }
+records() { python3 -m linecap_harness.pcap count "$@"; }
 
 # records_each FILE...: the number of complete records of each file, one per line.
-records_each() { _count_records each "$@"; }
-
-_count_records() {  # MODE (total|each) FILE_OR_DIR...
-    python3 - "$@" <<'PY'
-import os, struct, sys
-def count(path):
-    n = 0
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:  # renamed or deleted while we looked: the next poll sees it
-        return 0
-    if len(data) < 24:
-        return 0
-    magic = struct.unpack("<I", data[:4])[0]
-    bo = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
-    off = 24
-    while off + 16 <= len(data):
-        caplen = struct.unpack(bo + "I", data[off + 8:off + 12])[0]
-        if off + 16 + caplen > len(data):
-            break
-        off += 16 + caplen
-        n += 1
-    return n
-mode, total = sys.argv[1], 0
-for arg in sys.argv[2:]:
-    if mode == "each":
-        print(count(arg))
-    elif os.path.isdir(arg):
-        for name in os.listdir(arg):
-            if name.endswith(".pcap") or name.endswith(".pcap.part"):
-                total += count(os.path.join(arg, name))
-    else:
-        total += count(arg)
-if mode == "total":
-    print(total)
-PY
-}
+records_each() { python3 -m linecap_harness.pcap count-each "$@"; }
 
 # cat_pcaps OUT IN...: OUT = the records of the IN files one after the other, as a
 # nanosecond pcap (microsecond inputs, e.g. from tcpdump -w, are converted) with the
 # largest snap length of the inputs; no IN files: an empty capture.
-cat_pcaps() {
-    python3 - "$@" <<'PY'
-import struct, sys
-out, ins = sys.argv[1], sys.argv[2:]
-snaplen, body = 0, []
-for path in ins:
-    with open(path, "rb") as f:
-        data = f.read()
-    magic = struct.unpack("<I", data[:4])[0]
-    if magic not in (0xA1B23C4D, 0xA1B2C3D4):
-        sys.exit(f"cat_pcaps: {path}: not a little-endian pcap")
-    snaplen = max(snaplen, struct.unpack("<I", data[16:20])[0])
-    if magic == 0xA1B23C4D:
-        body.append(data[24:])
-        continue
-    off, recs = 24, []
-    while off + 16 <= len(data):
-        sec, usec, caplen, length = struct.unpack("<IIII", data[off:off + 16])
-        recs.append(struct.pack("<IIII", sec, usec * 1000, caplen, length) + data[off + 16:off + 16 + caplen])
-        off += 16 + caplen
-    body.append(b"".join(recs))
-with open(out, "wb") as o:
-    o.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, snaplen or 262144, 1))
-    for b in body:
-        o.write(b)
-PY
-}
+cat_pcaps() { python3 -m linecap_harness.pcap cat "$@"; }
 
 # stream_output OUTDIR PORT QUEUE RESULT: RESULT = the finished files of (PORT, QUEUE) in
 # OUTDIR, in name (= time) order, concatenated; prints how many files there were.
@@ -127,86 +64,4 @@ summary_number() {
 #          ++ [STREAM[i] for i >= k if new keeps it, cut at NEW_SNAPLEN]
 # OLD_SEL / NEW_SEL are tcpdump's selections (tcpdump -r STREAM -w SEL 'expr'). The switch
 # must fall strictly inside STREAM[MIN_K:] with packets on both sides of it. Prints k.
-check_switch() {
-    python3 - "$@" <<'PY'
-import struct, sys
-
-def read(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    bo = "<" if struct.unpack("<I", data[:4])[0] in (0xA1B2C3D4, 0xA1B23C4D) else ">"
-    recs, off = [], 24
-    while off + 16 <= len(data):
-        _, _, caplen, length = struct.unpack(bo + "IIII", data[off:off + 16])
-        recs.append((length, data[off + 16:off + 16 + caplen]))
-        off += 16 + caplen
-    return recs
-
-stream_path, old_path, old_snap, new_path, new_snap, out_path, min_k = sys.argv[1:8]
-old_snap, new_snap, min_k = int(old_snap), int(new_snap), int(min_k)
-stream, out = read(stream_path), read(out_path)
-keylen = min(old_snap, new_snap)
-key = lambda r: (r[0], r[1][:keylen])  # noqa: E731
-index = {}
-for i, r in enumerate(stream):
-    if key(r) in index:
-        sys.exit(f"check_switch: stream packets {index[key(r)]} and {i} are alike in their first {keylen} bytes")
-    index[key(r)] = i
-old = [False] * len(stream)
-new = [False] * len(stream)
-for r in read(old_path):
-    old[index[key(r)]] = True
-for r in read(new_path):
-    new[index[key(r)]] = True
-
-pos = []
-for j, r in enumerate(out):
-    if key(r) not in index:
-        sys.exit(f"check_switch: output record {j} (len {r[0]}) is not in the stream")
-    pos.append(index[key(r)])
-for j in range(1, len(pos)):
-    if pos[j] <= pos[j - 1]:
-        sys.exit(f"check_switch: output records {j-1} and {j} are stream packets {pos[j-1]} and {pos[j]}: "
-                 "out of order or written twice")
-old_idx = [i for i in range(len(stream)) if old[i]]
-new_idx = [i for i in range(len(stream)) if new[i]]
-lcp = 0
-while lcp < min(len(pos), len(old_idx)) and pos[lcp] == old_idx[lcp]:
-    lcp += 1
-lcs = 0
-while lcs < min(len(pos), len(new_idx)) and pos[-1 - lcs] == new_idx[-1 - lcs]:
-    lcs += 1
-
-def cut_ok(j, snap):
-    length, data = out[j]
-    want = stream[pos[j]][1][:min(length, snap)]
-    return data == want
-
-good = []
-a = 0                   # old-kept packets before k
-b = len(new_idx)        # new-kept packets at or after k
-ni = 0
-for k in range(len(stream) + 1):
-    if k > 0:
-        a += old[k - 1]
-        b -= new[k - 1]
-    if k >= min_k and a + b == len(pos) and a <= lcp and b <= lcs:
-        good.append((k, a))
-if not good:
-    sys.exit(f"check_switch: no switch point k >= {min_k} explains the {len(pos)} records "
-             f"(longest old prefix {lcp}, longest new suffix {lcs})")
-# Several k fit when the packets between them are kept by neither filter; take any.
-k, a = good[0]
-for j in range(len(pos)):
-    if not cut_ok(j, old_snap if j < a else new_snap):
-        sys.exit(f"check_switch: record {j} (stream packet {pos[j]}) has caplen {len(out[j][1])}, len {out[j][0]}: "
-                 f"wrong snap length for its side of the switch (k = {k})")
-before_w = sum(old[min_k:k])
-after = len(pos) - a
-if k >= len(stream) or before_w == 0 or after == 0:
-    sys.exit(f"check_switch: the switch (k = {k}) is not inside the stream: {before_w} old-kept packets "
-             f"after {min_k}, {after} new-kept after k")
-print(f"check_switch: one switch at stream packet {k} (of {len(stream)}; {len(good)} equivalent points): "
-      f"{a} records by the old policy, {after} by the new one")
-PY
-}
+check_switch() { python3 "$LINECAP_SRC/tests/filter/check_switch.py" "$@"; }

@@ -23,23 +23,10 @@ gen_pcap --count 600 --mix --seed 61 --flows 100 --out "$in/X.pcap"
 gen_pcap --count 600 --mix --seed 62 --flows 100 --out "$in/Y.pcap"
 
 write_cfg() {  # SNAPLEN
-    cat >"$TEST_TMPDIR/linecap.yaml" <<YAML
-eal:
-  lcores: "0-1"
-ports:
-  - name: n0
-    device: "net_af_packet0,iface=$CAP_IF,qpairs=1,blocksz=4096,framesz=2048,framecnt=4096"
-    rx_descriptors: 1024
-    snaplen: $1
-output:
-  directory: "$out"
-  blocks_per_queue: 4
-  block_size_kb: 256
-  rotate: { size_mb: 1024, interval_s: 0 }
-  manifest: false
-metrics:
-  enabled: false
-YAML
+    write_config "$TEST_TMPDIR/linecap.yaml" "net_af_packet0,iface=$CAP_IF,qpairs=1,blocksz=4096,framesz=2048,framecnt=4096" \
+        "$out" port.name=n0 port.rx_descriptors=1024 port.snaplen="$1" output.blocks_per_queue=4 \
+        output.block_size_kb=256 output.rotate.size_mb=1024 output.rotate.interval_s=0 output.manifest=false \
+        metrics.enabled=false
 }
 
 write_cfg 96

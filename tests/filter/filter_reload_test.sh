@@ -52,28 +52,10 @@ done
 cat_pcaps "$in/ZW.pcap" "$in/Z.pcap" "$in/W.pcap"
 
 write_cfg() {  # FILTER SNAPLEN
-    cat >"$TEST_TMPDIR/linecap.yaml" <<YAML
-eal:
-  lcores: "0-1"
-ports:
-  - name: r0
-    device: "net_af_packet0,iface=$CAP_IF,qpairs=1,blocksz=4096,framesz=2048,framecnt=8192"
-    rx_queues: 1
-    rx_descriptors: 1024
-    filter: "$1"
-    snaplen: $2
-output:
-  directory: "$out"
-  blocks_per_queue: 8
-  block_size_kb: 256
-  rotate: { size_mb: 1024, interval_s: 0 }
-  manifest: false
-metrics:
-  enabled: true
-  listen: "$METRICS_LISTEN"
-log:
-  level: info
-YAML
+    write_config "$TEST_TMPDIR/linecap.yaml" "net_af_packet0,iface=$CAP_IF,qpairs=1,blocksz=4096,framesz=2048,framecnt=8192" \
+        "$out" port.name=r0 port.rx_queues=1 port.rx_descriptors=1024 port.filter="$1" port.snaplen="$2" \
+        output.blocks_per_queue=8 output.block_size_kb=256 output.rotate.size_mb=1024 output.rotate.interval_s=0 \
+        output.manifest=false
 }
 
 METRICS_LISTEN=127.0.0.1:$(free_tcp_port)

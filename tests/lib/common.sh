@@ -24,7 +24,14 @@ LINECAPD=${LINECAPD:-$LINECAP_BUILD/src/linecapd}
 GEN_PCAP="$LINECAP_SRC/tests/tools/gen_pcap.py"
 PCAP_COMPARE="$LINECAP_SRC/tests/tools/pcap_compare.py"
 TEST_NAME=${TEST_NAME:-$(basename "$0" .sh)}
-export LINECAP_SRC LINECAP_BUILD LINECAPD GEN_PCAP PCAP_COMPARE
+# The Python harness (tests/lib/linecap_harness), also for a test run without meson; no
+# __pycache__ left in the source tree.
+case :${PYTHONPATH:-}: in
+    *":$LINECAP_SRC/tests/lib:"*) ;;
+    *) PYTHONPATH="$LINECAP_SRC/tests/lib${PYTHONPATH:+:$PYTHONPATH}" ;;
+esac
+PYTHONDONTWRITEBYTECODE=1
+export LINECAP_SRC LINECAP_BUILD LINECAPD GEN_PCAP PCAP_COMPARE PYTHONPATH PYTHONDONTWRITEBYTECODE
 
 TEST_TMPDIR=${TEST_TMPDIR:-}
 LINECAPD_PID=
@@ -400,25 +407,13 @@ PY
 
 # metric_sum URL NAME [LABEL=VALUE...]: the sum of NAME's samples whose labels include the
 # given ones (0 when there are none), from a Prometheus text endpoint.
-metric_sum() {
-    local url=$1
-    shift
-    http_get "$url" | python3 -c '
-import re, sys
-name, want = sys.argv[1], dict(a.split("=", 1) for a in sys.argv[2:])
-total = 0.0
-pat = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{(.*)\})?\s+(\S+)")
-lab = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=\"((?:[^\"\\\\]|\\\\.)*)\"")
-for line in sys.stdin:
-    m = pat.match(line)
-    if not m or m.group(1) != name:
-        continue
-    labels = dict(lab.findall(m.group(3) or ""))
-    if all(labels.get(k) == v for k, v in want.items()):
-        total += float(m.group(4))
-print(int(total) if total == int(total) else total)
-' "$@"
-}
+metric_sum() { python3 -m linecap_harness.prometheus sum "$@"; }
+
+# json_field FILE KEY: print the top-level KEY of FILE (one JSON document).
+json_field() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+
+# json_lines FILE: true when every line of FILE is a JSON document (an audit log).
+json_lines() { python3 -c 'import json, sys; [json.loads(line) for line in open(sys.argv[1])]' "$1"; }
 
 # free_tcp_port: print a TCP port on 127.0.0.1 that was free a moment ago.
 free_tcp_port() {
@@ -442,30 +437,16 @@ gen_pcap() { python3 "$GEN_PCAP" -q "$@"; }
 # pcap_compare MODE ARGS...: tests/tools/pcap_compare.py (exit 0 = match, 1 = mismatch).
 pcap_compare() { python3 "$PCAP_COMPARE" "$@"; }
 
-# write_config FILE DEVICE OUTDIR [EXTRA_YAML]: a minimal daemon config: one port "p0" on
-# DEVICE (a vdev string), output in OUTDIR, EAL in memory (no hugepage files left behind),
-# metrics on $METRICS_LISTEN (default 127.0.0.1:<free port>; exported). EXTRA_YAML is
-# appended verbatim (more top-level sections). Key names follow the fields of
-# src/config/config.hpp; tests that need more control write their own YAML.
+# write_config FILE DEVICE OUTDIR [SECTION.KEY=VALUE...]: a daemon config
+# (tests/lib/linecap_harness/config.py): one port "p0" on DEVICE (a vdev string), output in
+# OUTDIR, EAL in memory (no hugepage files left behind), metrics on $METRICS_LISTEN (default
+# 127.0.0.1:<free port>; exported), and the given settings ("port.KEY" = a key of the port;
+# VALUE is JSON when it parses: 2, true, '{"size_mb": 64}', else a string).
 write_config() {
-    local file=${1:?write_config FILE DEVICE OUTDIR [EXTRA_YAML]} device=${2:?} outdir=${3:?}
-    local extra=${4:-}
+    local file=${1:?write_config FILE DEVICE OUTDIR [SECTION.KEY=VALUE...]} device=${2:?} outdir=${3:?}
+    shift 3
     METRICS_LISTEN=${METRICS_LISTEN:-127.0.0.1:$(free_tcp_port)}
     export METRICS_LISTEN
-    cat >"$file" <<EOF
-# written by tests/lib/common.sh write_config for $TEST_NAME
-eal:
-  lcores: "0-1"
-ports:
-  - name: p0
-    device: "$device"
-output:
-  directory: "$outdir"
-metrics:
-  enabled: true
-  listen: "$METRICS_LISTEN"
-log:
-  level: info
-$extra
-EOF
+    python3 -m linecap_harness.config "$file" "$device" "$outdir" "$METRICS_LISTEN" "$@" \
+        --header "tests/lib/common.sh write_config for $TEST_NAME"
 }

@@ -19,6 +19,8 @@ import re
 import subprocess
 import sys
 
+from linecap_harness import prometheus
+
 # name → who exports it. Remove an entry once this exporter (or a test of the part that
 # exports it) covers the name.
 EXPORTED_ELSEWHERE = {
@@ -32,17 +34,7 @@ LABEL_MATCHERS = re.compile(r"\{[^}]*\}")
 
 def exported_names(exporter):
     text = subprocess.run([exporter], check=True, capture_output=True, text=True).stdout
-    return names_in_exposition(text)
-
-
-def names_in_exposition(text):
-    names = set()
-    for line in text.splitlines():
-        if line.startswith("# TYPE "):
-            names.add(line.split()[2])
-        elif line and not line.startswith("#"):
-            names.add(re.match(r"[A-Za-z_:][A-Za-z0-9_:]*", line).group(0))
-    return names
+    return prometheus.names(text)
 
 
 def referenced_names(expression):
@@ -108,7 +100,7 @@ def main():
         return 77
     if live:
         with open(args.scrape) as f:
-            exported = names_in_exposition(f.read())
+            exported = prometheus.names(f.read())
     else:
         exported = exported_names(args.exporter)
     dash_exprs = dashboard_expressions(args.dashboard)

@@ -21,12 +21,9 @@ gen_pcap --count 3000 --size 700 --seed 63 --flows 100 --out "$TEST_TMPDIR/c.pca
 # No indexes: the ballast arithmetic below leaves room for the capture files and their
 # manifests only (indexes are covered by the store tests; their own ENOSPC is a logged,
 # counted index failure).
-config() {  # $1: extra output yaml
-    storage_config "$TEST_TMPDIR/linecap.yaml" "$(af_packet_device 1)" 1 "$out" "block_size_kb: 64
-blocks_per_queue: 64
-rotate: { size_mb: 1, interval_s: 0 }
-index: false
-$1"
+config() {  # [SECTION.KEY=VALUE...]: more settings
+    storage_config "$TEST_TMPDIR/linecap.yaml" "$(af_packet_device 1)" 1 "$out" output.block_size_kb=64 \
+        output.blocks_per_queue=64 output.rotate.size_mb=1 output.rotate.interval_s=0 output.index=false "$@"
 }
 metrics() { metric_sum "http://$METRICS_LISTEN/metrics" "$@"; }
 # Leaves about $1 bytes free.
@@ -45,7 +42,7 @@ check_files() {
 }
 
 # --- no retention: drops until space is freed -------------------------------------------
-config ""
+config
 ballast $((3 << 20))
 start_linecapd "$TEST_TMPDIR/linecap.yaml"
 wait_for_linecapd "grep -q 'capture running' '$LINECAPD_LOG'" 60
@@ -87,7 +84,7 @@ others=$(grep -v "^LOSS \|^verify " <<<"$report" || true)
 # --- retention on: a full disk deletes the oldest files -----------------------------------
 files_before=$(count_finished "$out")
 oldest=$(cd "$out" && ls ./*.pcap | sort | head -n 1)
-config "retention: { max_age: 1w }"
+config output.retention.max_age=1w
 LINECAPD_LOG="$TEST_TMPDIR/linecapd-retention.log"
 show_on_failure "$LINECAPD_LOG"
 start_linecapd "$TEST_TMPDIR/linecap.yaml"

@@ -14,9 +14,8 @@ veth_pair exact
 out="$TEST_TMPDIR/out"
 mkdir "$out"
 gen_pcap --count 50000 --size 100 --seed 82 --out "$TEST_TMPDIR/steady.pcap"
-storage_config "$TEST_TMPDIR/linecap.yaml" "$(af_packet_device 1)" 1 "$out" "block_size_kb: 64
-flush_interval_ms: 10
-rotate: { size_mb: 0, interval_s: 1 }"
+storage_config "$TEST_TMPDIR/linecap.yaml" "$(af_packet_device 1)" 1 "$out" output.block_size_kb=64 \
+    output.flush_interval_ms=10 output.rotate.size_mb=0 output.rotate.interval_s=1
 
 start_linecapd "$TEST_TMPDIR/linecap.yaml"
 wait_for_linecapd "grep -q 'capture running' '$LINECAPD_LOG'" 60

@@ -16,8 +16,8 @@ veth_pair interval
 out="$TEST_TMPDIR/out"
 mkdir "$out"
 gen_pcap --count 4 --size 200 --seed 81 --out "$TEST_TMPDIR/few.pcap"
-storage_config "$TEST_TMPDIR/linecap.yaml" "$(af_packet_device 1)" 1 "$out" "block_size_kb: 64
-rotate: { size_mb: 0, interval_s: 2 }"
+storage_config "$TEST_TMPDIR/linecap.yaml" "$(af_packet_device 1)" 1 "$out" output.block_size_kb=64 \
+    output.rotate.size_mb=0 output.rotate.interval_s=2
 interval_ns=2000000000
 # Finished at most this long after its interval's end. The worker notices the boundary
 # within a millisecond and the writer finishes the file at once; the rest is headroom for

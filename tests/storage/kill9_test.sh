@@ -21,11 +21,8 @@ gen_pcap --count 1500 --mix --seed 52 --flows 100 --out "$TEST_TMPDIR/after.pcap
 mergecap -a -F nsecpcap -w "$TEST_TMPDIR/sent.pcap" "$TEST_TMPDIR/before.pcap" "$TEST_TMPDIR/after.pcap"
 out="$TEST_TMPDIR/out"
 mkdir "$out"
-storage_config "$TEST_TMPDIR/linecap.yaml" "$(af_packet_device 1)" 1 "$out" "format: $format
-block_size_kb: 64
-blocks_per_queue: 64
-rotate: { size_mb: 1, interval_s: 0 }
-fsync: rotate"
+storage_config "$TEST_TMPDIR/linecap.yaml" "$(af_packet_device 1)" 1 "$out" output.format="$format" \
+    output.block_size_kb=64 output.blocks_per_queue=64 output.rotate.size_mb=1 output.rotate.interval_s=0 output.fsync=rotate
 metrics="http://$METRICS_LISTEN/metrics"
 
 start_linecapd "$TEST_TMPDIR/linecap.yaml"

@@ -21,28 +21,10 @@ mount_small_fs out 160m
 METRICS_LISTEN=127.0.0.1:$(free_tcp_port)
 metrics="http://$METRICS_LISTEN/metrics"
 config() {  # config FILE DEVICE
-    cat >"$1" <<YAML
-eal:
-  lcores: "0-1"
-ports:
-  - name: flood
-    device: "$2"
-    rx_descriptors: 1024
-capture:
-  mbufs: 16383   # infinite_rx keeps the whole file in mbufs
-output:
-  directory: "$out"
-  block_size_kb: 512
-  manifest: true
-  index: false
-  rotate: { size_mb: 4, interval_s: 0 }
-  retention: { max_bytes: 64M }
-metrics:
-  enabled: true
-  listen: "$METRICS_LISTEN"
-log:
-  level: info
-YAML
+    # infinite_rx keeps the whole file in mbufs.
+    write_config "$1" "$2" "$out" port.name=flood port.rx_descriptors=1024 capture.mbufs=16383 \
+        output.block_size_kb=512 output.manifest=true output.index=false output.rotate.size_mb=4 \
+        output.rotate.interval_s=0 output.retention.max_bytes=64M
 }
 config "$TEST_TMPDIR/flood.yaml" "net_pcap0,rx_pcap=$TEST_TMPDIR/in.pcap,infinite_rx=1"
 config "$TEST_TMPDIR/quiet.yaml" "net_pcap0,rx_pcap=$TEST_TMPDIR/in.pcap"
@@ -103,7 +85,7 @@ files=("$out"/*.pcap)
 for f in "${files[@]}"; do
     [[ -f $f.manifest ]] || fail "${f##*/} has no manifest"
     want=$(sha256sum "$f" | cut -d' ' -f1)
-    got=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["sha256"])' "$f.manifest")
+    got=$(json_field "$f.manifest" sha256)
     [[ $got == "$want" ]] || fail "${f##*/}: manifest sha256 $got, sha256sum $want"
 done
 rc=0

@@ -17,10 +17,8 @@ gen_pcap --count 2000 --mix --seed 42 --flows 200 --out "$TEST_TMPDIR/q1.pcap"
 out="$TEST_TMPDIR/out"
 mkdir "$out"
 device="net_pcap0,rx_pcap=$TEST_TMPDIR/q0.pcap,rx_pcap=$TEST_TMPDIR/q1.pcap"
-storage_config "$TEST_TMPDIR/linecap.yaml" "$device" 2 "$out" "format: pcapng
-blocks_per_queue: 64
-block_size_kb: 256
-rotate: { size_mb: 1, interval_s: 0 }"
+storage_config "$TEST_TMPDIR/linecap.yaml" "$device" 2 "$out" output.format=pcapng \
+    output.blocks_per_queue=64 output.block_size_kb=256 output.rotate.size_mb=1 output.rotate.interval_s=0
 
 start_linecapd "$TEST_TMPDIR/linecap.yaml"
 metrics="http://$METRICS_LISTEN/metrics"

@@ -33,17 +33,14 @@ sample() {
     (($(cat "$TEST_TMPDIR/min_free") <= free)) || echo "$free" >"$TEST_TMPDIR/min_free"
 }
 
-# start RETENTION_YAML [ROTATE_YAML]: a fresh output directory and daemon.
+# start [SECTION.KEY=VALUE...]: a fresh output directory and daemon with those settings
+# (retention; 1 MiB files unless output.rotate says otherwise).
 start() {
     find "$out" -mindepth 1 -delete
     echo 0 >"$TEST_TMPDIR/max_used"
     echo $((1 << 40)) >"$TEST_TMPDIR/min_free"
-    local rotate="rotate: { size_mb: 1, interval_s: 0 }"
-    [[ -z ${2:-} ]] || rotate=$2
-    storage_config "$TEST_TMPDIR/linecap.yaml" "$(af_packet_device 2)" 2 "$out" "block_size_kb: 64
-blocks_per_queue: 64
-$rotate
-retention: $1"
+    storage_config "$TEST_TMPDIR/linecap.yaml" "$(af_packet_device 2)" 2 "$out" output.block_size_kb=64 \
+        output.blocks_per_queue=64 output.rotate.size_mb=1 output.rotate.interval_s=0 "$@"
     LINECAPD_LOG="$TEST_TMPDIR/linecapd-$((++runs)).log"
     show_on_failure "$LINECAPD_LOG"
     start_linecapd "$TEST_TMPDIR/linecap.yaml"
@@ -93,7 +90,7 @@ finish() {
 
 # --- max_bytes, with a legal hold ---------------------------------------------------------
 echo "# nothing held yet" >"$TEST_TMPDIR/hold.list"
-start "{ max_bytes: 7M, hold_file: \"$TEST_TMPDIR/hold.list\" }"
+start output.retention.max_bytes=7M output.retention.hold_file="$TEST_TMPDIR/hold.list"
 traffic "$TEST_TMPDIR/bulk.pcap" 10000 1
 wait_for_linecapd "(( \$(count_finished '$out') >= 2 ))" 20 || fail "no finished files to hold"
 held=$(cd "$out" && find . -maxdepth 1 -name '*.pcap' -printf '%f\n' | sort | head -n 1)
@@ -112,19 +109,19 @@ grep -q "^GAP st:[01]: .* file(s) missing" "$TEST_TMPDIR/verify.out" || fail "ve
 [[ -z $(grep -v "^GAP \|^verify " "$TEST_TMPDIR/verify.out") ]] || fail "verify: $(cat "$TEST_TMPDIR/verify.out")"
 
 # --- max_percent --------------------------------------------------------------------------
-start "{ max_percent: 25 }"
+start output.retention.max_percent=25
 rotations
 (($(cat "$TEST_TMPDIR/max_used") <= 7 * MiB)) || fail "usage reached $(cat "$TEST_TMPDIR/max_used") bytes, above 25% of 28 MiB"
 finish max_percent
 
 # --- min_free_bytes -----------------------------------------------------------------------
-start "{ min_free_bytes: 21M }"
+start output.retention.min_free_bytes=21M
 rotations
 (($(cat "$TEST_TMPDIR/min_free") >= 21 * MiB)) || fail "free space fell to $(cat "$TEST_TMPDIR/min_free") bytes, below 21 MiB"
 finish min_free_bytes
 
 # --- max_age, with interval rotation and the horizon ---------------------------------------
-start "{ max_age: 3s }" "rotate: { size_mb: 0, interval_s: 1 }"
+start output.retention.max_age=3s output.rotate.size_mb=0 output.rotate.interval_s=1
 echo 0 >"$TEST_TMPDIR/horizon_max"
 : >"$TEST_TMPDIR/age_violations"
 # One sample: no kept file ended more than max_age + 1 s (file interval) + 1 s (retention

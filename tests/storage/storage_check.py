@@ -25,8 +25,7 @@ import struct
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-import pcap_compare  # noqa: E402  (tests/tools/pcap_compare.py: pcap/pcapng reader)
+from linecap_harness import pcap
 
 
 def finished(directory):
@@ -36,7 +35,7 @@ def finished(directory):
 
 def records(path):
     """(ts_ns, original length, captured bytes) of every record, copied out of the map."""
-    return [(r.ts_ns, r.length, bytes(r.data)) for r in pcap_compare.Capture(path)]
+    return [(r.ts_ns, r.length, bytes(r.data)) for r in pcap.Capture(path)]
 
 
 def cmd_prefix(args):
@@ -165,7 +164,7 @@ def main(argv):
         return 2
     try:
         return commands[argv[1]](argv[2:])
-    except (OSError, ValueError, pcap_compare.CaptureError) as e:
+    except (OSError, ValueError, pcap.CaptureError) as e:
         print(f"storage_check {argv[1]}: {e}", file=sys.stderr)
         return 2
 

@@ -2,9 +2,9 @@
 # tests/storage/storage_lib.sh: helpers shared by the storage integration tests (sourced
 # after tests/lib/common.sh, whose mount_small_fs they use for small file systems).
 #
-#   storage_config FILE DEVICE QUEUES OUTDIR OUTPUT_YAML
-#                                a one-port config ("st"), EAL in memory, metrics on
-#                                $METRICS_LISTEN; OUTPUT_YAML is indented under output:
+#   storage_config FILE DEVICE QUEUES OUTDIR [SECTION.KEY=VALUE…]
+#                                a one-port config ("st", write_config), metrics on
+#                                $METRICS_LISTEN, with those settings
 #   dir_usage DIR                bytes of every regular file in DIR (hidden ones too)
 #   fs_free DIR                  free bytes of DIR's filesystem (statvfs f_bavail)
 #   storage_check ARGS…          tests/storage/storage_check.py
@@ -14,30 +14,9 @@
 STORAGE_CHECK="$LINECAP_SRC/tests/storage/storage_check.py"
 
 storage_config() {
-    local file=$1 device=$2 queues=$3 outdir=$4 output_yaml=$5
-    METRICS_LISTEN=${METRICS_LISTEN:-127.0.0.1:$(free_tcp_port)}
-    export METRICS_LISTEN
-    {
-        cat <<EOF2
-eal:
-  lcores: "0-1"
-ports:
-  - name: st
-    device: "$device"
-    rx_queues: $queues
-    rx_descriptors: 2048
-output:
-  directory: "$outdir"
-EOF2
-        printf '%s\n' "$output_yaml" | sed 's/^/  /'
-        cat <<EOF2
-metrics:
-  enabled: true
-  listen: "$METRICS_LISTEN"
-log:
-  level: info
-EOF2
-    } >"$file"
+    local file=$1 device=$2 queues=$3 outdir=$4
+    shift 4
+    write_config "$file" "$device" "$outdir" port.name=st port.rx_queues="$queues" port.rx_descriptors=2048 "$@"
 }
 
 dir_usage() {

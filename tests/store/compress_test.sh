@@ -31,26 +31,12 @@ mkdir "$T/out"
 lcores="0-2"
 (($(nproc) >= 3)) || lcores="0@0,1@1,2@1"
 config() {  # DEVICE
-    cat >"$T/linecap.yaml" <<YAML
-eal:
-  lcores: "$lcores"
-ports:
-  - name: tap
-    device: "$1"
-    rx_queues: 2
-    rx_descriptors: 1024
-    mtu: 9000
-capture:
-  timestamps: tsc   # both runs replay the same files: with their times they would name the same files
-output:
-  directory: "$T/out"
-  blocks_per_queue: 64
-  block_size_kb: 256
-  rotate: { size_mb: 1, interval_s: 0 }
-  compress: { enabled: true, after: 0s, level: 3 }
-metrics:
-  enabled: false
-YAML
+    # Timestamps from the TSC: both runs replay the same files, with their times they would
+    # name the same files.
+    write_config "$T/linecap.yaml" "$1" "$T/out" eal.lcores="$lcores" port.name=tap port.rx_queues=2 \
+        port.rx_descriptors=1024 port.mtu=9000 capture.timestamps=tsc output.blocks_per_queue=64 \
+        output.block_size_kb=256 output.rotate.size_mb=1 output.rotate.interval_s=0 output.compress.enabled=true \
+        output.compress.after=0s output.compress.level=3 metrics.enabled=false
 }
 # Packets in finished files (their manifests) and in the files being written.
 packets() {

@@ -28,24 +28,10 @@ gen_pcap --count 5000 --mix --jumbo --both-directions --seed 22 --flows 200 --ou
 mkdir "$T/out"
 lcores="0-2"
 (($(nproc) >= 3)) || lcores="0@0,1@1,2@1"
-cat >"$T/linecap.yaml" <<YAML
-eal:
-  lcores: "$lcores"
-ports:
-  - name: tap
-    device: "net_pcap0,rx_pcap=$T/q0.pcap,rx_pcap=$T/q1.pcap"
-    rx_queues: 2
-    rx_descriptors: 1024
-    mtu: 9000
-output:
-  directory: "$T/out"
-  format: $FORMAT
-  blocks_per_queue: 64
-  block_size_kb: 256
-  rotate: { size_mb: 1, interval_s: 0 }
-metrics:
-  enabled: false
-YAML
+write_config "$T/linecap.yaml" "net_pcap0,rx_pcap=$T/q0.pcap,rx_pcap=$T/q1.pcap" "$T/out" eal.lcores="$lcores" \
+    port.name=tap port.rx_queues=2 port.rx_descriptors=1024 port.mtu=9000 output.format="$FORMAT" \
+    output.blocks_per_queue=64 output.block_size_kb=256 output.rotate.size_mb=1 output.rotate.interval_s=0 \
+    metrics.enabled=false
 
 start_linecapd "$T/linecap.yaml"
 wait_for_linecapd "grep -q 'capture running' '$LINECAPD_LOG'" 30 || fail "daemon did not start"

@@ -18,36 +18,21 @@
 import struct
 import sys
 
+from linecap_harness import pcap
+
 
 def read(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    if len(data) < 24:
-        raise SystemExit(f"{path}: not a pcap file")
-    magic = struct.unpack_from("<I", data)[0]
-    order, nano = {0xA1B2C3D4: ("<", False), 0xA1B23C4D: ("<", True),
-                   0xD4C3B2A1: (">", False), 0x4D3CB2A1: (">", True)}.get(magic, (None, None))
-    if order is None:
-        raise SystemExit(f"{path}: bad magic {magic:#x}")
-    snaplen = struct.unpack_from(order + "I", data, 16)[0]
-    recs = []
-    pos = 24
-    while pos + 16 <= len(data):
-        sec, frac, caplen, length = struct.unpack_from(order + "IIII", data, pos)
-        ts = sec * 1_000_000_000 + (frac if nano else frac * 1000)
-        recs.append((ts, caplen, length, data[pos + 16:pos + 16 + caplen]))
-        pos += 16 + caplen
-    if pos != len(data):
-        raise SystemExit(f"{path}: {len(data) - pos} stray bytes at the end")
-    return snaplen, recs
+    """(snaplen, [(ts_ns, caplen, len, bytes)]) of a complete capture file."""
+    try:
+        cap = pcap.Capture(path)
+        recs = [(r.ts_ns, r.caplen, r.length, bytes(r.data)) for r in cap]
+    except pcap.CaptureError as e:
+        raise SystemExit(str(e)) from None
+    return cap.snaplen, recs
 
 
 def write(path, snaplen, recs):
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, snaplen, 1))
-        for ts, caplen, length, data in recs:
-            f.write(struct.pack("<IIII", ts // 1_000_000_000, ts % 1_000_000_000, caplen, length))
-            f.write(data)
+    pcap.write_pcap(path, (pcap.Packet(ts, length, data) for ts, _, length, data in recs), snaplen=snaplen)
 
 
 def main(argv):

@@ -25,24 +25,9 @@ mkdir "$T/out"
 lcores="0-1"
 METRICS_LISTEN=127.0.0.1:$(free_tcp_port)
 config() {  # $1: scrub period
-    cat >"$T/linecap.yaml" <<YAML
-eal:
-  lcores: "$lcores"
-ports:
-  - name: tap
-    device: "net_pcap0,rx_pcap=$T/q0.pcap"
-    rx_queues: 1
-    rx_descriptors: 1024
-output:
-  directory: "$T/out"
-  blocks_per_queue: 64
-  block_size_kb: 256
-  rotate: { size_mb: 1, interval_s: 0 }
-  scrub: { enabled: true, period: $1 }
-metrics:
-  enabled: true
-  listen: "$METRICS_LISTEN"
-YAML
+    write_config "$T/linecap.yaml" "net_pcap0,rx_pcap=$T/q0.pcap" "$T/out" eal.lcores="$lcores" port.name=tap \
+        port.rx_queues=1 port.rx_descriptors=1024 output.blocks_per_queue=64 output.block_size_kb=256 \
+        output.rotate.size_mb=1 output.rotate.interval_s=0 output.scrub.enabled=true output.scrub.period="$1"
 }
 metrics() { metric_sum "http://$METRICS_LISTEN/metrics" "$@"; }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Offline references for linecapd's capture policies (python3 standard library only),
-written independently of the daemon's code: its own pcap reader and its own L2-L4 parse.
+written independently of the daemon's code: the harness's pcap reader and its own L2-L4 parse.
 
   flowcap IN.pcap EXPECTED.pcap (--bytes N | --packets N) --snaplen-after S [--proto P]
       What capture.flow_cap must write for IN, replayed in order on one rx queue: a flow
@@ -25,37 +25,24 @@ written independently of the daemon's code: its own pcap reader and its own L2-L
 import argparse
 import json
 import random
+import os
 import struct
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+sys.dont_write_bytecode = True  # leave no __pycache__ in the source tree
+from linecap_harness import pcap  # noqa: E402
+
 
 def read_pcap(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    magic = struct.unpack_from("<I", data, 0)[0]
-    if magic in (0xA1B2C3D4, 0xA1B23C4D):
-        order = "<"
-    elif magic in (0xD4C3B2A1, 0x4D3CB2A1):
-        order = ">"
-    else:
-        raise SystemExit(f"{path}: not a pcap file")
-    nano = magic in (0xA1B23C4D, 0x4D3CB2A1)
-    linktype = struct.unpack_from(order + "I", data, 20)[0]
-    off, records = 24, []
-    while off + 16 <= len(data):
-        sec, frac, caplen, length = struct.unpack_from(order + "IIII", data, off)
-        off += 16
-        records.append((sec, frac if nano else frac * 1000, length, data[off:off + caplen]))
-        off += caplen
-    return linktype, records
+    """(linktype, [Packet]) of a pcap or pcapng file."""
+    cap = pcap.Capture(path)
+    packets = [pcap.Packet(r.ts_ns, r.length, bytes(r.data)) for r in cap]
+    return cap.linktype, packets
 
 
-def write_pcap(path, linktype, records):
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 262144, linktype))
-        for sec, nsec, length, data in records:
-            f.write(struct.pack("<IIII", sec, nsec, len(data), length))
-            f.write(data)
+def write_pcap(path, linktype, packets):
+    pcap.write_pcap(path, packets, linktype=linktype)
 
 
 def l3_of(frame):
@@ -99,7 +86,7 @@ def flow_of(frame):
 
 def stats(records):
     flows, cut = {}, 0
-    for _, _, length, data in records:
+    for _, length, data in records:
         key = flow_of(data)
         name = key[0] if key else "non-ip"
         entry = flows.setdefault(name, [0, 0])
@@ -114,20 +101,21 @@ def cmd_flowcap(args):
     linktype, records = read_pcap(args.input)
     limit = args.bytes if args.bytes is not None else args.packets
     carried, out, dropped = {}, [], 0
-    for sec, nsec, length, data in records:
+    for packet in records:
+        length, data = packet.length, packet.data
         key = flow_of(data)
         untagged = struct.unpack_from("!H", data, 12)[0] in (0x0800, 0x86DD)
         if key is None or (args.proto is not None and (key[1] != args.proto or not untagged)):
-            out.append((sec, nsec, length, data))
+            out.append(packet)
             continue
         before = carried.get(key[0], 0)
         carried[key[0]] = before + (length if args.bytes is not None else 1)
         if before < limit:
-            out.append((sec, nsec, length, data))
+            out.append(packet)
         elif args.snaplen_after == 0:
             dropped += 1
         else:
-            out.append((sec, nsec, length, data[:args.snaplen_after]))
+            out.append(packet._replace(data=data[:args.snaplen_after]))
     write_pcap(args.expected, linktype, out)
     summary = stats(out)
     summary["dropped"] = dropped
@@ -146,8 +134,9 @@ def cmd_dupes(args):
     rng = random.Random(args.seed)
     out, copies, altered = [], 0, 0
     later = {}  # input index -> the copies to insert after it
-    for i, (sec, nsec, length, data) in enumerate(records):
-        out.append((sec, nsec, length, data))
+    for i, packet in enumerate(records):
+        data = packet.data
+        out.append(packet)
         out.extend(later.pop(i, []))
         if (i + 1) % args.every:
             continue
@@ -163,10 +152,11 @@ def cmd_dupes(args):
                 copy[off + 7] = (copy[off + 7] - 1 - rng.randrange(8)) & 0xFF
                 altered += 1
         at = i + args.later if args.later and copies % 2 == 0 else i
+        duplicate = packet._replace(ts_ns=packet.ts_ns + 100, data=bytes(copy))
         if at == i:
-            out.append((sec, nsec + 100, length, bytes(copy)))
+            out.append(duplicate)
         else:
-            later.setdefault(min(at, len(records) - 1), []).append((sec, nsec + 100, length, bytes(copy)))
+            later.setdefault(min(at, len(records) - 1), []).append(duplicate)
         copies += 1
     for i in sorted(later):  # the last packet's own copy
         out.extend(later[i])

@@ -56,39 +56,14 @@ import re
 import sys
 import time
 import urllib.parse
-import urllib.request
+
+from linecap_harness import pcap, prometheus
 
 REASONS = ("nic_missed", "nic_error", "no_mbuf", "writer_full", "write_error", "disk_full")
 
-SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\S+)?$")
-LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
-
-def parse_exposition(text):
-    """[(name, {labels}, value)] from Prometheus text format 0.0.4."""
-    samples = []
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = SAMPLE.match(line)
-        if not m:
-            raise ValueError(f"unparsable exposition line: {line!r}")
-        samples.append((m.group(1), dict(LABEL.findall(m.group(2) or "")), float(m.group(3))))
-    return samples
-
-
-class Scrape:
-    def __init__(self, text):
-        self.text = text
-        self.samples = parse_exposition(text)
-
-    def total(self, name, **want):
-        """Sum of NAME's samples whose labels include WANT; an exact integer for counters."""
-        value = 0.0
-        for n, labels, v in self.samples:
-            if n == name and all(labels.get(k) == w for k, w in want.items()):
-                value += v
-        return int(value) if value == int(value) else value
+class Scrape(prometheus.Scrape):
+    """A scrape read as the drop-accounting contract."""
 
     def accounting(self, port=None):
         sel = {"port": port} if port else {}
@@ -116,11 +91,6 @@ class Scrape:
         return self.total("linecap_writer_backlog_blocks")
 
 
-def fetch(url, timeout=2.0):
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return r.read().decode()
-
-
 def cmd_wait_drained(args):
     deadline = time.monotonic() + args.timeout
     history = []  # one entry per distinct collection: (heartbeat, accounting, text)
@@ -128,7 +98,7 @@ def cmd_wait_drained(args):
     last_error = None
     while True:
         try:
-            scrape = Scrape(fetch(args.url))
+            scrape = Scrape(prometheus.fetch(args.url))
             last_error = None
             hb = scrape.heartbeat()
             if not history or hb != history[-1][0]:
@@ -161,7 +131,7 @@ def cmd_wait_for(args):
     interval, value, error = 0.05, None, None
     while True:
         try:
-            a = Scrape(fetch(args.url, timeout=10)).accounting()
+            a = Scrape(prometheus.fetch(args.url, timeout=10)).accounting()
             value = a["received"] if args.what == "received" else a["written"] + a["filtered"] + a["dropped"]
             if value >= args.at_least:
                 return 0
@@ -224,16 +194,12 @@ def read_kernel(path):
 
 
 def files_totals(out_dir):
-    sys.path.insert(0, os.path.join(os.environ.get("LINECAP_SRC", "."), "tests", "tools"))
-    sys.dont_write_bytecode = True  # leave no __pycache__ in the source tree
-    import pcap_compare  # noqa: E402  (tests/tools, stdlib only)
-
-    finished = pcap_compare.expand([out_dir])
+    finished = pcap.expand([out_dir])
     hidden = sorted(n for n in os.listdir(out_dir) if n.startswith("."))
     packets = orig_bytes = file_bytes = 0
     for path in finished:
         file_bytes += os.path.getsize(path)
-        for rec in pcap_compare.Capture(path):
+        for rec in pcap.Capture(path):
             packets += 1
             orig_bytes += rec.length
     return {"files": len(finished), "packets": packets, "orig_bytes": orig_bytes,
@@ -340,7 +306,7 @@ def prom_api(base, path, **params):
     url = base.rstrip("/") + path
     if params:
         url += "?" + urllib.parse.urlencode(params)
-    body = json.loads(fetch(url, timeout=5))
+    body = json.loads(prometheus.fetch(url, timeout=5))
     if body.get("status") != "success":
         raise RuntimeError(f"{url}: {body}")
     return body["data"]

@@ -49,15 +49,13 @@ mkdir "$out"
 
 expects=()
 extra_checks=()
-port_yaml=""
+settings=()
 loops=1
 case $mode in
     overload)
         gen_pcap --count 10000 --size 60 --seed 31 --flows 256 --out "$TEST_TMPDIR/sent.pcap"
         loops=20 # 200000 frames at top speed
-        output_yaml="  blocks_per_queue: 2
-  block_size_kb: 64
-  rotate: { size_mb: 64, interval_s: 0 }"
+        settings=(output.blocks_per_queue=2 output.block_size_kb=64 output.rotate.size_mb=64 output.rotate.interval_s=0)
         expects=(--expect nic_missed=+ --expect writer_full='*')
         ;;
     writer_full)
@@ -99,10 +97,8 @@ case $mode in
         _lc_reaper_add "rmdir '$cg'"
         throttle 65536
         log "output on $loopdev ($majmin), ext4 at $fsdir/mnt, writes throttled to 64 KiB/s in $cg"
-        output_yaml="  blocks_per_queue: 2
-  block_size_kb: 64
-  o_direct: true
-  rotate: { size_mb: 16, interval_s: 0 }"
+        settings=(output.blocks_per_queue=2 output.block_size_kb=64 output.o_direct=true
+            output.rotate.size_mb=16 output.rotate.interval_s=0)
         expects=(--expect writer_full=+)
         ;;
     disk_full)
@@ -116,9 +112,7 @@ case $mode in
         _lc_reaper_add "umount -l '$fsdir'; rm -rf -- '$fsdir'"
         out="$fsdir/out"
         mkdir "$out"
-        output_yaml="  blocks_per_queue: 16
-  block_size_kb: 256
-  rotate: { size_mb: 1, interval_s: 0 }"
+        settings=(output.blocks_per_queue=16 output.block_size_kb=256 output.rotate.size_mb=1 output.rotate.interval_s=0)
         expects=(--expect disk_full=+)
         ;;
     no_drop)
@@ -126,17 +120,15 @@ case $mode in
         gen_pcap --count 3000 --mix --seed 33 --flows 300 --both-directions --out "$TEST_TMPDIR/sent.pcap"
         loops=2
         filter="tcp"
-        port_yaml="    filter: \"$filter\""
         # 1 MiB files: the replay spans several, so rotation and finalisation are counted.
         # 16 x 256 KiB of blocks hold any chunk of 1000 frames (<= 1518 bytes each).
-        output_yaml="  blocks_per_queue: 16
-  block_size_kb: 256
-  rotate: { size_mb: 1, interval_s: 0 }"
+        settings=(port.filter="$filter" output.blocks_per_queue=16 output.block_size_kb=256
+            output.rotate.size_mb=1 output.rotate.interval_s=0)
         ;;
     *) fail "unknown mode $mode" ;;
 esac
 
-afxdp_config "$TEST_TMPDIR/linecap.yaml" "$out" "$port_yaml" "$output_yaml"
+afxdp_config "$TEST_TMPDIR/linecap.yaml" "$out" "${settings[@]}"
 start_capture "$TEST_TMPDIR/linecap.yaml"
 if [[ -n ${cg:-} ]]; then
     echo "$LINECAPD_PID" >"$cg/cgroup.procs" # every thread; only the writer does I/O

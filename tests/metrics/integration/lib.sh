@@ -41,8 +41,8 @@ xdp_mode() {
     esac
 }
 
-# afxdp_config FILE OUTDIR EXTRA_PORT_YAML EXTRA_OUTPUT_YAML [EXTRA_TOP_YAML]: a one-port
-# net_af_xdp config on $CAP_IF with metrics on $METRICS_LISTEN (set when empty).
+# afxdp_config FILE OUTDIR [SECTION.KEY=VALUE...]: a one-port net_af_xdp config on $CAP_IF
+# (write_config, with those settings), metrics on $METRICS_LISTEN (set when empty).
 #
 # rx_descriptors is 4096 everywhere: DPDK 22.11's af_xdp PMD keeps 2048 frames on the fill
 # ring, so with a larger socket rx ring an overrun always shows up as "fill ring empty",
@@ -51,28 +51,10 @@ xdp_mode() {
 # that in rx_ring_full, which DPDK 22.11 does not read, and the packets vanish from the
 # daemon's accounting (the capture veth's rx_dropped still counts them).
 afxdp_config() {
-    local file=$1 outdir=$2 port_yaml=${3:-} output_yaml=${4:-} top_yaml=${5:-}
-    METRICS_LISTEN=${METRICS_LISTEN:-127.0.0.1:$(free_tcp_port)}
-    export METRICS_LISTEN
-    cat >"$file" <<YAML
-# written by $TEST_NAME
-eal:
-  lcores: "0-1"
-ports:
-  - name: p0
-    device: "net_af_xdp0,iface=$CAP_IF,start_queue=0,queue_count=1"
-    rx_descriptors: 4096
-$port_yaml
-output:
-  directory: "$outdir"
-$output_yaml
-metrics:
-  enabled: true
-  listen: "$METRICS_LISTEN"
-log:
-  level: info
-$top_yaml
-YAML
+    local file=$1 outdir=$2
+    shift 2
+    write_config "$file" "net_af_xdp0,iface=$CAP_IF,start_queue=0,queue_count=1" "$outdir" \
+        port.rx_descriptors=4096 "$@"
 }
 
 # start_capture CONFIG: start linecapd and wait until it polls and serves /metrics.

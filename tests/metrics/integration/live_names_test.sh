@@ -24,8 +24,8 @@ veth_pair names
 mkdir "$TEST_TMPDIR/out"
 
 # Retention is configured so that whatever the daemon exports only when it is on is there.
-afxdp_config "$TEST_TMPDIR/linecap.yaml" "$TEST_TMPDIR/out" "" "  rotate: { size_mb: 64, interval_s: 0 }
-  retention: { max_age: 14d }"
+afxdp_config "$TEST_TMPDIR/linecap.yaml" "$TEST_TMPDIR/out" output.rotate.size_mb=64 output.rotate.interval_s=0 \
+    output.retention.max_age=14d
 gen_pcap --count 2000 --mix --seed 51 --flows 100 --out "$TEST_TMPDIR/sent.pcap"
 start_capture "$TEST_TMPDIR/linecap.yaml"
 

@@ -29,7 +29,7 @@ mkdir "$TEST_TMPDIR/out"
 gen_pcap --count 4000 --mix --seed 41 --flows 200 --both-directions --out "$TEST_TMPDIR/sent.pcap"
 loops=2
 rate=${LINECAP_LIVE_PPS:-10000}
-afxdp_config "$TEST_TMPDIR/linecap.yaml" "$TEST_TMPDIR/out" "" "  rotate: { size_mb: 64, interval_s: 0 }"
+afxdp_config "$TEST_TMPDIR/linecap.yaml" "$TEST_TMPDIR/out" output.rotate.size_mb=64 output.rotate.interval_s=0
 
 # --- Prometheus ------------------------------------------------------------------------
 prom_port=$(free_tcp_port)
