@@ -16,6 +16,7 @@ PACKAGES=(
     man-db groff bash-completion  # the man pages formatted without warnings; the completions
     # the live-path peer bench (bench/run.sh peers)
     stenographer
+    stenographer-client jq  # Stenographer's stenoread, unchanged, against POST /query (api-steno)
     # the archive tier's tests: a real single-node Ceph RGW (tests/archive/rgw.sh) and s3cmd
     # to cross-check what linecap stored there
     ceph-mon ceph-osd radosgw ceph-common s3cmd

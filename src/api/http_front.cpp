@@ -326,7 +326,8 @@ struct HttpFront::Impl {
     bool take_request(Conn* c) {
         if (c->state == State::body) {
             if (c->in.size() < c->body_left) return true;
-            c->in.erase(0, c->body_left);  // no endpoint reads a body: it is only kept from being parsed
+            c->pending.body = c->in.substr(0, c->body_left);  // POST /query's; bounded by max_request_bytes
+            c->in.erase(0, c->body_left);
             c->body_left = 0;
             Work w;
             w.request = std::move(c->pending);
@@ -418,7 +419,7 @@ struct HttpFront::Impl {
             r.headers.emplace_back(std::move(name), std::move(value));
         }
         if (problem.empty() && chunked)
-            problem = "a request body with Transfer-Encoding is not accepted (no endpoint takes a body)";
+            problem = "a request body with Transfer-Encoding is not accepted (send Content-Length)";
         if (problem.empty()) {
             const size_t q = r.target.find('?');
             r.query = q == std::string::npos ? "" : r.target.substr(q + 1);

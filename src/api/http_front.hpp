@@ -55,6 +55,7 @@ struct HttpRequest {
     std::string path;      // percent-decoded, without the query
     std::string query;     // as received, after '?'
     std::vector<std::pair<std::string, std::string>> headers;  // names lower-case
+    std::string body;      // Content-Length bytes (at most api.max_request_bytes with the head)
     std::string peer_address;
     int peer_port = 0;
     SSL* ssl = nullptr;    // TLS: the session (peer certificate), else null

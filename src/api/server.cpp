@@ -24,6 +24,7 @@
 #include "api/query.hpp"
 #include "api/page.hpp"
 #include "api/status.hpp"
+#include "api/steno_query.hpp"
 #include "util/idle_priority.hpp"
 #include "archive/layout.hpp"
 #include "archive/manifest.hpp"
@@ -34,6 +35,7 @@
 #include "format/pcap_format.hpp"
 #include "format/pcapng_format.hpp"
 #include "util/errno_text.hpp"
+#include "util/one_line.hpp"
 #include "util/utc_time.hpp"
 
 namespace linecap::api {
@@ -118,6 +120,7 @@ struct Answer {
         if (!error.empty()) return "error: " + error;
         std::string o;
         if (report.ended_early == "max_bytes") o = "truncated: max_bytes";
+        else if (report.ended_early == "max_packets") o = "truncated: max_packets";
         else if (timed_out) o = "truncated: time limit";
         else if (report.ended_early == "stopped") o = "stopped";
         else o = "complete";
@@ -293,7 +296,12 @@ struct ApiServer::Impl final : HttpHandler {
     // nullopt when the query is refused (bad parameters, all slots taken), the reply sent.
     std::optional<Admitted> admit(const HttpRequest& req, HttpExchange& ex, const AuditRecord& a,
                                   Clock::time_point started);
+    std::optional<Admitted> admit(Result<PacketQuery> query, HttpExchange& ex, const AuditRecord& a,
+                                  Clock::time_point started);
     void handle_packets(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
+    void handle_steno_query(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
+    void stream_packets(Admitted admitted, store::ExtractOptions o, HttpExchange& ex, AuditRecord a,
+                        Clock::time_point started);
     void handle_size(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
     void handle_files(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
 };
@@ -320,9 +328,10 @@ void ApiServer::Impl::serve(const HttpRequest& req, HttpExchange& ex) {
     const Identity id = identify(req.ssl, req.header("authorization"));
     a.who = id.shown;
     a.credential_refused = id.refused;
-    if (req.method != "GET")
-        return reply(ex, 405, json_error("only GET"), "application/json", "refused: method " + a.method, a, started,
-                     {{"Allow", "GET"}});
+    const bool steno = req.path == "/query";  // Stenographer's endpoint: POST, the query in the body
+    if (req.method != (steno ? "POST" : "GET"))
+        return reply(ex, 405, json_error(steno ? "only POST" : "only GET"), "application/json",
+                     "refused: method " + a.method, a, started, {{"Allow", steno ? "POST" : "GET"}});
     if (req.path == "/") {
         // The page is public: it holds no data, and a browser that authenticates with a
         // token can only send it from the page's own script.
@@ -335,6 +344,7 @@ void ApiServer::Impl::serve(const HttpRequest& req, HttpExchange& ex) {
                      id.refused.empty() ? "refused: no credentials" : "refused: " + why, a, started,
                      {{"WWW-Authenticate", tls && !config.api.tls_client_ca.empty() && !tokens ? "Mutual" : "Bearer realm=\"linecap\""}});
     }
+    if (steno) return handle_steno_query(req, ex, a, started);
     if (req.path == "/api/v1/packets") return handle_packets(req, ex, a, started);
     if (req.path == "/api/v1/size") return handle_size(req, ex, a, started);
     if (req.path == "/api/v1/files") return handle_files(req, ex, a, started);
@@ -350,7 +360,12 @@ void ApiServer::Impl::serve(const HttpRequest& req, HttpExchange& ex) {
 std::optional<ApiServer::Impl::Admitted> ApiServer::Impl::admit(const HttpRequest& req, HttpExchange& ex,
                                                                  const AuditRecord& a, Clock::time_point started) {
     auto params = split_query_string(req.query);
-    Result<PacketQuery> q = params ? parse_query(QueryKind::packets, params.value()) : Result<PacketQuery>(params.error());
+    return admit(params ? parse_query(QueryKind::packets, params.value()) : Result<PacketQuery>(params.error()), ex, a,
+                 started);
+}
+
+std::optional<ApiServer::Impl::Admitted> ApiServer::Impl::admit(Result<PacketQuery> q, HttpExchange& ex,
+                                                                 const AuditRecord& a, Clock::time_point started) {
     if (!q) {
         reply(ex, 400, json_error(q.error().message), "application/json", "refused: " + q.error().message, a, started);
         return std::nullopt;
@@ -399,14 +414,57 @@ void ApiServer::Impl::handle_size(const HttpRequest& req, HttpExchange& ex, Audi
                  "size computed", a, started);
 }
 
-// /api/v1/packets: the query runs on a thread of its own into a pipe; its bytes are sent
-// as they come, chunked, ending with a trailer that says whether the answer is complete.
+// /api/v1/packets: the query's pcap (or pcapng), streamed.
 void ApiServer::Impl::handle_packets(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started) {
     std::optional<Admitted> admitted = admit(req, ex, a, started);
     if (!admitted) return;
-    const PacketQuery& q = admitted->query;
-    Slots::Slot& slot = admitted->slot;
-    store::ExtractOptions o = extract_options(q);
+    stream_packets(std::move(*admitted), extract_options(admitted->query), ex, std::move(a), started);
+}
+
+// Stenographer's POST /query, as Debian's stenoread and stenocurl send it: the body is a
+// query in its language (api/steno_query.hpp), the answer the pcap, the headers
+// Steno-Limit-Packets and Steno-Limit-Bytes cap it. Authenticated, limited and audited as
+// /api/v1/packets is (the record's target carries the query).
+void ApiServer::Impl::handle_steno_query(const HttpRequest& req, HttpExchange& ex, AuditRecord a,
+                                          Clock::time_point started) {
+    a.target += "?" + one_line(req.body.substr(0, 512));
+    auto limit = [&req](const std::string& header) -> Result<uint64_t> {
+        std::string lower = header;
+        for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+        const auto v = req.header(lower);
+        if (!v || v->empty()) return uint64_t(0);
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long long n = std::strtoull(v->c_str(), &end, 10);
+        if (errno || *end || (*v)[0] == '-') return config_error(header + ": not a number: " + one_line(*v));
+        return uint64_t(n);
+    };
+    const auto packets = limit("Steno-Limit-Packets"), bytes = limit("Steno-Limit-Bytes");
+    Result<PacketQuery> q = !packets ? Result<PacketQuery>(packets.error())
+                            : !bytes ? Result<PacketQuery>(bytes.error())
+                                     : [&]() -> Result<PacketQuery> {
+        auto steno = compile_steno_query(req.body, utc_now_ns());
+        if (!steno) return steno.error();
+        Params params;
+        if (steno->from_ns) params.push_back({"from", store::format_time(steno->from_ns)});
+        if (steno->to_ns != UINT64_MAX) params.push_back({"to", store::format_time(steno->to_ns)});
+        if (!steno->filter.empty()) params.push_back({"filter", steno->filter});
+        if (bytes.value()) params.push_back({"max_bytes", std::to_string(bytes.value())});
+        return parse_query(QueryKind::packets, params);  // the checks /api/v1/packets makes
+    }();
+    std::optional<Admitted> admitted = admit(std::move(q), ex, a, started);
+    if (!admitted) return;
+    store::ExtractOptions o = extract_options(admitted->query);
+    o.max_packets = packets.value();
+    stream_packets(std::move(*admitted), std::move(o), ex, std::move(a), started);
+}
+
+// The query runs on a thread of its own into a pipe; its bytes are sent as they come,
+// chunked, ending with a trailer that says whether the answer is complete.
+void ApiServer::Impl::stream_packets(Admitted admitted, store::ExtractOptions o, HttpExchange& ex, AuditRecord a,
+                                     Clock::time_point started) {
+    const PacketQuery& q = admitted.query;
+    Slots::Slot& slot = admitted.slot;
     const auto deadline = started + std::chrono::seconds(config.api.max_duration_s);
 
     Answer answer;

@@ -67,6 +67,7 @@ Result<MergeEnd> merge_by_time(std::vector<MergeEntry> inputs, CaptureWriter& wr
             id = **out_id;
         }
         if (limits.max_bytes && writer.size() + record_bytes > limits.max_bytes) return MergeEnd::max_bytes;
+        if (limits.max_packets && writer.packets() >= limits.max_packets) return MergeEnd::max_packets;
         if (limits.should_stop && limits.should_stop()) return MergeEnd::stopped;
         heap.pop();
         if (auto s = writer.write(id, r.ts_ns, r.caplen, r.len, r.data); !s) return s.error().context("output");

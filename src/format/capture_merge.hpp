@@ -76,10 +76,11 @@ struct MergeEntry {
 
 struct MergeLimits {
     uint64_t max_bytes = 0;             // stop before the record that would pass it; 0 = none
+    uint64_t max_packets = 0;           // stop after this many records; 0 = none
     std::function<bool()> should_stop;  // asked before each record
 };
 
-enum class MergeEnd { complete, max_bytes, stopped };
+enum class MergeEnd { complete, max_bytes, max_packets, stopped };
 
 // Writes every input's records to `writer` (its header already begun) in (timestamp,
 // rank) order, opening each input when the merge reaches its start bound and releasing

@@ -460,9 +460,10 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
                           std::make_unique<Cursor>(std::move(p), o, filter.value(), community_id, interfaces, rep,
                                                    report)});
     }
-    auto end = format::merge_by_time(std::move(inputs), writer, {o.max_bytes, o.should_stop});
+    auto end = format::merge_by_time(std::move(inputs), writer, {o.max_bytes, o.max_packets, o.should_stop});
     if (!end) return end.error();
     if (end.value() == format::MergeEnd::max_bytes) report.ended_early = "max_bytes";
+    if (end.value() == format::MergeEnd::max_packets) report.ended_early = "max_packets";
     if (end.value() == format::MergeEnd::stopped) report.ended_early = "stopped";
     if (auto s = writer.flush(); !s) return s.error().context("output");
     report.packets_written = writer.packets();

@@ -76,6 +76,7 @@ struct ExtractOptions {
     // should_stop: polled between records; true ends the output cleanly at a record
     // boundary (time limits, a client that went away).
     uint64_t max_bytes = 0;
+    uint64_t max_packets = 0;  // the output ends after this many packets (0 = no limit)
     std::function<bool()> should_stop;
     // One line each, as they happen (the report collects them too).
     std::function<void(const std::string&)> on_warning;

@@ -173,15 +173,18 @@ assert codes == [b"200", b"404", b"200", b"404"], codes
 PY
 
 # --- the audit record: decoded path, redacted credentials, the refused credential ---------------
+# A record is written once its answer has been sent, so it may land just after curl ends.
+audited() { wait_for "grep -qF -- '$1' '$AUDIT'" 5; }
 curl -s -o /dev/null "${CA[@]}" "${TOK[@]}" "$URL/api/v1/%70ackets?filter=host%201.2.3.4"
-grep -q '"request":"/api/v1/packets?filter=host 1.2.3.4"' "$AUDIT" || fail "percent-encoded path not audited decoded"
+audited '"request":"/api/v1/packets?filter=host 1.2.3.4"' || fail "percent-encoded path not audited decoded"
 curl -s -o /dev/null "${CA[@]}" "${TOK[@]}" "$URL/api/v1/status?access_token=$TOKEN"
-grep -q '"request":"/api/v1/status?access_token=\[redacted\]"' "$AUDIT" || fail "access_token not redacted"
+audited '"request":"/api/v1/status?access_token=[redacted]"' || fail "access_token not redacted"
 curl -s -o /dev/null "${CA[@]}" "${TOK[@]}" "$URL/m-path-$TOKEN"
-grep -q '"request":"/m-path-\[redacted\]"' "$AUDIT" || fail "a token in the path not redacted"
+audited '"request":"/m-path-[redacted]"' || fail "a token in the path not redacted"
 code=$(curl -s -o "$T/wrongtok.body" -w '%{http_code}' "${CA[@]}" --cert "$T/client.pem" --key "$T/client.key" \
     -H "Authorization: Bearer not-the-token-0123456789" "$URL/api/v1/status?m-wrongtok")
 [[ $code == 401 ]] || fail "a valid certificate with a wrong token: $code"
+audited 'm-wrongtok' || fail "the wrong token's request is not audited"
 grep 'm-wrongtok' "$AUDIT" | grep -q '"who":"cert:/O=forensics/CN=analyst1".*"credential_refused":"bearer token not in api.tokens_file"' \
     || fail "the wrong token's record: $(grep m-wrongtok "$AUDIT")"
 # openssl s_client speaks the request by hand; HTTP/1.0 closes after the answer.
