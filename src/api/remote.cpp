@@ -157,16 +157,13 @@ std::string host_port(const std::string& url) {
 }
 
 Result<std::string> read_token(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return runtime_error("--token-file " + path + ": " + errno_text(errno));
+    const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return runtime_error("--token-file " + path + ": " + errno_text(errno));
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || (st.st_mode & 077)) {
-        ::close(fd);
+    if (::fstat(fd.get(), &st) != 0 || (st.st_mode & 077))
         return runtime_error("--token-file " + path + " is accessible by group or others; chmod 600 it");
-    }
     char buf[1024];
-    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-    ::close(fd);
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
     if (n <= 0) return runtime_error("--token-file " + path + ": empty");
     std::string token(buf, static_cast<size_t>(n));
     token = token.substr(0, token.find_first_of("\r\n"));
