@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "api/query.hpp"
-#include "util/io_status.hpp"
 #include "store/time_spec.hpp"
+#include "util/io_status.hpp"
 
 namespace linecap::api {
 namespace {

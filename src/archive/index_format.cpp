@@ -12,15 +12,15 @@
 #include <cstdio>
 #include <cstring>
 
-#include "util/errno_text.hpp"
-#include "format/capture_writer.hpp"
-#include "util/io_status.hpp"
-#include "util/utc_time.hpp"
-#include "util/stat_time.hpp"
 #include "archive/capture_scan.hpp"
-#include "archive/layout.hpp"
 #include "archive/crc32c.hpp"
+#include "archive/layout.hpp"
+#include "format/capture_writer.hpp"
 #include "util/errno_text.hpp"
+#include "util/errno_text.hpp"
+#include "util/io_status.hpp"
+#include "util/stat_time.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap {
 namespace {

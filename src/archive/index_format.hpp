@@ -32,9 +32,9 @@
 #include <string>
 #include <vector>
 
+#include "archive/postings_table.hpp"
 #include "format/capture_reader.hpp"
 #include "packet/packet_keys.hpp"
-#include "archive/postings_table.hpp"
 #include "util/result.hpp"
 
 namespace linecap {

@@ -10,12 +10,12 @@
 #include <exception>
 #include <vector>
 
-#include "util/errno_text.hpp"
-#include "util/io_status.hpp"
 #include "archive/capture_scan.hpp"
+#include "archive/index_format.hpp"
 #include "archive/layout.hpp"
 #include "archive/store_inventory.hpp"
-#include "archive/index_format.hpp"
+#include "util/errno_text.hpp"
+#include "util/io_status.hpp"
 #include "util/stat_time.hpp"
 
 namespace linecap {

@@ -30,10 +30,10 @@
 #include <string>
 #include <string_view>
 
+#include "archive/stream_id.hpp"
 #include "config/config.hpp"
 #include "config/file_template.hpp"
 #include "util/io_status.hpp"
-#include "archive/stream_id.hpp"
 #include "util/unique_fd.hpp"
 
 namespace linecap::layout {

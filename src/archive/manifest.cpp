@@ -11,8 +11,8 @@
 #include <ctime>
 
 #include "archive/layout.hpp"
-#include "util/unique_fd.hpp"
 #include "util/clock_quality.hpp"
+#include "util/unique_fd.hpp"
 #include "util/utc_time.hpp"
 
 namespace linecap {

@@ -15,12 +15,12 @@
 #include <map>
 #include <thread>
 
+#include "archive/recovery.hpp"
 #include "capture/plan.hpp"
 #include "dpdk/eal.hpp"
 #include "dpdk/mempool.hpp"
 #include "dpdk/port.hpp"
 #include "dpdk/rx_timestamp.hpp"
-#include "archive/recovery.hpp"
 #include "util/utc_time.hpp"
 
 namespace linecap {

@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "capture/views.hpp"
-#include "archive/scrub.hpp"
-#include "output/writer.hpp"
 #include "archive/compress.hpp"
 #include "archive/index_service.hpp"
+#include "archive/scrub.hpp"
+#include "capture/views.hpp"
+#include "output/writer.hpp"
 
 namespace linecap {
 

@@ -5,10 +5,10 @@
 #include <limits>
 #include <string_view>
 
-#include "linecap_build.h"
-#include "archive/scrub.hpp"
 #include "archive/compress.hpp"
 #include "archive/index_service.hpp"
+#include "archive/scrub.hpp"
+#include "linecap_build.h"
 
 namespace linecap {
 namespace {

@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "metrics/filesystem_usage.hpp"
 #include "capture/counters.hpp"
 #include "dpdk/rx_timestamp.hpp"
+#include "metrics/filesystem_usage.hpp"
 #include "metrics/port_stats.hpp"
 #include "output/writer.hpp"
 

@@ -9,7 +9,7 @@
 namespace linecap {
 
 struct WriteBlock {
-    uint8_t* data = nullptr;       // aligned (4 KiB) storage, owned by the BlockPool
+    uint8_t* data = nullptr;       // aligned (4 KiB) storage, owned by the Writer (BlockMemory)
     uint32_t capacity = 0;
     uint32_t used = 0;             // bytes of complete records
     uint32_t packets = 0;          // records in the block

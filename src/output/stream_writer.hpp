@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
+#include "archive/manifest.hpp"
 #include "config/config.hpp"
 #include "output/block.hpp"
 #include "output/capture_file.hpp"
-#include "archive/manifest.hpp"
 #include "output/stream.hpp"
 #include "output/writer.hpp"
 

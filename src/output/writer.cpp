@@ -13,12 +13,12 @@
 #include <system_error>
 #include <thread>
 
-#include "output/capture_file.hpp"
-#include "util/io_status.hpp"
-#include "format/pcap_format.hpp"
 #include "archive/manifest_hasher.hpp"
 #include "archive/retention.hpp"
+#include "format/pcap_format.hpp"
+#include "output/capture_file.hpp"
 #include "output/stream_writer.hpp"
+#include "util/io_status.hpp"
 #include "util/unique_fd.hpp"
 #include "util/utc_time.hpp"
 

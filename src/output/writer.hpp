@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "config/config.hpp"
 #include "archive/manifest.hpp"
 #include "archive/manifest_hasher.hpp"  // ManifestCounters
 #include "archive/retention.hpp"        // RetentionCounters
+#include "config/config.hpp"
 #include "output/stream.hpp"
 #include "util/clock_quality.hpp"
 #include "util/metric.hpp"

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "format/capture_reader.hpp"
-#include "filter/pcap_program.hpp"
 #include "archive/index_format.hpp"
+#include "filter/pcap_program.hpp"
+#include "format/capture_reader.hpp"
 #include "util/result.hpp"
 
 namespace linecap::store {
