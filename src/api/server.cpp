@@ -36,7 +36,6 @@
 #include "util/errno_text.hpp"
 #include "util/idle_priority.hpp"
 #include "util/one_line.hpp"
-#include "util/unique_fd.hpp"
 #include "util/utc_time.hpp"
 
 namespace linecap::api {

@@ -11,15 +11,15 @@
 #include <ctime>
 #include <vector>
 
-#include "format/zstd_seekable.hpp"
 #include "archive/capture_scan.hpp"
+#include "archive/index_format.hpp"
 #include "archive/layout.hpp"
 #include "archive/manifest.hpp"
 #include "archive/sha256.hpp"
 #include "archive/store_inventory.hpp"
-#include "util/unique_fd.hpp"
-#include "archive/index_format.hpp"
+#include "format/zstd_seekable.hpp"
 #include "util/thread_cpu.hpp"
+#include "util/unique_fd.hpp"
 
 namespace linecap {
 namespace {

@@ -18,9 +18,9 @@
 #include "archive/capture_scan.hpp"
 #include "archive/layout.hpp"
 #include "archive/manifest.hpp"
-#include "util/unique_fd.hpp"
 #include "util/human_bytes.hpp"
 #include "util/stat_time.hpp"
+#include "util/unique_fd.hpp"
 #include "util/utc_time.hpp"
 
 namespace linecap {

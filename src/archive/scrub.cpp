@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "archive/layout.hpp"
-#include "util/io_status.hpp"
 #include "archive/manifest.hpp"
 #include "archive/sha256.hpp"
 #include "archive/store_inventory.hpp"
-#include "util/unique_fd.hpp"
 #include "archive/verify.hpp"
+#include "util/io_status.hpp"
+#include "util/unique_fd.hpp"
 #include "util/utc_time.hpp"
 
 namespace linecap {

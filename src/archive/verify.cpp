@@ -11,12 +11,12 @@
 #include <set>
 #include <vector>
 
-#include "config/values.hpp"
-#include "format/zstd_seekable.hpp"
 #include "archive/capture_scan.hpp"
 #include "archive/layout.hpp"
 #include "archive/manifest.hpp"
 #include "archive/store_inventory.hpp"
+#include "config/values.hpp"
+#include "format/zstd_seekable.hpp"
 #include "util/command_line.hpp"
 #include "util/unique_fd.hpp"
 #include "util/utc_time.hpp"

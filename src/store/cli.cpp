@@ -16,19 +16,19 @@
 #include <thread>
 #include <vector>
 
-#include "config/config.hpp"
-#include "linecap_build.h"
-#include "format/pcap_format.hpp"
-#include "util/io_status.hpp"
+#include "archive/compress.hpp"
+#include "archive/index_format.hpp"
 #include "archive/layout.hpp"
 #include "archive/store_inventory.hpp"
+#include "config/config.hpp"
+#include "format/pcap_format.hpp"
+#include "linecap_build.h"
 #include "packet/community_id.hpp"
-#include "archive/compress.hpp"
 #include "store/extract.hpp"
-#include "archive/index_format.hpp"
 #include "store/stats.hpp"
 #include "store/time_spec.hpp"
 #include "util/errno_text.hpp"
+#include "util/io_status.hpp"
 
 namespace linecap::store {
 namespace {

@@ -37,10 +37,10 @@
 #include <string>
 #include <vector>
 
-#include "format/capture_reader.hpp"
-#include "format/capture_writer.hpp"
 #include "archive/layout.hpp"
 #include "archive/store_inventory.hpp"
+#include "format/capture_reader.hpp"
+#include "format/capture_writer.hpp"
 #include "util/result.hpp"
 
 namespace linecap::store {

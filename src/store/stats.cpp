@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <map>
 
+#include "archive/index_format.hpp"
 #include "archive/manifest.hpp"
 #include "archive/store_inventory.hpp"
-#include "archive/index_format.hpp"
 #include "format/capture_reader.hpp"
 #include "store/time_spec.hpp"
 #include "util/human_bytes.hpp"

@@ -15,10 +15,10 @@
 #include "archive/manifest.hpp"
 #include "archive/scrub.hpp"
 #include "archive/store_inventory.hpp"
-#include "util/unique_fd.hpp"
 #include "archive/verify.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"
+#include "util/unique_fd.hpp"
 #include "util/utc_time.hpp"
 
 namespace linecap {

@@ -20,20 +20,20 @@
 #include <random>
 #include <thread>
 
-#include "format/zstd_seekable.hpp"
 #include "archive/capture_scan.hpp"
+#include "archive/compress.hpp"
+#include "archive/index_format.hpp"
 #include "archive/layout.hpp"
 #include "archive/manifest.hpp"
 #include "archive/recovery.hpp"
 #include "archive/retention.hpp"
 #include "archive/scrub.hpp"
 #include "archive/store_inventory.hpp"
-#include "util/unique_fd.hpp"
 #include "archive/verify.hpp"
-#include "archive/compress.hpp"
+#include "format/zstd_seekable.hpp"
 #include "store/extract.hpp"
-#include "archive/index_format.hpp"
 #include "store_test_support.hpp"
+#include "util/unique_fd.hpp"
 
 using namespace linecap;
 using namespace linecap::store;

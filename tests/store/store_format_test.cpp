@@ -4,10 +4,10 @@
 
 #include <set>
 
-#include "archive/layout.hpp"
-#include "archive/store_inventory.hpp"
 #include "archive/crc32c.hpp"
 #include "archive/index_format.hpp"
+#include "archive/layout.hpp"
+#include "archive/store_inventory.hpp"
 #include "packet/packet_keys.hpp"
 #include "store/time_spec.hpp"
 #include "store_test_support.hpp"
