@@ -1,4 +1,4 @@
-"""The shipped defaults and what each optional feature costs (issue 12).
+"""The shipped defaults and what each optional feature costs.
 
 First rows: linecapd with config/linecap.yaml's output settings as shipped — manifests, the
 index, rotation, blocks, fsync — one worker, files KEPT: no janitor; a retention budget

@@ -287,7 +287,7 @@ TEST(LoadConfig, ReportsADirectory) {
     EXPECT_EQ(config.error().message, "cannot read " + kFixtures + ": not a regular file");
 }
 
-// Issue 14: `--config /dev/zero` (or /dev/urandom) read until memory ran out.
+// `--config /dev/zero` (or /dev/urandom) read until memory ran out.
 TEST(LoadConfig, ReadsOnlyRegularFilesOfBoundedSize) {
     for (const char* device : {"/dev/zero", "/dev/urandom"}) {
         const Result<Config> config = load_config(device);
@@ -346,7 +346,7 @@ TEST(Document, MoreThanOneDocument) {
               "test.yaml:6: the file holds 2 YAML documents (separated by ---); expected one");
 }
 
-// Issue 14 (yaml-cpp 0.7, its issue 1040): a token that starts no node where a document
+// yaml-cpp 0.7 (its issue 1040): a token that starts no node where a document
 // starts is never consumed, and YAML::LoadAll loops for ever adding empty documents. Any
 // such token, alone, after a document or after ---, is one error line, at once.
 TEST(Document, AStrayTokenIsAnErrorNotAnEndlessLoop) {
@@ -876,7 +876,7 @@ TEST(Output, FileTemplateNamesEachQueueApart) {
               "{seq}_{nsec}_{queue}_{port}");
 }
 
-// Issue 14: --check accepted templates the `linecap` tool then refused, names over 255
+// --check accepted templates the `linecap` tool then refused, names over 255
 // bytes, and a NUL. Every template accepted here is one FileTemplate::compile accepts,
 // which is what `linecap` reads names with.
 TEST(Output, FileTemplateTheToolCanReadBack) {

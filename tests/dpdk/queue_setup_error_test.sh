@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A device that rejects its rx queue setup gets an error a user can act on (issue 12): net_pcap
+# A device that rejects its rx queue setup gets an error a user can act on: net_pcap
 # with infinite_rx copies its whole file into mbufs when the queue is set up; with a pool too
 # small for that, linecapd must exit 78 naming the cause (infinite_rx, the pool's mbufs) and the
 # key to change (capture.mbufs), not only "rte_eth_rx_queue_setup: Invalid argument (-22)".

@@ -328,7 +328,7 @@ INSTANTIATE_TEST_SUITE_P(Expressions, FilterVsLibpcap, ::testing::ValuesIn(kExpr
                              return "e" + std::to_string(info.index);
                          });
 
-// Issue 14: a 3,000-term filter ran libpcap's optimiser for minutes in --check and in the
+// a 3,000-term filter ran libpcap's optimiser for minutes in --check and in the
 // daemon's reload; both go through BpfFilter (validate, compile) and are refused at once.
 TEST(BpfFilter, ComplexityIsBoundedBeforeLibpcapRuns) {
     std::string many;

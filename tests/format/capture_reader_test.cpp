@@ -238,7 +238,7 @@ TEST(CaptureReader, TruncatedAndCorruptNameTheOffset) {
                        " (a file system's tail after a crash, not a packet)");
 }
 
-// Issue 14 point 7: what Wireshark and tcpdump read is read the same way.
+// what Wireshark and tcpdump read is read the same way.
 TEST(CaptureReader, PcapVariantsAsLibpcapReadsThem) {
     for (bool big : {false, true})
         for (uint32_t magic : {pcap::kMagicNanosecond, pcap::kMagicMicrosecond}) {

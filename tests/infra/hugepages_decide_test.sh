@@ -35,7 +35,7 @@ expect() {
 }
 
 # A fresh boot: nothing reserved, nothing mounted, no state. status's prose says "nothing
-# reserved by this script" here (issue 12: grepping for "reserved by" took that as ready).
+# reserved by this script" here (grepping for "reserved by" would take that as ready).
 machine 0 0
 rm -f "$LINECAP_TEST_STATE_DIR/hugepages.state"
 out=$($HP status)

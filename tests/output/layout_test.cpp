@@ -53,7 +53,7 @@ TEST(FileTemplate, AlwaysUtcWhateverTheLocalTimeZone) {
     EXPECT_EQ(parsed->time_ns, kSeconds * 1000000000ull);
 }
 
-// Issue 14: `--check` accepted templates the `linecap` tool then refused.
+// `--check` accepted templates the `linecap` tool then refused.
 TEST(FileTemplate, RefusesWhatCannotBeReadBack) {
     EXPECT_NE(refusal("{port}{queue}%").find("lone '%'"), std::string::npos);
     EXPECT_NE(refusal("%Y{port}{queue}%Q").find("%Q is not supported"), std::string::npos);

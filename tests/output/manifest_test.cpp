@@ -118,7 +118,7 @@ TEST(ManifestFormat, Sha256OfNothing) {
     EXPECT_EQ(Sha256::of({}), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
-// Issue 14: `"\uZZZZ"` made the old parser throw std::invalid_argument out of std::stoul
+// `"\uZZZZ"` made the old parser throw std::invalid_argument out of std::stoul
 // (SIGABRT in `linecapd verify`, and in retention at every start).
 TEST(ManifestFormat, DamageIsOneLineNeverAnAbort) {
     std::string json = to_json(full_manifest());
@@ -138,7 +138,7 @@ TEST(ManifestFormat, DamageIsOneLineNeverAnAbort) {
     }
 }
 
-// Issue 14: `"seq": null` read as "no sequence number", so verify saw a missing file.
+// `"seq": null` read as "no sequence number", so verify saw a missing file.
 TEST(ManifestFormat, NullIsDamageNotUnknown) {
     std::string json = to_json(full_manifest());
     json.replace(json.find("\"seq\": 17"), 9, "\"seq\": null");

@@ -102,7 +102,7 @@ TEST_F(RetentionTest, TheInventoryIsOrderedByFirstPacketAcrossStreams) {
     EXPECT_FALSE(m->enabled());
 }
 
-// Issue 14: retention reads manifests with the parser that `"\uZZZZ"` made abort, so one
+// retention reads manifests with the parser that `"\uZZZZ"` made abort, so one
 // damaged manifest could take the daemon down at every start. It is named in a warning,
 // and the file's age comes from its first packet.
 TEST_F(RetentionTest, ADamagedManifestIsAWarningNotACrash) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rotation exact to the packet (issue 14): with live traffic at 10 kpps and
+# Rotation exact to the packet: with live traffic at 10 kpps and
 # rotate.interval_s: 1, every finished file holds only packets of its one 1-s window —
 # none stamped at or after the boundary (the worker used to notice the boundary at its
 # millisecond housekeeping, so up to ~10 packets per boundary landed in the file before).

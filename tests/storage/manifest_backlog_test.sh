@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Manifests off the write path (issue 12). net_pcap floods the writer while an ordinary
+# Manifests off the write path. net_pcap floods the writer while an ordinary
 # busy loop keeps every CPU taken, so the manifest hasher (idle priority) falls behind:
 # finished files wait with their manifest pending (NAME.manifest-pending beside them),
 # `linecapd verify` reports them PENDING (not a finding), `linecap stats` counts them, and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# output.compress end to end with the real linecapd (issue 17, point 1):
+# output.compress end to end with the real linecapd:
 #  1. net_pcap replays a generated mix into two queues; the daemon rotates 1 MB files,
 #     indexes them, and its background compressor replaces every finished file by
 #     NAME.pcap.zst while capture runs (output.compress, after: 0s).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14, as a user meets it: hostile or decayed input gets one clear line and a
+# As a user meets it: hostile or decayed input gets one clear line and a
 # distinct exit, never a crash, a hang or a replaced file.
 #   - `linecapd --config /dev/zero --check` (and /dev/urandom, a FIFO, a file holding only
 #     ","): refused at once, exit 78

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Integrity at query time (issue 14, point 3). linecapd writes a store with manifests and
+# Integrity at query time. linecapd writes a store with manifests and
 # indexes; then one address byte of a packet in a finished file is changed with the file's
 # mtime kept — an address that appears nowhere else, so the file's index says it is absent.
 #  1. Before any scrub: `linecap extract` for that host notices that the file changed

@@ -304,7 +304,7 @@ int cli(std::vector<std::string> args, std::string* err = nullptr) {
 }
 }  // namespace
 
-// Integrity at query time (issue 14 point 3): one address byte changed with the mtime
+// Integrity at query time: one address byte changed with the mtime
 // kept. The index, built before, says the host is absent; extract sees that the file
 // changed after it was indexed (ctime), scans it and reports it. A file the scrub marked
 // damaged is scanned and reported even when its index is current.
@@ -361,7 +361,7 @@ TEST(Cli, FilesChangedAfterIndexingOrMarkedDamagedAreScannedAndReported) {
     EXPECT_EQ(parse_image(read_file(out / "x.pcap")).size(), 1u);  // the packets are written all the same
     EXPECT_EQ(cli(with(query, {"--accept-damaged"}), &err), linecap::kExitOk) << err;
     EXPECT_NE(err.find("linecap: integrity: " + path), std::string::npos) << err;  // still said
-    // linecap index rebuilds it (issue 14: it called the file "up to date"); then the index
+    // linecap index rebuilds it (it called the file "up to date"); then the index
     // answers, and nothing is reported.
     EXPECT_EQ(cli({"index", "--dir", dir.path()}, &err), 0) << err;
     EXPECT_NE(err.find("linecap: 1 indexed, " + std::to_string(files.size() - 1) + " up to date, 0 failed"),
@@ -439,7 +439,7 @@ TEST(Cli, ExitCodesAndMessages) {
         EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos);
 }
 
-// --- issue 14 point 2: exact time ranges whatever the order of timestamps -------------
+// --- exact time ranges whatever the order of timestamps -------------
 
 namespace {
 

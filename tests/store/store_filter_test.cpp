@@ -80,7 +80,7 @@ TEST(FilterPlan, CompileErrorsNameTheFilter) {
 
 // Property test: random frames (tags, v4/v6, fragments, options, extension headers,
 // ARP, short captures) × many filters.
-// Issue 14: `host a or host b or …` with 3,000 terms ran libpcap's optimiser for minutes
+// `host a or host b or …` with 3,000 terms ran libpcap's optimiser for minutes
 // in `linecap extract` (and in the daemon's --check and reload: the same bound, from
 // filter/pcap_program.hpp, is tested there through BpfFilter::validate).
 TEST(FilterPlan, ComplexityIsBoundedAndRefusedAtOnce) {

@@ -396,7 +396,7 @@ TEST(Catalog, SpansFromConsecutiveNamesAndIgnoredFiles) {
     EXPECT_EQ(cat->files[3].lower_ns, 0u);
 }
 
-// Issue 14: `--to 2600-01-01` wrapped around 2^64 ns and selected a window in 1970.
+// `--to 2600-01-01` wrapped around 2^64 ns and selected a window in 1970.
 TEST(TimeSpec, RefusesTimesANanosecondTimestampCannotHold) {
     EXPECT_EQ(parse_time("2554-07-21T23:34:33.709551615Z").value(), UINT64_MAX);
     EXPECT_EQ(parse_time("18446744073.709551615").value(), UINT64_MAX);

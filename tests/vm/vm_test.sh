@@ -258,7 +258,7 @@ done
 [[ -z $EVIDENCE ]] || cp "$T/show" "$EVIDENCE/systemctl-show.txt"
 
 # ---- CPU shielding ------------------------------------------------------------------------
-# The shipped linecap-shield keeps every other slice off the worker CPU (issue 12): what the
+# The shipped linecap-shield keeps every other slice off the worker CPU: what the
 # cgroups allow, what the kernel refuses, where busy work really runs, and the same checks
 # failing once the shield is stopped. Everything seen goes to $T/shield.txt (evidence).
 phase "shield"
