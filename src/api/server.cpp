@@ -29,6 +29,7 @@
 #include "archive/layout.hpp"
 #include "archive/manifest.hpp"
 #include "archive/store_inventory.hpp"
+#include "config/values.hpp"
 #include "format/pcap_format.hpp"
 #include "format/pcapng_format.hpp"
 #include "store/extract.hpp"
@@ -433,11 +434,9 @@ void ApiServer::Impl::handle_steno_query(const HttpRequest& req, HttpExchange& e
         for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
         const auto v = req.header(lower);
         if (!v || v->empty()) return uint64_t(0);
-        char* end = nullptr;
-        errno = 0;
-        const unsigned long long n = std::strtoull(v->c_str(), &end, 10);
-        if (errno || *end || (*v)[0] == '-') return config_error(header + ": not a number: " + one_line(*v));
-        return uint64_t(n);
+        const std::optional<uint64_t> n = parse_uint(*v);
+        if (!n) return config_error(header + ": not a number: " + one_line(*v));
+        return *n;
     };
     const auto packets = limit("Steno-Limit-Packets"), bytes = limit("Steno-Limit-Bytes");
     Result<PacketQuery> q = !packets ? Result<PacketQuery>(packets.error())

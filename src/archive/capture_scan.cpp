@@ -10,7 +10,7 @@
 
 #include "format/zstd_seekable.hpp"
 #include "archive/layout.hpp"
-#include "archive/sha256.hpp"
+#include "util/sha256.hpp"
 #include "util/stat_time.hpp"
 
 namespace linecap {

@@ -15,7 +15,7 @@
 #include "archive/index_format.hpp"
 #include "archive/layout.hpp"
 #include "archive/manifest.hpp"
-#include "archive/sha256.hpp"
+#include "util/sha256.hpp"
 #include "archive/store_inventory.hpp"
 #include "format/zstd_seekable.hpp"
 #include "util/thread_cpu.hpp"

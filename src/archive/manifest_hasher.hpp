@@ -61,7 +61,7 @@
 
 #include "archive/manifest.hpp"
 #include "archive/retention.hpp"
-#include "archive/sha256.hpp"
+#include "util/sha256.hpp"
 #include "util/spsc_ring.hpp"
 #include "util/unique_fd.hpp"
 #include "util/background_service.hpp"

@@ -16,7 +16,7 @@
 
 #include "archive/layout.hpp"
 #include "archive/manifest.hpp"
-#include "archive/sha256.hpp"
+#include "util/sha256.hpp"
 #include "archive/store_inventory.hpp"
 #include "archive/verify.hpp"
 #include "util/io_status.hpp"

@@ -1,11 +1,12 @@
 #include "s3/client.hpp"
 
 #include <curl/curl.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+
+#include "util/sha256.hpp"
 
 namespace linecap::s3 {
 
@@ -34,16 +35,7 @@ struct CurlListFree {
 using CurlList = std::unique_ptr<curl_slist, CurlListFree>;
 
 std::string sha256_hex(std::string_view bytes) {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_Digest(bytes.data(), bytes.size(), digest, &n, EVP_sha256(), nullptr);
-    static const char* hex = "0123456789abcdef";
-    std::string out;
-    for (unsigned i = 0; i < n; ++i) {
-        out += hex[digest[i] >> 4];
-        out += hex[digest[i] & 15];
-    }
-    return out;
+    return Sha256::of({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
 }
 
 std::string lower(std::string s) {

@@ -14,7 +14,7 @@
 #include "archive/layout.hpp"
 #include "archive/manifest.hpp"
 #include "archive/manifest_hasher.hpp"
-#include "archive/sha256.hpp"
+#include "util/sha256.hpp"
 #include "output/stream_writer.hpp"
 #include "util/unique_fd.hpp"
 #include "archive/verify.hpp"

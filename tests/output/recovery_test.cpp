@@ -13,7 +13,7 @@
 #include "format/pcap_format.hpp"
 #include "format/pcapng_blocks.hpp"
 #include "format/pcapng_format.hpp"
-#include "archive/sha256.hpp"
+#include "util/sha256.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"
 

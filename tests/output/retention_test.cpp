@@ -14,7 +14,7 @@
 #include "archive/layout.hpp"
 #include "archive/manifest.hpp"
 #include "archive/retention.hpp"
-#include "archive/sha256.hpp"
+#include "util/sha256.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"
 

@@ -1,4 +1,4 @@
-#include "archive/sha256.hpp"
+#include "util/sha256.hpp"
 
 #include <openssl/evp.h>
 

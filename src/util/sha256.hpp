@@ -1,4 +1,5 @@
-// Sha256: incremental SHA-256 over OpenSSL's EVP interface, for the manifests.
+// Sha256: incremental SHA-256 over OpenSSL's EVP interface: the manifests, and the payload hash
+// every object-store request carries (s3/client.cpp).
 //
 // The writer feeds it every byte it appends to a capture file, so finalising a file
 // never re-reads it; `linecapd verify` and crash recovery hash whole files with it.
