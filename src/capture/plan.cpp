@@ -171,12 +171,12 @@ std::string milliseconds(double seconds) {
     return text;
 }
 
-// One line per port: what one of its queues absorbs (burst_headroom), for full-size and
-// minimum-size frames.
 // DPDK 22.11's net_af_xdp keeps this many buffers in flight per queue, whatever the
 // descriptor count (its initial fill ring, refilled one for one; doc/tuning.md).
 constexpr unsigned kAfXdpBuffersInFlight = 2048;
 
+// One line per port: what one of its queues absorbs (burst_headroom), for full-size and
+// minimum-size frames.
 std::string describe_headroom(const Config& config, const PortConfig& port_config, const PortSetup& port) {
     const bool af_xdp = port_config.device.starts_with("net_af_xdp");
     const unsigned ring = af_xdp ? std::min(port.rx_descriptors, kAfXdpBuffersInFlight) : port.rx_descriptors;
