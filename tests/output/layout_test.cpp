@@ -1,6 +1,7 @@
 // The capture directory's names (archive/layout.hpp), the file name template they are made
 // from (config/file_template.hpp), and layout::AtomicFile.
 #include "archive/layout.hpp"
+#include "archive/object_layout.hpp"
 
 #include <gtest/gtest.h>
 
@@ -227,6 +228,32 @@ TEST(AtomicFile, NeverReplacesWhatIsNotARegularFile) {
     const UniqueFd fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY));
     EXPECT_NE(layout::not_replaceable(fd.get(), "fifo").value_or("").find("a FIFO"), std::string::npos);
     EXPECT_EQ(layout::not_replaceable(fd.get(), "absent"), std::nullopt);
+}
+
+// The archive tier's object keys (archive/object_layout.hpp).
+TEST(ObjectLayout, ParsesArchiveUrls) {
+    auto at = object_layout::parse_url("s3://bucket/site/sensor-1/");
+    ASSERT_TRUE(at.ok()) << at.error().message;
+    EXPECT_EQ(at->bucket, "bucket");
+    EXPECT_EQ(at->prefix, "site/sensor-1");
+    auto bucket_only = object_layout::parse_url("s3://bucket");
+    ASSERT_TRUE(bucket_only.ok());
+    EXPECT_EQ(bucket_only->prefix, "");
+    for (const char* bad : {"http://bucket/x", "s3://", "s3:///x", "s3://b/a//c", "bucket/x"}) {
+        auto refused = object_layout::parse_url(bad);
+        ASSERT_FALSE(refused.ok()) << bad;
+        EXPECT_NE(refused.error().message.find(bad), std::string::npos) << refused.error().message;
+    }
+}
+
+TEST(ObjectLayout, KeysAndNamesUnderAPrefix) {
+    EXPECT_EQ(object_layout::object_key("sensor-1", "x.pcap.idx"), "sensor-1/x.pcap.idx");
+    EXPECT_EQ(object_layout::object_key("", "x.pcap"), "x.pcap");
+    EXPECT_EQ(object_layout::name_under("sensor-1", "sensor-1/x.pcap.zst"), "x.pcap.zst");
+    EXPECT_EQ(object_layout::name_under("sensor-1", "sensor-10/x.pcap"), "");
+    EXPECT_EQ(object_layout::name_under("sensor-1", "sensor-1/deeper/x.pcap"), "");
+    EXPECT_EQ(object_layout::name_under("", "x.pcap"), "x.pcap");
+    EXPECT_EQ(object_layout::name_under("", "sensor-1/x.pcap"), "");
 }
 
 }  // namespace
