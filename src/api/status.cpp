@@ -2,129 +2,87 @@
 
 #include <httplib.h>
 
-#include <cstdlib>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "archive/store_inventory.hpp"
 #include "store/time_spec.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap::api {
 
-std::vector<MetricSample> parse_prometheus_text(const std::string& text) {
-    std::vector<MetricSample> out;
-    size_t pos = 0;
-    while (pos < text.size()) {
-        size_t end = text.find('\n', pos);
-        if (end == std::string::npos) end = text.size();
-        const std::string line = text.substr(pos, end - pos);
-        pos = end + 1;
-        if (line.empty() || line[0] == '#') continue;
-        MetricSample s;
-        size_t i = 0;
-        while (i < line.size() && line[i] != '{' && line[i] != ' ') ++i;
-        s.name = line.substr(0, i);
-        if (i < line.size() && line[i] == '{') {
-            ++i;
-            bool ok = true;
-            while (i < line.size() && line[i] != '}') {
-                const size_t eq = line.find('=', i);
-                if (eq == std::string::npos || eq + 1 >= line.size() || line[eq + 1] != '"') {
-                    ok = false;
-                    break;
-                }
-                const std::string key = line.substr(i, eq - i);
-                std::string value;
-                size_t j = eq + 2;
-                for (; j < line.size() && line[j] != '"'; ++j) {
-                    if (line[j] == '\\' && j + 1 < line.size()) {
-                        ++j;
-                        value += line[j] == 'n' ? '\n' : line[j];
-                    } else {
-                        value += line[j];
-                    }
-                }
-                if (j >= line.size()) {
-                    ok = false;
-                    break;
-                }
-                s.labels[key] = value;
-                i = j + 1;
-                if (i < line.size() && line[i] == ',') ++i;
-            }
-            if (!ok || i >= line.size()) continue;
-            ++i;
-        }
-        while (i < line.size() && line[i] == ' ') ++i;
-        const std::string value = line.substr(i, line.find(' ', i) - i);
-        char* endp = nullptr;
-        s.value = std::strtod(value.c_str(), &endp);
-        if (value.empty() || endp != value.c_str() + value.size()) continue;
-        out.push_back(std::move(s));
-    }
-    return out;
+StatusSource::StatusSource(const Config& config) : config_(config) {
+    status_url_ = config.api.status_url.empty() ? "http://" + config.metrics.listen + "/status" : config.api.status_url;
 }
 
-StatusSource::StatusSource(const Config& config) : config_(config) {
-    metrics_url_ = config.api.metrics_url.empty() ? "http://" + config.metrics.listen + "/metrics" : config.api.metrics_url;
+namespace {
+
+// A member of a document from another process: null when absent; a number as a double,
+// 0 when it is not one.
+const nlohmann::ordered_json& member(const nlohmann::ordered_json& j, const char* key) {
+    static const nlohmann::ordered_json kNull;
+    if (!j.is_object()) return kNull;
+    const auto it = j.find(key);
+    return it == j.end() ? kNull : *it;
 }
+
+double number(const nlohmann::ordered_json& j, const char* key) {
+    const nlohmann::ordered_json& v = member(j, key);
+    return v.is_number() ? v.get<double>() : 0;
+}
+
+// linecapd's /status document (metrics/status_document.hpp), or why there is none.
+struct DaemonAnswer {
+    nlohmann::ordered_json document;  // null when linecapd did not answer with one
+    std::string state;        // "up", or what went wrong
+};
+
+DaemonAnswer ask_daemon(const std::string& url) {
+    const size_t scheme = url.find("://");
+    const size_t path = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+    httplib::Client client(url.substr(0, path));
+    client.set_connection_timeout(2);
+    client.set_read_timeout(2);
+    auto res = client.Get(path == std::string::npos ? "/status" : url.substr(path).c_str());
+    if (!res) return {nullptr, "unreachable (" + httplib::to_string(res.error()) + ")"};
+    if (res->status != 200) return {nullptr, "status endpoint answered " + std::to_string(res->status)};
+    nlohmann::ordered_json document = nlohmann::ordered_json::parse(res->body, nullptr, false);
+    if (!member(document, "ports").is_array()) return {nullptr, "status endpoint answered no status document"};
+    return {std::move(document), "up"};
+}
+
+}  // namespace
 
 std::string StatusSource::json(unsigned queries_running, unsigned max_queries) {
     nlohmann::ordered_json j;
-    j["time"] = store::format_time(static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count()));
+    j["time"] = store::format_time(utc_now_ns());
 
-    // linecapd, through its metrics endpoint.
     nlohmann::ordered_json daemon;
-    daemon["metrics_url"] = metrics_url_;
-    std::vector<MetricSample> samples;
-    {
-        const size_t scheme = metrics_url_.find("://");
-        const size_t path = metrics_url_.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-        httplib::Client client(metrics_url_.substr(0, path));
-        client.set_connection_timeout(2);
-        client.set_read_timeout(2);
-        auto res = client.Get(path == std::string::npos ? "/metrics" : metrics_url_.substr(path).c_str());
-        if (res && res->status == 200) {
-            daemon["state"] = "up";
-            samples = parse_prometheus_text(res->body);
-        } else {
-            daemon["state"] = res ? "metrics endpoint answered " + std::to_string(res->status)
-                                  : "unreachable (" + httplib::to_string(res.error()) + ")";
-        }
-    }
+    daemon["status_url"] = status_url_;
+    DaemonAnswer answer = ask_daemon(status_url_);
+    const nlohmann::ordered_json& d = answer.document;
+    daemon["state"] = answer.state;
+
+    // Rates between this answer and the previous one, per port.
     const auto now = std::chrono::steady_clock::now();
-    std::map<std::string, double> counters;  // "port|what" → value, for rates
-    std::map<std::string, nlohmann::ordered_json> ports;
-    for (const auto& s : samples) {
-        const auto port_it = s.labels.find("port");
-        if (port_it == s.labels.end()) continue;
-        auto& p = ports[port_it->second];
-        p["port"] = port_it->second;
-        const auto add = [&](const std::string& key) {
-            p[key] = p.value(key, 0.0) + s.value;
-            counters[port_it->second + "|" + key] += s.value;
-        };
-        if (s.name == "linecap_port_link_up") p["link_up"] = s.value != 0;
-        else if (s.name == "linecap_rx_packets_total") add("received_packets");
-        else if (s.name == "linecap_rx_bytes_total") add("received_bytes");
-        else if (s.name == "linecap_written_packets_total") add("written_packets");
-        else if (s.name == "linecap_filtered_packets_total") add("filtered_packets");
-        else if (s.name == "linecap_dropped_packets_total") {
-            const auto r = s.labels.find("reason");
-            const std::string reason = r == s.labels.end() ? "unknown" : r->second;
-            // value() throws on null: the object is made first.
-            auto& dropped = p["dropped"];
-            if (!dropped.is_object()) dropped = nlohmann::ordered_json::object();
-            dropped[reason] = dropped.value(reason, 0.0) + s.value;
-            add("dropped_packets");
+    constexpr const char* kRated[] = {"received_packets", "received_bytes", "dropped_packets"};
+    std::map<std::string, double> counters;  // "port|what"
+    nlohmann::ordered_json ports = nlohmann::ordered_json::array();
+    if (!d.is_null()) {
+        for (const nlohmann::ordered_json& p : member(d, "ports")) {
+            if (!member(p, "port").is_string()) continue;
+            const std::string name = p["port"];
+            for (const char* what : kRated) counters[name + "|" + what] = number(p, what);
+            ports.push_back(p);
         }
     }
     {
         std::lock_guard lock(mu_);
         const double dt = std::chrono::duration<double>(now - previous_at_).count();
         if (!previous_.empty() && dt > 0.2) {
-            for (auto& [name, p] : ports) {
-                for (const char* what : {"received_packets", "received_bytes", "dropped_packets"}) {
+            for (auto& p : ports) {
+                const std::string name = p["port"];
+                for (const char* what : kRated) {
                     const auto cur = counters.find(name + "|" + what);
                     const auto prev = previous_.find(name + "|" + what);
                     if (cur != counters.end() && prev != previous_.end() && cur->second >= prev->second)
@@ -137,30 +95,25 @@ std::string StatusSource::json(unsigned queries_running, unsigned max_queries) {
             previous_at_ = now;
         }
     }
-    nlohmann::ordered_json port_list = nlohmann::ordered_json::array();
-    for (auto& [name, p] : ports) port_list.push_back(p);
-    daemon["ports"] = port_list;
-    for (const auto& s : samples) {
-        if (s.name == "linecap_retention_horizon_seconds") daemon["retention_horizon_seconds"] = s.value;
-        if (s.name == "linecap_retention_bytes") daemon["retention_bytes"] = s.value;
-        if (s.name == "linecap_index_queued_files") daemon["index_queued_files"] = s.value;
-        if (s.name == "linecap_scrub_damaged_files") daemon["scrub_damaged_files"] = s.value;
+    daemon["ports"] = ports;
+    if (const nlohmann::ordered_json& r = member(d, "retention"); r.is_object()) {
+        daemon["retention_horizon_seconds"] = number(r, "horizon_seconds");
+        daemon["retention_bytes"] = number(r, "bytes");
     }
+    for (const char* key : {"index_queued_files", "scrub_damaged_files"})
+        if (member(d, key).is_number()) daemon[key] = member(d, key);
     j["linecapd"] = daemon;
 
     // The store: its file system as linecapd measures it (the figures retention works
     // with; absent while linecapd is down), its files as this process sees them.
     nlohmann::ordered_json store;
     store["directory"] = config_.output.directory;
-    double fs_size = -1, fs_free = -1;
-    for (const auto& s : samples) {
-        if (s.name == "linecap_output_filesystem_size_bytes") fs_size = s.value;
-        if (s.name == "linecap_output_filesystem_free_bytes") fs_free = s.value;
-    }
-    if (fs_size > 0 && fs_free >= 0) {
-        store["filesystem_size_bytes"] = static_cast<uint64_t>(fs_size);
-        store["filesystem_free_bytes"] = static_cast<uint64_t>(fs_free);
-        store["filesystem_used_percent"] = 100.0 * (fs_size - fs_free) / fs_size;
+    const nlohmann::ordered_json& fs = member(d, "filesystem");
+    if (const double size = number(fs, "size_bytes"); size > 0) {
+        const double free = std::min(number(fs, "free_bytes"), size);
+        store["filesystem_size_bytes"] = static_cast<uint64_t>(size);
+        store["filesystem_free_bytes"] = static_cast<uint64_t>(free);
+        store["filesystem_used_percent"] = 100.0 * (size - free) / size;
     }
     auto tmpl = FileTemplate::compile(config_.output.file_template);
     auto catalog = tmpl ? open_store(config_.output.directory)->list(ListOptions::catalog(tmpl.value()))

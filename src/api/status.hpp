@@ -1,7 +1,8 @@
-// /api/v1/status: what linecapd says about itself (its Prometheus endpoint, scraped on
-// each request: ports, link, rates, drops by reason, retention, the file system of the
-// store) plus what the store says (files, oldest and newest packet time from the names).
-// linecapd being down is reported, not an error: the store can still be queried.
+// /api/v1/status: what linecapd says about itself (its /status document, read on each
+// request — metrics/status_document.hpp: ports, link, drops by reason, retention, the file
+// system of the store — with the rates between two requests added here) plus what the
+// store says (files, oldest and newest packet time from the names). linecapd being down is
+// reported, not an error: the store can still be queried.
 #pragma once
 
 #include <chrono>
@@ -9,21 +10,10 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <vector>
 
 #include "config/config.hpp"
 
 namespace linecap::api {
-
-// One sample of the Prometheus text format.
-struct MetricSample {
-    std::string name;
-    std::map<std::string, std::string> labels;
-    double value = 0;
-};
-
-// Parses the text exposition format; lines it cannot read are skipped.
-std::vector<MetricSample> parse_prometheus_text(const std::string& text);
 
 class StatusSource {
 public:
@@ -32,8 +22,8 @@ public:
 
 private:
     Config config_;
-    std::string metrics_url_;
-    std::mutex mu_;  // the previous scrape, for rates
+    std::string status_url_;
+    std::mutex mu_;  // the previous answer's counters ("port|what"), for rates
     std::map<std::string, double> previous_;
     std::chrono::steady_clock::time_point previous_at_{};
 };

@@ -57,7 +57,7 @@ constexpr std::string_view kApiKeys[] = {
     "listen",           "tls_cert",          "tls_key",   "tls_client_ca",  "tokens_file", "unauthenticated",
     "audit_log",        "max_queries",       "max_bytes", "max_duration",   "max_request_bytes",
     "client_timeout",   "header_timeout",    "body_timeout", "max_connections", "max_connections_per_client",
-    "threads",          "metrics_url"};
+    "threads",          "status_url"};
 constexpr std::string_view kLogKeys[] = {"level"};
 
 struct SchemaLevel {
@@ -678,7 +678,7 @@ ApiConfig read_api(const YamlMap& api) {
     if (const auto v = api.get("max_connections")) config.max_connections = v->as_uint(1, 1 << 20);
     if (const auto v = api.get("max_connections_per_client")) config.max_connections_per_client = v->as_uint(1, 1 << 20);
     if (const auto v = api.get("threads")) config.threads = v->as_uint(2, 1024);
-    if (const auto v = api.get("metrics_url")) config.metrics_url = v->as_string();
+    if (const auto v = api.get("status_url")) config.status_url = v->as_string();
     return config;
 }
 

@@ -210,7 +210,7 @@ struct ApiConfig {
     unsigned max_connections = 1024;   // open connections, all clients together
     unsigned max_connections_per_client = 64;  // open connections from one client address
     unsigned threads = 16;             // handler threads: requests answered at once
-    std::string metrics_url;           // linecapd's /metrics; "" = from metrics.listen
+    std::string status_url;            // linecapd's /status; "" = http://METRICS.LISTEN/status
 
     bool operator==(const ApiConfig&) const = default;
 };

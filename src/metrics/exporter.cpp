@@ -3,6 +3,8 @@
 #include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 
+#include "metrics/status_document.hpp"
+
 namespace linecap {
 
 MetricsExporter::MetricsExporter(std::unique_ptr<MetricsCollector> collector)
@@ -19,7 +21,7 @@ Result<std::unique_ptr<MetricsExporter>> MetricsExporter::start(const MetricsCon
     auto server = HttpServer::start(config.listen, exporter->routes());
     if (!server) return server.error();
     exporter->server_ = std::move(server.value());
-    spdlog::info("metrics endpoint on {} (port {}): /metrics /healthz /ready", config.listen, exporter->port());
+    spdlog::info("metrics endpoint on {} (port {}): /metrics /status /healthz /ready", config.listen, exporter->port());
     return exporter;
 }
 
@@ -34,6 +36,8 @@ std::vector<HttpRoute> MetricsExporter::routes() const {
     return {
         {"/metrics",
          [this] { return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", scrape()}; }},
+        {"/status",
+         [this] { return HttpResponse{200, "application/json", status_document(snapshot())}; }},
         {"/healthz", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; }},
         {"/ready",
          [this] {

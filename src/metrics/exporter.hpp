@@ -2,6 +2,7 @@
 // families other parts export themselves (e.g. retention), and the HTTP endpoint:
 //
 //   /metrics  Prometheus text format: the collector's last snapshot + the registry
+//   /status   the same snapshot as one JSON document (status_document.hpp), for the API
 //   /healthz  200 "ok" while the process runs (liveness)
 //   /ready    200 "ready" when every port is up and every worker polls, else 503 and a
 //             one-line reason (see readiness.hpp for what "up" means for vdevs)

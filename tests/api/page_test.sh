@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The page at "/", in headless Chromium (Debian's chromium) driven through the DevTools
 # protocol (tests/api/page_cdp.py): it loads with no external request, shows the ports
-# and disk from the status (a stand-in metrics endpoint plays linecapd), the form is
+# and disk from the status (a stand-in /status endpoint plays linecapd), the form is
 # filled (time range, filter, Community ID, token) and submitted, the size it shows
 # equals the size of `linecap extract`'s answer, and the file Chromium downloads is
 # byte-identical to it.
@@ -14,25 +14,24 @@ CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 make_tmpdir
 T=$TEST_TMPDIR
 api_store "$T/store" 3000
-# linecapd's metrics, as a static file.
-mkdir -p "$T/metrics"
-cat >"$T/metrics/metrics" <<'PROM'
-# TYPE linecap_port_link_up gauge
-linecap_port_link_up{port="p0"} 1
-linecap_rx_packets_total{port="p0",queue="0"} 1000
-linecap_rx_packets_total{port="p0",queue="1"} 500
-linecap_written_packets_total{port="p0",queue="0"} 1000
-linecap_dropped_packets_total{port="p0",queue="0",reason="writer_full"} 7
-PROM
+# linecapd's status document (its /status), as a static file.
+mkdir -p "$T/daemon"
+cat >"$T/daemon/status" <<'JSON'
+{"collected_ns": 1764468600000000000,
+ "ports": [{"port": "p0", "link_up": true, "received_packets": 1500, "received_bytes": 150000,
+            "written_packets": 1000, "filtered_packets": 0, "dropped_packets": 7,
+            "dropped": {"writer_full": 7}}],
+ "retention": {"horizon_seconds": 0, "files": 0, "bytes": 0}}
+JSON
 MPORT=$(free_tcp_port)
-python3 -m http.server --bind 127.0.0.1 --directory "$T/metrics" "$MPORT" >/dev/null 2>&1 &
+python3 -m http.server --bind 127.0.0.1 --directory "$T/daemon" "$MPORT" >/dev/null 2>&1 &
 MPID=$!
 on_exit "kill $MPID 2>/dev/null || true"
-wait_for "curl -sf http://127.0.0.1:$MPORT/metrics >/dev/null" 60 || fail "stand-in metrics endpoint did not start"
+wait_for "curl -sf http://127.0.0.1:$MPORT/status >/dev/null" 60 || fail "stand-in status endpoint did not start"
 api_tokens "$T/tokens" browser
 PORT=$(free_tcp_port)
 api_config "$T/api.yaml" "$T/store" "127.0.0.1:$PORT" "$T/audit.log" "tokens_file: \"$T/tokens\"" \
-    "metrics_url: \"http://127.0.0.1:$MPORT/metrics\""
+    "status_url: \"http://127.0.0.1:$MPORT/status\""
 start_serve "$T/api.yaml"
 show_on_failure "$T/audit.log" "$T/dl/chromium.log"
 

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "fake_capture.hpp"
 #include "http_client.hpp"
 #include "metrics/exporter.hpp"
@@ -74,6 +76,37 @@ TEST_F(EndpointTest, MetricsServesTheTextFormat) {
     EXPECT_EQ(s.value("linecap_build_info", {{"version", "9.9.9-test"}, {"dpdk_version", "22.11.99"}}), 1);
 }
 
+// /status is the same snapshot as /metrics: per port, the sums over its queues and the
+// drops by reason, for the retrieval API's status.
+TEST_F(EndpointTest, StatusIsTheSnapshotAsJson) {
+    capture.fill_distinct_values();
+    exporter->collect();
+    const HttpReply r = http_get(exporter->port(), "/status");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.header("content-type"), "application/json");
+    const auto status = nlohmann::json::parse(r.body);
+    const Scrape s = parse_scrape(exporter->scrape());
+    ASSERT_EQ(status["ports"].size(), 2u) << r.body;
+    for (const auto& p : status["ports"]) {
+        const std::string port = p["port"];
+        EXPECT_EQ(p["received_packets"].get<double>(), s.sum("linecap_rx_packets_total", {{"port", port}})) << port;
+        EXPECT_EQ(p["received_bytes"].get<double>(), s.sum("linecap_rx_bytes_total", {{"port", port}})) << port;
+        EXPECT_EQ(p["written_packets"].get<double>(), s.sum("linecap_written_packets_total", {{"port", port}}))
+            << port;
+        EXPECT_EQ(p["filtered_packets"].get<double>(), s.sum("linecap_filtered_packets_total", {{"port", port}}))
+            << port;
+        EXPECT_EQ(p["dropped_packets"].get<double>(), s.sum("linecap_dropped_packets_total", {{"port", port}}))
+            << port;
+        EXPECT_GT(p["dropped_packets"].get<double>(), 0) << port;
+        for (const auto& [reason, n] : p["dropped"].items())
+            EXPECT_EQ(n.get<double>(),
+                      s.sum("linecap_dropped_packets_total", {{"port", port}, {"reason", reason}}))
+                << port << " " << reason;
+        EXPECT_EQ(p["link_up"].get<bool>(), s.value("linecap_port_link_up", {{"port", port}}) == 1) << port;
+    }
+    EXPECT_EQ(status["retention"]["bytes"].get<double>(), s.value("linecap_retention_bytes"));
+}
+
 TEST_F(EndpointTest, TheFirstScrapeAlreadyHasData) {
     // start() collected once: streams are there (at zero) before the control loop runs.
     const Scrape s = parse_scrape(http_get(exporter->port(), "/metrics").body);
@@ -96,7 +129,7 @@ TEST_F(EndpointTest, HeadHasNoBody) {
     EXPECT_EQ(r.body, "");
 }
 
-TEST_F(EndpointTest, OnlyTheThreePathsExist) {
+TEST_F(EndpointTest, OnlyItsPathsExist) {
     EXPECT_EQ(http_get(exporter->port(), "/").status, 404);
     EXPECT_EQ(http_get(exporter->port(), "/metrics/extra").status, 404);
     EXPECT_EQ(http_get(exporter->port(), "/etc/passwd").status, 404);

@@ -11,7 +11,8 @@ Subcommands (exit 0 = ok, 1 = check failed or timed out, 2 = usage/unreadable in
   wait-drained URL --out FILE [--timeout S] [--stable N]
       Poll the metrics endpoint until the capture has drained: N+1 snapshots from N+1
       distinct collections (the worker heartbeat differs between them) carry identical
-      accounting counters and the writer backlog is 0. Writes the last scrape to FILE.
+      accounting counters and the writer backlog is 0. Writes the last scrape to FILE,
+      and linecapd's /status document then to FILE.status.json.
       This is a wait for an observed state, not a sleep: it returns as soon as it holds.
 
   wait-for URL received|accounted --at-least N [--timeout S] [--pid PID]
@@ -32,6 +33,7 @@ Subcommands (exit 0 = ok, 1 = check failed or timed out, 2 = usage/unreadable in
         reached == written + filtered + sum(dropped)               (daemon, /metrics)
         reached == rx + nic_missed + nic_error + no_mbuf             (definition)
         the SIGTERM summary line == the last scrape, field by field
+        /status (FILE.status.json, when there) == the scrape, per port and drop reason
         written == packets in the finished files; written_bytes == their original lengths
         sent (tcpreplay) == cap_rx_packets + peer_tx_dropped         (kernel, veth)
         sent == reached + peer_tx_dropped + (cap_rx_dropped - nic_missed)
@@ -109,6 +111,9 @@ def cmd_wait_drained(args):
                     and scrape.backlog() == 0):
                 with open(args.out, "w") as f:
                     f.write(history[-1][2])
+                # The same counters as linecapd's /status document, for `check`.
+                with open(args.out + ".status.json", "w") as f:
+                    f.write(prometheus.fetch(args.url.rsplit("/", 1)[0] + "/status"))
                 print(f"drained: counters unchanged over {args.stable + 1} collections, backlog 0: "
                       + json.dumps(history[-1][1], sort_keys=True))
                 return 0
@@ -206,9 +211,21 @@ def files_totals(out_dir):
             "file_bytes": file_bytes, "hidden": hidden}
 
 
+def status_port(scrape_path, port):
+    """The port's entry of the /status document saved beside a scrape; None without one."""
+    try:
+        with open(scrape_path + ".status.json") as f:
+            ports = json.load(f)["ports"]
+    except FileNotFoundError:
+        return None
+    return next((p for p in ports if p["port"] == port), {})
+
+
 def cmd_check(args):
     with open(args.scrape) as f:
-        a = Scrape(f.read()).accounting(args.port)
+        scrape = Scrape(f.read())
+    a = scrape.accounting(args.port)
+    status = status_port(args.scrape, args.port) if args.port else None
     summary = read_summary(args.log, args.port)
     kb, ka = read_kernel(args.kernel_before), read_kernel(args.kernel_after)
     k = {name: ka[name] - kb[name] for name in ka}
@@ -250,6 +267,15 @@ def cmd_check(args):
         for key, value in summary.items():
             metric = a["received"] if key == "received" else a[key]
             require(value == metric, f"summary {key}={value} == /metrics {metric}")
+    if status is not None:
+        want = {"received_packets": a["rx"], "received_bytes": a["rx_bytes"], "written_packets": a["written"],
+                "filtered_packets": scrape.total("linecap_filtered_packets_total", port=args.port),
+                "dropped_packets": drops}
+        got = {key: status.get(key) for key in want}
+        require(got == want, f"/status == /metrics for the port: {got} == {want}")
+        by_reason = {r: a[r] for r in REASONS if a[r]}
+        got_reasons = {r: n for r, n in status.get("dropped", {}).items() if n}
+        require(got_reasons == by_reason, f"/status drops by reason == /metrics: {got_reasons} == {by_reason}")
     require(files["packets"] == a["written"],
             f"packets in the finished files == written: {files['packets']} == {a['written']}")
     require(files["orig_bytes"] == a["written_bytes"],
