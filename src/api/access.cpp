@@ -12,6 +12,7 @@
 
 #include "api/query.hpp"
 #include "store/time_spec.hpp"
+#include "util/secret_file.hpp"
 #include "util/io_status.hpp"
 
 namespace linecap::api {
@@ -35,36 +36,9 @@ bool valid_name(std::string_view n) {
 }  // namespace
 
 Result<TokenTable> TokenTable::load(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return config_error("tokens file " + path + ": " + errno_text(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ::close(fd);
-        return config_error("tokens file " + path + ": not a regular file");
-    }
-    if (st.st_mode & 077) {
-        ::close(fd);
-        char mode[8];
-        std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-        return config_error("tokens file " + path + " is accessible by group or others (mode " + mode +
-                            "); refusing to start: chmod 600 " + path);
-    }
-    std::string text;
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) != 0;) {
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            const int e = errno;
-            ::close(fd);
-            return config_error("tokens file " + path + ": " + errno_text(e));
-        }
-        text.append(buf, static_cast<size_t>(n));
-        if (text.size() > (1u << 20)) {
-            ::close(fd);
-            return config_error("tokens file " + path + ": larger than 1 MiB");
-        }
-    }
-    ::close(fd);
+    auto contents = read_secret_file("tokens file", path, {.max_bytes = 1u << 20});
+    if (!contents) return contents.error();
+    const std::string& text = contents.value();
     TokenTable table;
     size_t line_no = 0, pos = 0;
     while (pos < text.size()) {

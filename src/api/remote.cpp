@@ -17,24 +17,13 @@
 #include "format/capture_writer.hpp"
 #include "format/pcapng_blocks.hpp"
 #include "linecap_build.h"
+#include "util/curl_handles.hpp"
+#include "util/secret_file.hpp"
 #include "util/unique_fd.hpp"
 #include "util/errno_text.hpp"
 
 namespace linecap::api {
 namespace {
-
-struct CurlEasyFree {
-    void operator()(CURL* c) const { curl_easy_cleanup(c); }
-};
-struct CurlMultiFree {
-    void operator()(CURLM* m) const { curl_multi_cleanup(m); }
-};
-struct CurlListFree {
-    void operator()(curl_slist* l) const { curl_slist_free_all(l); }
-};
-using CurlEasy = std::unique_ptr<CURL, CurlEasyFree>;
-using CurlMulti = std::unique_ptr<CURLM, CurlMultiFree>;
-using CurlList = std::unique_ptr<curl_slist, CurlListFree>;
 
 // An easy handle's membership of a multi handle: removed when this goes, so that the
 // easy handle can be cleaned up after it.
@@ -157,15 +146,10 @@ std::string host_port(const std::string& url) {
 }
 
 Result<std::string> read_token(const std::string& path) {
-    const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) return runtime_error("--token-file " + path + ": " + errno_text(errno));
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0 || (st.st_mode & 077))
-        return runtime_error("--token-file " + path + " is accessible by group or others; chmod 600 it");
-    char buf[1024];
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
-    if (n <= 0) return runtime_error("--token-file " + path + ": empty");
-    std::string token(buf, static_cast<size_t>(n));
+    auto contents = read_secret_file("--token-file", path, {.max_bytes = 1024, .follow_symlinks = true});
+    if (!contents) return runtime_error(contents.error().message);
+    if (contents->empty()) return runtime_error("--token-file " + path + ": empty");
+    std::string token = std::move(contents.value());
     token = token.substr(0, token.find_first_of("\r\n"));
     if (token.empty()) return runtime_error("--token-file " + path + ": the first line is empty");
     return token;

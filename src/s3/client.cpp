@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstring>
 
+#include "util/curl_handles.hpp"
 #include "util/sha256.hpp"
 
 namespace linecap::s3 {
@@ -25,14 +26,6 @@ struct Client::Response {
 };
 
 namespace {
-
-struct CurlEasyFree {
-    void operator()(CURL* c) const { curl_easy_cleanup(c); }
-};
-struct CurlListFree {
-    void operator()(curl_slist* l) const { curl_slist_free_all(l); }
-};
-using CurlList = std::unique_ptr<curl_slist, CurlListFree>;
 
 std::string sha256_hex(std::string_view bytes) {
     return Sha256::of({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
@@ -157,7 +150,7 @@ std::vector<std::string> metadata_headers(const Metadata& metadata) {
 }  // namespace
 
 struct Client::Curl {
-    std::unique_ptr<CURL, CurlEasyFree> easy;
+    CurlEasy easy;
 };
 
 bool Failure::retryable() const {

@@ -1,18 +1,13 @@
 #include "s3/credentials.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstdlib>
-#include <cstring>
 #include <sstream>
+
+#include "util/secret_file.hpp"
 
 namespace linecap::s3 {
 
 namespace {
-
-constexpr off_t kMaxFileBytes = 64 * 1024;
 
 std::string trim(const std::string& s) {
     const size_t b = s.find_first_not_of(" \t\r");
@@ -24,29 +19,11 @@ std::string trim(const std::string& s) {
 
 Result<Credentials> read_credentials_file(const std::string& path, const std::string& profile) {
     const std::string where = "credentials file " + path;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return config_error(where + ": " + std::strerror(errno));
-    struct stat st{};
-    std::string text;
-    const bool stat_ok = ::fstat(fd, &st) == 0;
-    if (stat_ok && S_ISREG(st.st_mode) && st.st_size <= kMaxFileBytes && (st.st_mode & 0007) == 0) {
-        text.resize(size_t(st.st_size));
-        const ssize_t n = ::read(fd, text.data(), text.size());
-        text.resize(n > 0 ? size_t(n) : 0);
-    }
-    ::close(fd);
-    if (!stat_ok) return config_error(where + ": " + std::strerror(errno));
-    if (!S_ISREG(st.st_mode)) return config_error(where + ": not a regular file");
-    if (st.st_size > kMaxFileBytes) return config_error(where + ": larger than 64 KiB, not a credentials file");
-    if ((st.st_mode & 0007) != 0) {
-        char mode[8];
-        std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
-        return config_error(where + ": mode " + mode + " lets every user of this machine read or change the " +
-                            "secret key; chmod 600 " + path);
-    }
+    auto text = read_secret_file("credentials file", path);
+    if (!text) return text.error();
 
     Credentials c;
-    std::istringstream lines(text);
+    std::istringstream lines(text.value());
     std::string line, section;
     bool found = false;
     while (std::getline(lines, line)) {
