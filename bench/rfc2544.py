@@ -29,7 +29,7 @@ CPU its interrupt is steered to preempts them. (At normal priority, unpinned, it
 beside linecapd's real-time worker and got 30 % of CPU 1 while always runnable: the
 veth's queue stayed full, and the generator, sending refused frames again, reached less
 beside linecapd than beside tcpdump: the "generator-bound" cells of earlier tables.)
-`--rig softirq` is the plain veth.
+`--rig softirq` is the plain veth. The rig itself is the tests' (tests/lib/linecap_harness/veth.py).
 
 Sent = the frames the sending veth handed to the receiving end (its tx_packets). When the
 receiving end's queue (256 frames) is full the veth refuses a frame and trafgen sends it
@@ -90,7 +90,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bench  # noqa: E402  (Proc, Janitor, free_port, wait_until; puts tests/lib on sys.path)
-from linecap_harness import config, prometheus  # noqa: E402
+from linecap_harness import config, prometheus, veth  # noqa: E402
 from report import md_table, text_table  # noqa: E402
 
 NS = f"lc-rfc-{os.getpid()}"
@@ -128,79 +128,28 @@ def log(*a):
 DEFAULT_RIG = "napi-thread"
 
 
-def veth_up(rig):
-    """The veth pair, set up for `rig` (see --rig); returns the receive path's state as read
-    back from the kernel."""
-    sh("ip", "netns", "add", NS)
-    sh("ip", "link", "add", A, "type", "veth", "peer", "name", B, "netns", NS)
-    cmds = [["sysctl", "-qw", f"net.ipv6.conf.{A}.disable_ipv6=1"],
-            ["ip", "netns", "exec", NS, "sysctl", "-qw", f"net.ipv6.conf.{B}.disable_ipv6=1"]]
-    if rig == "napi-thread":
-        cmds += [["ethtool", "-K", A, "gro", "on"],
-                 ["ip", "netns", "exec", NS, "ethtool", "-K", B, "tso", "off", "gso", "off"]]
-    cmds += [["ip", "link", "set", "dev", A, "up"], ["ip", "-n", NS, "link", "set", "dev", B, "up"]]
-    for cmd in cmds:
-        sh(*cmd)
-    if rig == "napi-thread":
-        with open(f"/sys/class/net/{A}/threaded", "w") as fh:
-            fh.write("1")
-    deadline = time.time() + 5
-    while open(f"/sys/class/net/{A}/operstate").read().strip() != "up":
-        if time.time() > deadline:
-            raise RuntimeError("veth did not come up")
-        time.sleep(0.05)
-    place_napi_threads()
-    return rig_state()
-
-
-# The receiving veth's NAPI thread: on the capture CPU, above linecapd's real-time worker
-# (rr:1) and everything else there, as a NIC's softirq is (and below the kernel's own
-# per-CPU threads at 99).
+# The receiving veth's NAPI thread on the napi-thread rig: on the capture CPU, above
+# linecapd's real-time worker (rr:1) and everything else there, as a NIC's softirq is (and
+# below the kernel's own per-CPU threads at 99).
 NAPI_CPU = 1
 NAPI_RT_PRIORITY = 50
 
-
-def napi_threads():
-    """The kernel threads running the receiving veth's NAPI (none on the softirq rig)."""
-    prefix = f"napi/{A}-"[:15]  # a task's comm can be cut to 15 characters
-    tids = []
-    for pid in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{pid}/comm") as fh:
-                if pid.isdigit() and fh.read().startswith(prefix):
-                    tids.append(int(pid))
-        except OSError:
-            pass
-    return tids
+# The rig (tests/lib/linecap_harness/veth.py): the capture side A in the root namespace,
+# the generator's side B in NS.
+RIG = None
 
 
-def place_napi_threads():
-    """Pins the NAPI threads to NAPI_CPU at SCHED_FIFO NAPI_RT_PRIORITY. Called before every
-    trial: attaching or removing an XDP program can restart a veth's NAPI."""
-    for tid in napi_threads():
-        os.sched_setaffinity(tid, {NAPI_CPU})
-        os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(NAPI_RT_PRIORITY))
-
-
-def rig_state():
-    """What the kernel says of the receive path: NAPI threaded (and where and how its threads
-    run), GRO on the receiving end, TSO on the sending end."""
-    def feature(cmd, name):
-        line = next((ln for ln in sh(*cmd).stdout.splitlines() if ln.strip().startswith(name + ":")), "")
-        return line.split(":")[1].split()[0] if line else "?"
-    with open(f"/sys/class/net/{A}/threaded") as fh:
-        threaded = fh.read().strip() == "1"
-    threads = [{"cpus": sorted(os.sched_getaffinity(t)),
-                "policy": "fifo" if os.sched_getscheduler(t) == os.SCHED_FIFO else str(os.sched_getscheduler(t)),
-                "priority": os.sched_getparam(t).sched_priority} for t in napi_threads()]
-    return {"napi_threaded": threaded, "napi_threads": threads,
-            "receiver_gro": feature(["ethtool", "-k", A], "generic-receive-offload"),
-            "sender_tso": feature(["ip", "netns", "exec", NS, "ethtool", "-k", B], "tcp-segmentation-offload")}
+def veth_up(rig):
+    """The veth pair, set up for `rig` (see --rig); returns the receive path's state as read
+    back from the kernel."""
+    global RIG
+    RIG = veth.VethPair(NS, A, B, napi_thread=(NAPI_CPU, NAPI_RT_PRIORITY) if rig == "napi-thread" else None)
+    return RIG.up().state()
 
 
 def veth_down():
-    sh("ip", "link", "del", A, check=False)
-    sh("ip", "netns", "del", NS, check=False)
+    if RIG:
+        RIG.down()
 
 
 GEN_NICE = None
@@ -213,16 +162,9 @@ def generator_priority():
     os.nice(GEN_NICE)
 
 
-def link_stats(name, netns=None):
-    """A link's stats64 (root reads the other namespace's)."""
-    out = subprocess.run(["ip"] + (["-n", netns] if netns else []) + ["-s", "-j", "link", "show", name],
-                         capture_output=True, text=True, check=True, timeout=10).stdout
-    return json.loads(out)[0]["stats64"]
-
-
 def tx_packets():
     """Frames the generator's end of the veth has handed to the receiving end."""
-    return link_stats(B, NS)["tx"]["packets"]
+    return RIG.link_stats("peer")["tx"]["packets"]
 
 
 def kernel_drops():
@@ -231,7 +173,8 @@ def kernel_drops():
     losses: measured, the tools captured exactly the frames trafgen was asked for while
     this rose), and what the receiving veth dropped (rx_dropped; with XDP, a redirect into
     the AF_XDP socket that failed: a loss, within `lost`)."""
-    return {"veth_queue_full": link_stats(B, NS)["tx"]["dropped"], "receiver_rx_dropped": link_stats(A)["rx"]["dropped"]}
+    return {"veth_queue_full": RIG.link_stats("peer")["tx"]["dropped"],
+            "receiver_rx_dropped": RIG.link_stats("cap")["rx"]["dropped"]}
 
 
 class Tcpreplay:
@@ -656,7 +599,7 @@ def trial(target, gen, pps, seconds, tag):
     # Every trial starts with nothing dirty in the page cache: none pays for the writeback
     # of the one before (another tool's, into the disk).
     os.sync()
-    place_napi_threads()
+    RIG.place_napi_threads()
     target.trial_begin()
     k0 = kernel_drops()
     sent, achieved = replay(gen, pps, seconds)

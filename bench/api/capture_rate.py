@@ -174,7 +174,7 @@ def main():
     try:
         rfc2544.veth_up(rfc2544.DEFAULT_RIG)
         target = rfc2544.LinecapdTarget("linecapd", args.out_dir, args.workdir)
-        rfc2544.place_napi_threads()  # attaching the XDP program can restart the veth's NAPI
+        rfc2544.RIG.place_napi_threads()  # attaching the XDP program can restart the veth's NAPI
         gen = bench.Proc(["ip", "netns", "exec", rfc2544.NS, "taskset", "-c", "0", "tcpreplay", "-i", rfc2544.B,
                           "--loop=0", "--preload-pcap", "--timer=nano", f"--pps={args.pps}",
                           f"--pps-multi={max(1, args.pps // 200)}", f"--duration={total_s}", pcap],

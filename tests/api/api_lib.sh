@@ -47,6 +47,25 @@ api_tokens() {
     chmod 600 "$1"
 }
 
+# api_appliance COUNT TOKEN_NAME [SIZE_ARGS...]: the fixture most API tests start from, in
+# $TEST_TMPDIR (make_tmpdir first): T, STORE=$T/store (api_store COUNT SIZE_ARGS), the PKI
+# (api_pki), the tokens file $T/tokens with TOKEN_NAME's TOKEN (api_tokens; none for ""), a
+# free PORT, URL=https://127.0.0.1:PORT, AUDIT=$T/audit.log, and API_TLS: the api: lines
+# of TLS with client certificates from that PKI.
+api_appliance() {
+    local count=$1 name=$2
+    shift 2
+    T=$TEST_TMPDIR
+    STORE=$T/store
+    api_store "$STORE" "$count" "$@"
+    api_pki "$T"
+    [[ -z $name ]] || api_tokens "$T/tokens" "$name"
+    PORT=$(free_tcp_port)
+    URL=https://127.0.0.1:$PORT
+    AUDIT=$T/audit.log
+    API_TLS=("tls_cert: \"$T/server.pem\"" "tls_key: \"$T/server.key\"" "tls_client_ca: \"$T/ca.pem\"")
+}
+
 # api_config FILE STORE LISTEN AUDIT [EXTRA api: LINES...]
 api_config() {
     local file=$1 store=$2 listen=$3 audit=$4

@@ -10,19 +10,12 @@
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 source "$LINECAP_SRC/tests/api/api_lib.sh"
 need_cmd curl tshark openssl python3 capinfos
-[[ -x $LINECAP ]] || skip "linecap binary not found at $LINECAP"
+need_linecap
 make_tmpdir
-T=$TEST_TMPDIR
-STORE=$T/store
 log "building a store"
-api_store "$STORE" 8000 --jumbo
-api_pki "$T"
-api_tokens "$T/tokens" alice
-PORT=$(free_tcp_port)
-URL=https://127.0.0.1:$PORT
-AUDIT=$T/audit.log
+api_appliance 8000 alice --jumbo
 api_config "$T/api.yaml" "$STORE" "127.0.0.1:$PORT" "$AUDIT" \
-    "tls_cert: \"$T/server.pem\"" "tls_key: \"$T/server.key\"" "tls_client_ca: \"$T/ca.pem\"" \
+    "${API_TLS[@]}" \
     "tokens_file: \"$T/tokens\"" "max_queries: 4" "client_timeout: 5s" "max_request_bytes: 4096" \
     "max_connections_per_client: 128"  # the 100 concurrent requests below come from one address
 show_on_failure "$AUDIT"

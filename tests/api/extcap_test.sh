@@ -10,19 +10,13 @@ source "${LINECAP_SRC:?}/tests/lib/common.sh"
 source "$LINECAP_SRC/tests/api/api_lib.sh"
 need_root
 need_cmd tshark openssl python3
-[[ -x $LINECAP ]] || skip "linecap binary not found at $LINECAP"
+need_linecap
 EXTCAP_DIR=$(tshark -G folders 2>/dev/null | awk -F'\t' '/^Extcap path:/ { print $2 }')
 [[ -d $EXTCAP_DIR ]] || skip "tshark names no extcap directory"
 make_tmpdir
-T=$TEST_TMPDIR
-STORE=$T/store
-api_store "$STORE" 3000
-api_pki "$T"
-api_tokens "$T/tokens" analyst
-PORT=$(free_tcp_port)
-AUDIT=$T/audit.log
+api_appliance 3000 analyst
 api_config "$T/api.yaml" "$STORE" "127.0.0.1:$PORT" "$AUDIT" \
-    "tls_cert: \"$T/server.pem\"" "tls_key: \"$T/server.key\"" "tls_client_ca: \"$T/ca.pem\"" \
+    "${API_TLS[@]}" \
     "tokens_file: \"$T/tokens\""
 start_serve "$T/api.yaml"
 

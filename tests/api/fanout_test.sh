@@ -9,7 +9,7 @@ source "${LINECAP_SRC:?}/tests/lib/common.sh"
 source "$LINECAP_SRC/tests/api/api_lib.sh"
 need_root
 need_cmd curl tshark capinfos openssl python3 mergecap ip ss
-[[ -x $LINECAP ]] || skip "linecap binary not found at $LINECAP"
+need_linecap
 make_tmpdir
 T=$TEST_TMPDIR
 PC="python3 $LINECAP_SRC/tests/tools/pcap_compare.py"

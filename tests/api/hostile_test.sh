@@ -19,19 +19,12 @@
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 source "$LINECAP_SRC/tests/api/api_lib.sh"
 need_cmd curl openssl python3 capinfos
-[[ -x $LINECAP ]] || skip "linecap binary not found at $LINECAP"
+need_linecap
 make_tmpdir
-T=$TEST_TMPDIR
-STORE=$T/store
-api_store "$STORE" 2000
-api_pki "$T"
-api_tokens "$T/tokens" alice
-PORT=$(free_tcp_port)
-URL=https://127.0.0.1:$PORT
-AUDIT=$T/audit.log
+api_appliance 2000 alice
 THREADS=4
 api_config "$T/api.yaml" "$STORE" "127.0.0.1:$PORT" "$AUDIT" \
-    "tls_cert: \"$T/server.pem\"" "tls_key: \"$T/server.key\"" "tls_client_ca: \"$T/ca.pem\"" \
+    "${API_TLS[@]}" \
     "tokens_file: \"$T/tokens\"" "max_request_bytes: 4096" "client_timeout: 5s" "header_timeout: 3s" \
     "body_timeout: 3s" "threads: $THREADS" "max_connections_per_client: 400" "max_connections: 500"
 show_on_failure "$AUDIT"

@@ -10,7 +10,7 @@ source "$LINECAP_SRC/tests/api/api_lib.sh"
 need_cmd python3 tshark
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 [[ -n $CHROMIUM ]] || skip "chromium is not installed (scripts/install-deps.sh installs it)"
-[[ -x $LINECAP ]] || skip "linecap binary not found at $LINECAP"
+need_linecap
 make_tmpdir
 T=$TEST_TMPDIR
 api_store "$T/store" 3000

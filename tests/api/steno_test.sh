@@ -9,16 +9,11 @@
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 source "$LINECAP_SRC/tests/api/api_lib.sh"
 need_cmd stenoread stenocurl jq tcpdump openssl python3
-[[ -x $LINECAP ]] || skip "linecap binary not found at $LINECAP"
+need_linecap
 make_tmpdir
-T=$TEST_TMPDIR
-STORE=$T/store
-api_store "$STORE" 3000
-api_pki "$T"
-PORT=$(free_tcp_port)
-AUDIT=$T/audit.log
+api_appliance 3000 ""
 api_config "$T/api.yaml" "$STORE" "127.0.0.1:$PORT" "$AUDIT" \
-    "tls_cert: \"$T/server.pem\"" "tls_key: \"$T/server.key\"" "tls_client_ca: \"$T/ca.pem\""
+    "${API_TLS[@]}"
 start_serve "$T/api.yaml"
 show_on_failure "$AUDIT"
 

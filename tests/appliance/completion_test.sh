@@ -6,8 +6,7 @@ source "${LINECAP_SRC:?}/tests/lib/common.sh"
 need_linecapd
 bash_completion=/usr/share/bash-completion/bash_completion
 [[ -r $bash_completion ]] || skip "bash-completion not installed ($bash_completion)"
-LINECAP=${LINECAP:-$LINECAP_BUILD/src/linecap}
-[[ -x $LINECAP ]] || skip "linecap not built at '$LINECAP'"
+need_linecap
 make_tmpdir
 mkdir "$TEST_TMPDIR/bin" "$TEST_TMPDIR/store"
 ln -s "$LINECAP" "$TEST_TMPDIR/bin/linecap"

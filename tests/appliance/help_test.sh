@@ -5,8 +5,7 @@
 # a subcommand added without its own help fails here.
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 need_linecapd
-LINECAP=${LINECAP:-$LINECAP_BUILD/src/linecap}
-[[ -x $LINECAP ]] || skip "linecap not built at '$LINECAP'"
+need_linecap
 make_tmpdir
 
 # run_help OUT CMD...: CMD exits 0 with something on stdout and nothing on stderr.

@@ -83,6 +83,12 @@ need_linecapd() {
         || skip "linecapd binary not found at '${LINECAPD:-}' (build first, or set LINECAPD)"
 }
 
+# need_linecap: the retrieval tool, $LINECAP (default: the build's); skip when not built.
+need_linecap() {
+    LINECAP=${LINECAP:-$LINECAP_BUILD/src/linecap}
+    [[ -x $LINECAP ]] || skip "linecap binary not found at '$LINECAP' (build first, or set LINECAP)"
+}
+
 # need_hugepages [N]: skip unless N (default 256) free 2 MiB pages and a hugetlbfs mount.
 need_hugepages() {
     local want=${1:-256} free
@@ -244,33 +250,15 @@ veth_pair() {
     name=${name:0:24}
     _LC_VETH_N=$((_LC_VETH_N + 1))
     local ns="lc-$name-$$" a="lc$$x${_LC_VETH_N}a" b="lc$$x${_LC_VETH_N}b"
-    local qopt=()
-    [[ -z $queues ]] || qopt=(numtxqueues "$queues" numrxqueues "$queues")
 
-    if ! err=$(ip netns add "$ns" 2>&1); then
-        skip "cannot create a network namespace: $err"
-    fi
-    on_exit "ip netns del '$ns' 2>/dev/null || true"
+    # Removal first: whatever part of the rig exists when this test ends goes with it.
+    on_exit "python3 -m linecap_harness.veth down '$ns' '$a'"
     _lc_reaper_add "ip netns del '$ns'"
-    if ! err=$(ip link add "$a" mtu "$mtu" "${qopt[@]}" type veth \
-        peer name "$b" mtu "$mtu" "${qopt[@]}" netns "$ns" 2>&1); then
-        case $err in
-            *"not supported"* | *"Unknown device type"*) skip "veth not available: $err" ;;
-        esac
-        fail "veth_pair: ip link add $a/$b: $err"
-    fi
-    # Deleting one end deletes both; the netns removal above would too.
-    on_exit "ip link del '$a' 2>/dev/null || true"
     _lc_reaper_add "ip link del '$a'"
-
-    if [[ -d /proc/sys/net/ipv6 ]]; then
-        sysctl -qw "net.ipv6.conf.$a.disable_ipv6=1"
-        ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$b.disable_ipv6=1"
-    fi
-    ip link set dev "$a" up
-    ip -n "$ns" link set dev "$b" up
-    wait_for "[[ \$(cat /sys/class/net/$a/operstate) == up && \$(ip -n '$ns' link show dev '$b') == *'state UP'* ]]" 5 \
-        || fail "veth_pair: $a/$b did not come up"
+    local rc=0
+    err=$(python3 -m linecap_harness.veth up "$ns" "$a" "$b" --mtu "$mtu" ${queues:+--queues "$queues"} 2>&1) || rc=$?
+    ((rc != 77)) || skip "$err"
+    ((rc == 0)) || fail "veth_pair: $err"
 
     CAP_IF=$a PEER_IF=$b NS=$ns
     export CAP_IF PEER_IF NS

@@ -12,8 +12,7 @@ source "$LINECAP_SRC/tests/storage/storage_lib.sh"
 need_root
 need_cmd sha256sum taskset
 need_hugepages 512
-LINECAP=${LINECAP:-$LINECAP_BUILD/src/linecap}
-[[ -x $LINECAP ]] || skip "linecap binary not found at $LINECAP"
+need_linecap
 make_tmpdir
 
 gen_pcap --count 2000 --mix --seed 61 --out "$TEST_TMPDIR/in.pcap"

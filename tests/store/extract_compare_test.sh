@@ -9,8 +9,7 @@
 # compressed (`linecap compress`) and the queries run again, with and without the index.
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 need_cmd tcpdump mergecap python3 zstd
-LINECAP=${LINECAP:-$LINECAP_BUILD/src/linecap}
-[[ -x $LINECAP ]] || skip "linecap binary not found at $LINECAP"
+need_linecap
 make_tmpdir
 T=$TEST_TMPDIR
 REF="python3 $LINECAP_SRC/tests/store/ref_compare.py"

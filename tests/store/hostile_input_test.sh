@@ -13,8 +13,7 @@
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 need_cmd python3 timeout mkfifo mknod
 need_linecapd
-LINECAP=${LINECAP:-$LINECAP_BUILD/src/linecap}
-[[ -x $LINECAP ]] || skip "linecap binary not found at $LINECAP"
+need_linecap
 make_tmpdir
 T=$TEST_TMPDIR
 STORE=$T/store

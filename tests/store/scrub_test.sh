@@ -14,8 +14,7 @@ need_root
 need_cmd tcpdump mergecap python3
 need_hugepages 256
 need_linecapd
-LINECAP=${LINECAP:-$LINECAP_BUILD/src/linecap}
-[[ -x $LINECAP ]] || skip "linecap binary not found at $LINECAP"
+need_linecap
 make_tmpdir
 T=$TEST_TMPDIR
 REF="python3 $LINECAP_SRC/tests/store/ref_compare.py"

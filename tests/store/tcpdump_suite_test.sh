@@ -16,8 +16,7 @@
 # extractions over 1,808 files), hence its own suite and timeout.
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 need_cmd tcpdump python3
-LINECAP=${LINECAP:-$LINECAP_BUILD/src/linecap}
-[[ -x $LINECAP ]] || skip "linecap binary not found at $LINECAP"
+need_linecap
 CORPUS=${LINECAP_TCPDUMP_TESTS:-$LINECAP_SRC/../shared/corpus/tcpdump-tests}
 [[ -d $CORPUS ]] || skip "tcpdump's test captures not found at $CORPUS (set LINECAP_TCPDUMP_TESTS)"
 make_tmpdir
