@@ -372,7 +372,8 @@ class LinecapdTarget:
         while time.time() < deadline:
             time.sleep(0.3)
             c1 = self.counters()
-            worker_drops = sum(v for k, v in c1["drops"].items() if k not in ("nic_missed", "nic_error"))
+            port_reasons = ("nic_missed", "nic_error", "xsk_fill_empty", "xsk_ring_full")
+            worker_drops = sum(v for k, v in c1["drops"].items() if k not in port_reasons)
             accounted = c1["got"] + worker_drops >= c1["rx"]
             stable = stable + 1 if (c1["rx"] == last_rx and accounted) else 0
             last_rx = c1["rx"]

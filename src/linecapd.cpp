@@ -176,7 +176,7 @@ std::unique_ptr<linecap::MetricsCollector> make_collector(const Capture& capture
         .scrub = capture.pipeline().scrub(),
         .clock_quality = engine.clock_quality(),
     };
-    return std::make_unique<linecap::MetricsCollector>(std::move(views), std::make_unique<linecap::EthdevPortStats>());
+    return std::make_unique<linecap::MetricsCollector>(std::move(views), std::make_unique<linecap::EthdevPortStats>(engine.ports()));
 }
 
 // Prints every finding; true when none is an error.

@@ -107,7 +107,8 @@ Status CaptureEngine::init() {
         auto port = Port::open(pc, infos[p], plan.ports[p], pool_by_socket[infos[p].socket]->get(),
                                config_.capture.mbufs);
         if (!port) return port.error();
-        port_views_.push_back(PortView{pc.name, pc.device, infos[p].port_id, pc.rx_queues, stamp_plans_[p].source});
+        port_views_.push_back(PortView{pc.name, pc.device, infos[p].port_id, pc.rx_queues, stamp_plans_[p].source,
+                                       port.value()->xdp_sockets()});
         ports_.push_back(std::move(port.value()));
     }
     if (Status s = start_port_clocks(); !s) return s;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "capture/counters.hpp"
 #include "capture/worker.hpp"
@@ -26,6 +27,7 @@ struct PortView {
     uint16_t port_id = 0;
     unsigned rx_queues = 0;
     StampSource stamps = StampSource::tsc;  // capture.timestamps as resolved for the port
+    std::vector<int> xdp_sockets;  // net_af_xdp: each queue's AF_XDP socket (dpdk/xdp_socket.hpp)
 };
 
 struct WorkerView {

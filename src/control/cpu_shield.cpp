@@ -189,7 +189,7 @@ void check_receive_work(const Config& config, const PreflightOptions& options, c
                 warn(f, where + ": its NAPI thread (pid " + std::to_string(task.pid) + ", " +
                             policy_name(task.policy) + " " + std::to_string(task.rt_priority) + ") may run on worker " +
                             cpus_phrase(exposed) + " and outranks capture.worker_priority " + to_string(worker) +
-                            ": the worker misses its polls while it runs and the socket drops (nic_missed); pin it "
+                            ": the worker misses its polls while it runs and the socket drops (nic_missed, xsk_fill_empty); pin it "
                             "elsewhere (taskset -p -c " + format_cpu_list(plan.other_cpus) + " " +
                             std::to_string(task.pid) + ") or rank the worker above it (capture.worker_priority: fifo:" +
                             std::to_string(std::min(task.rt_priority + 10, 98)) + ")");
@@ -206,7 +206,7 @@ void check_receive_work(const Config& config, const PreflightOptions& options, c
             const CpuSet exposed = intersection(cpus, plan.worker_cpus);
             if (exposed.empty()) continue;
             warn(f, where + ": interrupt " + irq + " is delivered to worker " + cpus_phrase(exposed) +
-                        ", where its receive softirq preempts the worker whatever its priority (nic_missed); "
+                        ", where its receive softirq preempts the worker whatever its priority (nic_missed, xsk_fill_empty); "
                         "steer it away: echo " + format_cpu_list(plan.other_cpus) + " > " +
                         (dir / "smp_affinity_list").string() + " (irqaffinity= on the kernel command line for all)");
         }

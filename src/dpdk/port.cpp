@@ -8,7 +8,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <vector>
+
+#include "dpdk/xdp_socket.hpp"
 
 namespace linecap {
 
@@ -200,9 +203,25 @@ Result<std::unique_ptr<Port>> Port::open(const PortConfig& config, const PortInf
 
     rte_eth_rxconf rxconf = dev_info.default_rxconf;
     rxconf.offloads = conf.rxmode.offloads;
+    const bool af_xdp = info.driver == "net_af_xdp";
     for (unsigned q = 0; q < queues; ++q) {
+        const std::vector<int> sockets_before = af_xdp ? xdp_socket_fds() : std::vector<int>{};
         rc = rte_eth_rx_queue_setup(id, static_cast<uint16_t>(q), nb_rxd, static_cast<unsigned>(info.socket),
                                     &rxconf, pool);
+        if (rc == 0 && af_xdp) {
+            // The socket the PMD made for this queue: the one that was not there before.
+            std::vector<int> created;
+            const std::vector<int> sockets_after = xdp_socket_fds();
+            std::set_difference(sockets_after.begin(), sockets_after.end(), sockets_before.begin(),
+                                sockets_before.end(), std::back_inserter(created));
+            if (created.size() == 1) {
+                port->xdp_sockets_.push_back(created.front());
+            } else {
+                spdlog::warn("port {}: rx queue {}: {} new AF_XDP sockets after its setup, not one: the kernel's "
+                             "drops on it (rx ring full, fill ring empty) are not counted by reason",
+                             config.name, q, created.size());
+            }
+        }
         if (rc != 0) {
             RxQueueSetupFacts facts;
             facts.driver = info.driver;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
 #include "dpdk/rss.hpp"
@@ -49,10 +50,10 @@ PortInfo port_info_from_dev_info(uint16_t port_id, int socket, const rte_eth_dev
 PortInfo assumed_port_info(const PortConfig& config, int numa_node);
 
 // The rx descriptor count a port gets: the request within the device's limits (as
-// rte_eth_dev_adjust_nb_rx_tx_desc rounds it). net_af_xdp (DPDK 22.11) counts a full XDP
-// socket rx ring nowhere (the kernel's rx_ring_full is not read by the PMD), which only
-// stays impossible while the ring holds at least 4096 descriptors; so af_xdp ports get at
-// least that many — every drop must be counted.
+// rte_eth_dev_adjust_nb_rx_tx_desc rounds it). net_af_xdp (DPDK 22.11) keeps 2048 frames
+// on the fill ring; with a socket rx ring of at least 4096 descriptors the rx ring cannot
+// fill first, so af_xdp ports get at least that many (a full rx ring is counted all the
+// same, as xsk_ring_full: dpdk/xdp_socket.hpp).
 unsigned effective_rx_descriptors(const PortInfo& info, unsigned requested);
 
 // What is known when a device rejects an rx queue setup, for an error a user can act on:
@@ -104,6 +105,8 @@ public:
     int socket() const { return info_.socket; }
     unsigned rx_queues() const { return rx_queues_; }
     unsigned rx_descriptors() const { return rx_descriptors_; }
+    // net_af_xdp: each rx queue's AF_XDP socket (dpdk/xdp_socket.hpp); empty otherwise.
+    const std::vector<int>& xdp_sockets() const { return xdp_sockets_; }
 
     // Stop receiving (rte_eth_dev_stop) without closing, so final stats stay readable.
     void stop();
@@ -114,6 +117,7 @@ private:
     PortInfo info_;
     unsigned rx_queues_ = 0;
     unsigned rx_descriptors_ = 0;
+    std::vector<int> xdp_sockets_;
     bool started_ = false;
 };
 

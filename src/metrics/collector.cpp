@@ -45,7 +45,18 @@ PortSample MetricsCollector::sample_port(const PortView& view, PortHistory& hist
         history.imissed.observe(c->imissed);
         history.ierrors.observe(c->ierrors);
         history.rx_nombuf.observe(c->rx_nombuf);
+        history.xsk_fill_empty.observe(c->xsk_fill_empty);
+        history.xsk_ring_full.observe(c->xsk_ring_full);
     }  // else: keep the previous totals; a failed read must not look like a reset
+    // net_af_xdp's imissed includes the packets its sockets dropped for an empty fill ring,
+    // read a moment later (so possibly a few more). imissed is split into those and the
+    // rest so that both parts only grow and always sum to imissed: the fill-ring part takes
+    // what the socket counted, at most what imissed leaves beside the rest's last value.
+    // Once traffic stops it is exactly the socket's count.
+    const uint64_t missed = history.imissed.total();
+    history.fill_empty_part = std::max(history.fill_empty_part,
+                                       std::min(history.xsk_fill_empty.total(), missed - history.missed_rest));
+    history.missed_rest = missed - history.fill_empty_part;
     PortSample p;
     p.name = view.name;
     p.device = view.device;
@@ -54,9 +65,11 @@ PortSample MetricsCollector::sample_port(const PortView& view, PortHistory& hist
     p.counters = PortCounters{
         .ipackets = history.ipackets.total(),
         .ibytes = history.ibytes.total(),
-        .imissed = history.imissed.total(),
+        .imissed = history.missed_rest,
         .ierrors = history.ierrors.total(),
         .rx_nombuf = history.rx_nombuf.total(),
+        .xsk_fill_empty = history.fill_empty_part,
+        .xsk_ring_full = history.xsk_ring_full.total(),
     };
     p.link = port_stats_->link(view.port_id);
     return p;

@@ -48,7 +48,10 @@ private:
     };
     // Per port: reset-proof totals, and the identity (asked once).
     struct PortHistory {
-        MonotonicCounter ipackets, ibytes, imissed, ierrors, rx_nombuf;
+        MonotonicCounter ipackets, ibytes, imissed, ierrors, rx_nombuf, xsk_fill_empty, xsk_ring_full;
+        // The split of imissed (see sample_port): exported as fill-ring drops, and the rest.
+        uint64_t fill_empty_part = 0;
+        uint64_t missed_rest = 0;
         std::optional<PortIdentity> identity;
     };
 

@@ -6,18 +6,34 @@
 
 #include <cstring>
 
+#include "dpdk/xdp_socket.hpp"
+
 namespace linecap {
+
+EthdevPortStats::EthdevPortStats(const std::vector<PortView>& ports) {
+    for (const PortView& p : ports)
+        if (!p.xdp_sockets.empty()) xdp_sockets_[p.port_id] = p.xdp_sockets;
+}
 
 std::optional<PortCounters> EthdevPortStats::counters(uint16_t port_id) {
     rte_eth_stats stats{};
     if (rte_eth_stats_get(port_id, &stats) != 0) return std::nullopt;
-    return PortCounters{
+    PortCounters c{
         .ipackets = stats.ipackets,
         .ibytes = stats.ibytes,
         .imissed = stats.imissed,
         .ierrors = stats.ierrors,
         .rx_nombuf = stats.rx_nombuf,
     };
+    if (const auto it = xdp_sockets_.find(port_id); it != xdp_sockets_.end()) {
+        for (const int fd : it->second) {
+            const auto xsk = read_xdp_socket_counts(fd);
+            if (!xsk) return std::nullopt;  // a read that failed must not look like a reset
+            c.xsk_fill_empty += xsk->fill_ring_empty;
+            c.xsk_ring_full += xsk->rx_ring_full;
+        }
+    }
+    return c;
 }
 
 PortLink EthdevPortStats::link(uint16_t port_id) {

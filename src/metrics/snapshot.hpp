@@ -103,17 +103,21 @@ struct MetricsSnapshot {
 //
 // A packet that reached a port is exactly one of written, kept out by a policy (filtered,
 // flow-capped, deduplicated: capture/counters.hpp) or dropped(reason),
-// where reached = ipackets + imissed + ierrors + rx_nombuf (see exposition.hpp). The
+// where reached = ipackets + imissed + ierrors + rx_nombuf + the AF_XDP sockets' drops
+// (port_stats.hpp; see exposition.hpp). The
 // NIC's counters are the collector's reset-proof totals, never raw rte_eth_stats.
 
 inline constexpr MetricDecl kDroppedPacketsMetric{
     "linecap_dropped_packets_total",
     "Packets that reached the port but were not written, by reason. Per queue: writer_full (no free write block), "
     "write_error (I/O error), disk_full (ENOSPC/EDQUOT). Per port, queue=\"all\": nic_missed (rte_eth_stats "
-    "imissed), nic_error (ierrors), no_mbuf (rx_nombuf).",
+    "imissed not explained otherwise), nic_error (ierrors), no_mbuf (rx_nombuf), and for net_af_xdp the AF_XDP "
+    "sockets' xsk_fill_empty (no buffer in the fill ring) and xsk_ring_full (the rx ring full).",
     MetricType::counter};
 
-inline uint64_t received_packets(const PortCounters& c) { return c.ipackets + c.imissed + c.ierrors + c.rx_nombuf; }
+inline uint64_t received_packets(const PortCounters& c) {
+    return c.ipackets + c.imissed + c.ierrors + c.rx_nombuf + c.xsk_fill_empty + c.xsk_ring_full;
+}
 
 // f(reason, packets) for each per-queue drop reason of a stream, in exposition order.
 template <class F>
@@ -126,7 +130,8 @@ void for_each_stream_drop(const StreamSample& s, F&& f) {
 // f(reason, packets) for each drop the NIC counts for the whole port.
 template <class F>
 void for_each_port_drop(const PortCounters& c, F&& f) {
-    for (const DropReason<PortCounters>& d : {kNicMissedDrop, kNicErrorDrop, kNoMbufDrop}) f(d.reason, c.*d.field);
+    for (const DropReason<PortCounters>& d : {kNicMissedDrop, kNicErrorDrop, kNoMbufDrop, kXskFillEmptyDrop, kXskRingFullDrop})
+        f(d.reason, c.*d.field);
 }
 
 // Every drop of every port and stream.

@@ -71,6 +71,6 @@ stop_linecapd || fail "linecapd exited $LINECAPD_RC"
 pcap_compare multiset --min "$TEST_TMPDIR/sent.pcap" "$TEST_TMPDIR/out" || fail "packets sent are missing from the files"
 for f in "$TEST_TMPDIR"/out/*.pcap; do capinfos "$f" >/dev/null || fail "capinfos cannot read $f"; done
 summary=$(grep 'reached the port' "$LINECAPD_LOG")
-[[ $summary == *"nic_missed=0 nic_error=0 no_mbuf=0 writer_full=0 write_error=0 disk_full=0"* ]] \
+[[ $summary == *"nic_missed=0 nic_error=0 no_mbuf=0 xsk_fill_empty=0 xsk_ring_full=0 writer_full=0 write_error=0 disk_full=0"* ]] \
     || fail "drops at a modest rate: $summary"
 log "OK: $sent packets at $rate pps through $mode, all in the files; $summary"

@@ -197,7 +197,7 @@ reached=$(summary_number r0 reached)
 written=$(summary_number r0 written)
 filtered=$(summary_number r0 filtered)
 ((reached >= total_sent)) || fail "only $reached of $total_sent packets sent reached the port: $summary"
-[[ $summary == *"nic_missed=0 nic_error=0 no_mbuf=0 writer_full=0 write_error=0 disk_full=0"* ]] \
+[[ $summary == *"nic_missed=0 nic_error=0 no_mbuf=0 xsk_fill_empty=0 xsk_ring_full=0 writer_full=0 write_error=0 disk_full=0"* ]] \
     || fail "drops during the reloads: $summary"
 ((written + filtered == reached)) || fail "written + filtered != reached: $summary"
 log "OK: 3 reloads (2 applied, 1 rejected) without a restart or a lost packet; $summary"

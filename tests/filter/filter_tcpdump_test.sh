@@ -146,7 +146,7 @@ for i in "${!EXPRESSIONS[@]}"; do
     written=$(summary_number "f$i" written)
     filtered=$(summary_number "f$i" filtered)
     if [[ $reached != "$input_total" || $written != "${KEPT[i]}" || $filtered != $((input_total - KEPT[i])) ||
-        $(summary_of "f$i") != *"nic_missed=0 nic_error=0 no_mbuf=0 writer_full=0 write_error=0 disk_full=0"* ]]; then
+        $(summary_of "f$i") != *"nic_missed=0 nic_error=0 no_mbuf=0 xsk_fill_empty=0 xsk_ring_full=0 writer_full=0 write_error=0 disk_full=0"* ]]; then
         log "ACCOUNTING '$e': $(summary_of "f$i") (expected $input_total reached, ${KEPT[i]} written, $((input_total - KEPT[i])) filtered, no drops)"
         failures=$((failures + 1))
     fi

@@ -67,9 +67,9 @@ TEST_F(CollectorTest, DropsHaveAReasonAndQueueAllForPortLevelReasons) {
     EXPECT_EQ(s.value("linecap_dropped_packets_total", drop("wan", "all", "nic_error")), 8);
     EXPECT_EQ(s.value("linecap_dropped_packets_total", drop("wan", "all", "no_mbuf")), 9);
     EXPECT_EQ(s.value("linecap_dropped_packets_total", drop("tap", "all", "no_mbuf")), 3);
-    // 3 per-queue reasons × 3 streams + 3 port reasons × 2 ports; every series has all three labels.
+    // 3 per-queue reasons × 3 streams + 5 port reasons × 2 ports; every series has all three labels.
     const auto drops = s.series("linecap_dropped_packets_total");
-    EXPECT_EQ(drops.size(), 15u);
+    EXPECT_EQ(drops.size(), 19u);
     for (const Sample& d : drops) {
         EXPECT_EQ(d.labels.size(), 3u);
         EXPECT_TRUE(d.labels.count("reason"));
@@ -146,6 +146,36 @@ TEST_F(CollectorTest, PortCountersNeverGoBackwards) {
     wan.counters.imissed = 35;
     collector->collect();
     EXPECT_EQ(scrape(*collector).value("linecap_dropped_packets_total", drop("wan", "all", "nic_missed")), 135);
+}
+
+// net_af_xdp: imissed includes the fill-ring drops its sockets count, read a moment after
+// imissed. The split never double-counts, each part only grows, they always sum to
+// imissed, and once traffic stops the fill-ring part is the socket's count exactly. The
+// rx-ring-full drops are not in imissed: they add to what reached the port.
+TEST_F(CollectorTest, AfXdpSocketDropsSplitImissedAndAddTheRingFull) {
+    auto& wan = capture.port_stats->ports[0];
+    const auto value = [&](const char* reason) {
+        return scrape(*collector).value("linecap_dropped_packets_total", drop("wan", "all", reason));
+    };
+    wan.counters.ipackets = 1000;
+    wan.counters.imissed = 100;
+    wan.counters.xsk_fill_empty = 130;  // read later than imissed: 30 more arrived meanwhile
+    wan.counters.xsk_ring_full = 5;
+    collector->collect();
+    EXPECT_EQ(value("xsk_fill_empty"), 100);
+    EXPECT_EQ(value("nic_missed"), 0);
+    EXPECT_EQ(value("xsk_ring_full"), 5);
+    EXPECT_EQ(scrape(*collector).value("linecap_port_received_packets_total", {{"port", "wan"}}), 1000 + 100 + 5);
+
+    wan.counters.imissed = 140;  // the 30, and 10 the PMD dropped itself
+    collector->collect();
+    EXPECT_EQ(value("xsk_fill_empty"), 130);
+    EXPECT_EQ(value("nic_missed"), 10);
+
+    collector->collect();  // quiet: unchanged, and exact
+    EXPECT_EQ(value("xsk_fill_empty"), 130);
+    EXPECT_EQ(value("nic_missed"), 10);
+    EXPECT_EQ(scrape(*collector).value("linecap_port_received_packets_total", {{"port", "wan"}}), 1000 + 140 + 5);
 }
 
 TEST_F(CollectorTest, WorkerBusyRatioAndCyclesPerPacketComeFromTheLastInterval) {

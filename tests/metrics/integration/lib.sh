@@ -45,11 +45,10 @@ xdp_mode() {
 # (write_config, with those settings), metrics on $METRICS_LISTEN (set when empty).
 #
 # rx_descriptors is 4096 everywhere: DPDK 22.11's af_xdp PMD keeps 2048 frames on the fill
-# ring, so with a larger socket rx ring an overrun always shows up as "fill ring empty",
-# which the kernel counts in XDP_STATISTICS.rx_dropped and DPDK reports as imissed
-# (nic_missed). With 2048 or fewer descriptors the rx ring fills first; the kernel counts
-# that in rx_ring_full, which DPDK 22.11 does not read, and the packets vanish from the
-# daemon's accounting (the capture veth's rx_dropped still counts them).
+# ring, so with a larger socket rx ring an overrun always shows up as "fill ring empty"
+# (XDP_STATISTICS.rx_fill_ring_empty_descs: xsk_fill_empty). With 2048 or fewer
+# descriptors the rx ring fills first (rx_ring_full: xsk_ring_full, which DPDK 22.11 does
+# not read; linecapd reads it from the socket, dpdk/xdp_socket.hpp).
 afxdp_config() {
     local file=$1 outdir=$2
     shift 2

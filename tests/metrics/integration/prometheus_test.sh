@@ -103,7 +103,9 @@ checks=(
     "sum(linecap_dropped_packets_total{job=\"linecap\"})"                           0
     "port:linecap_drop_ratio:rate5m{job=\"linecap\",port=\"p0\"}"                   0
     "max(port_reason:linecap_drop_ratio:rate5m{job=\"linecap\",port=\"p0\"})"       0
-    "count(port_reason:linecap_drop_ratio:rate5m{job=\"linecap\",port=\"p0\"})"     6
+    # one per drop reason: writer_full write_error disk_full nic_missed nic_error no_mbuf
+    # xsk_fill_empty xsk_ring_full
+    "count(port_reason:linecap_drop_ratio:rate5m{job=\"linecap\",port=\"p0\"})"     8
     "port:linecap_packets_in_flight:current{job=\"linecap\",port=\"p0\"}"          0
     "count(port:linecap_received_packets:rate5m{job=\"linecap\",port=\"p0\"} > 0)"  1
 )
