@@ -5,7 +5,9 @@
 #  1. One conversation from a >= 10 GB store (bench/store/store_gen: 2 ports x 2 queues,
 #     256 MiB files, indexed): time to first byte and total time over the API (curl with
 #     the bench's bearer token, `linecap serve` on loopback) vs `linecap extract -o -` vs
-#     `tcpdump -V FILES -w -`, all timed the same way (ttfb.py). Cold means the same for
+#     `tcpdump -V FILES -w -`, and Debian's stenoread (POST /query over TLS with a client
+#     certificate, as Security Onion asks; when stenographer-client is installed), all timed
+#     the same way (ttfb.py). Cold means the same for
 #     every path: `sync; echo 3 > /proc/sys/vm/drop_caches` right before the run; warm is
 #     the run right after it. Scheduling is part of what is compared: `linecap serve` puts
 #     every query at idle CPU and I/O priority (doc/api.md), so the API is measured as
@@ -71,6 +73,7 @@ done
 WORK=$(mktemp -d /tmp/lc-api-bench.XXXXXX)
 CAPDIR=
 SERVE_PID=
+STENO_SERVE_PID=
 WATCHDOG_PID=
 GEN_TMP=
 cleanup() {
@@ -79,6 +82,7 @@ cleanup() {
     set +e
     [[ -z $WATCHDOG_PID ]] || kill "$WATCHDOG_PID" 2>/dev/null
     stop_serve
+    if [[ -n $STENO_SERVE_PID ]]; then SERVE_PID=$STENO_SERVE_PID; stop_serve; fi
     [[ -z $GEN_TMP ]] || rm -rf -- "$GEN_TMP"
     [[ -z $CAPDIR ]] || rm -rf -- "$CAPDIR"
     rm -rf -- "$WORK"
@@ -208,6 +212,35 @@ serve_priority() {
 }
 start_serve
 
+# --- stenoread's server: the same store over TLS with client certificates ------------------------
+# Debian's stenoread (stenographer-client) as Security Onion runs it: POST /query over HTTPS
+# with the client certificate its config names (doc/stenographer.md), answered by a second
+# `linecap serve` over the same store, as shipped.
+if command -v stenoread >/dev/null; then
+    fail() { die "$*"; }  # for api_pki
+    # shellcheck source=../../tests/api/api_lib.sh
+    source "$SRC/tests/api/api_lib.sh"
+    mkdir "$WORK/pki"
+    api_pki "$WORK/pki"
+    steno_port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    sed -e "s|^  listen: .*|  listen: \"127.0.0.1:$steno_port\"|" "$WORK/api.yaml" >"$WORK/api-tls.yaml"
+    printf '  tls_cert: "%s"\n  tls_key: "%s"\n  tls_client_ca: "%s"\n' \
+        "$WORK/pki/server.pem" "$WORK/pki/server.key" "$WORK/pki/ca.pem" >>"$WORK/api-tls.yaml"
+    "$LINECAP" serve --config "$WORK/api-tls.yaml" 2>>"$WORK/serve-tls.log" &
+    STENO_SERVE_PID=$!
+    for _ in $(seq 200); do
+        grep -q 'listening on https:' "$WORK/serve-tls.log" && break
+        kill -0 "$STENO_SERVE_PID" 2>/dev/null || die "linecap serve (TLS) exited: $(cat "$WORK/serve-tls.log")"
+        sleep 0.1
+    done
+    grep -q 'listening on https:' "$WORK/serve-tls.log" || die "TIMEOUT: linecap serve (TLS) did not listen within 20 s"
+    mkdir -m 750 "$WORK/steno-certs"
+    cp "$WORK/pki/client.pem" "$WORK/steno-certs/client_cert.pem"
+    install -m 600 "$WORK/pki/client.key" "$WORK/steno-certs/client_key.pem"
+    cp "$WORK/pki/ca.pem" "$WORK/steno-certs/ca_cert.pem"
+    printf '{"Host": "127.0.0.1", "Port": %s, "CertPath": "%s"}\n' "$steno_port" "$WORK/steno-certs" >"$WORK/steno.conf"
+fi
+
 # --- 1: one conversation -------------------------------------------------------------------------
 # shellcheck disable=SC2034  # the *_cmd arrays are read through the nameref `cmd`
 if [[ ,$PARTS, == *,conversation,* ]]; then
@@ -218,14 +251,20 @@ if [[ ,$PARTS, == *,conversation,* ]]; then
     extract_idle_cmd=(chrt --idle 0 ionice -c3 "${extract_cmd[@]}")
     # -Z root: tcpdump opens the second and later files of -V after dropping privileges.
     tcpdump_cmd=(tcpdump -q -Z root -V "$WORK/files.txt" -w - "$CONV_FILTER")
+    # The conversation in Stenographer's language ("tcp port P" is "port P and tcp"); its
+    # tcpdump writes the answer to stdout.
+    steno_cmd=(env STENOGRAPHER_CONFIG="$WORK/steno.conf" stenoread "${CONV_FILTER/tcp port/port} and tcp" -w -)
     declare -A label=(
         [api]="API as shipped (curl; serve at idle CPU + I/O)"
         [api_normal]="API, serve's threads at normal priority"
         [extract]="linecap extract -o - (normal)"
         [extract_idle]="linecap extract under chrt --idle 0 ionice -c3"
         [tcpdump]="tcpdump -V FILES -w - (normal)"
+        [steno]="stenoread (Debian's; POST /query over TLS, serve as shipped)"
     )
-    PATHS="api api_normal extract extract_idle"
+    QUICK="api api_normal extract extract_idle"
+    [[ -z $STENO_SERVE_PID ]] || QUICK+=" steno"
+    PATHS=$QUICK
     [[ $TCPDUMP_RUNS == no ]] || PATHS+=" tcpdump"
     # time_path NAME: one cold and (unless tcpdump) one warm run; appends "cold_ttfb cold_total
     # warm_ttfb warm_total" to $WORK/NAME.times.
@@ -257,7 +296,7 @@ if [[ ,$PARTS, == *,conversation,* ]]; then
     # Rounds of the quick paths interleaved (A B C D A B C D ...), so that the machine's
     # changing load falls on all of them alike; tcpdump (minutes) once, last.
     for ((rep = 1; rep <= CONV_REPS; rep++)); do
-        for name in api api_normal extract extract_idle; do time_path "$name"; done
+        for name in $QUICK; do time_path "$name"; done
     done
     [[ $TCPDUMP_RUNS == no ]] || time_path tcpdump
     say ""
@@ -267,7 +306,7 @@ if [[ ,$PARTS, == *,conversation,* ]]; then
     else
         say "NOT COLD (BENCH_DROP_CACHES=0: the page cache was not dropped); warm = the run right after it;"
     fi
-    say "median of $CONV_REPS interleaved runs (range) for the first four paths, tcpdump once; load average $(load)"
+    say "median of $CONV_REPS interleaved runs (range) for every path but tcpdump (once); load average $(load)"
     say "| path | cold ttfb | cold total | warm ttfb | warm total | packets |"
     say "| --- | --- | --- | --- | --- | --- |"
     for name in $PATHS; do
@@ -276,6 +315,13 @@ if [[ ,$PARTS, == *,conversation,* ]]; then
     cmp -s "$WORK/api.pcap" "$WORK/extract.pcap" || die "the API's answer differs from linecap extract's"
     cmp -s "$WORK/api_normal.pcap" "$WORK/extract.pcap" || die "the API's answer (normal priority) differs from linecap extract's"
     say "every answer holds the conversation's $CONV_PACKETS packets; the API's is byte-identical to linecap extract's"
+    if [[ -n $STENO_SERVE_PID ]]; then
+        ratio() { awk -v a="$(column "$WORK/$1.times" "$3" | cut -d' ' -f1)" -v b="$(column "$WORK/$2.times" "$3" | cut -d' ' -f1)" \
+            'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+        say "stenoread ÷ linecap extract, total: cold $(ratio steno extract 2), warm $(ratio steno extract 4)"
+    else
+        say "stenoread: not installed (stenographer-client), not measured"
+    fi
     # What the query reads: the API and the CLI call the same extract(), with the same plan.
     limited "$STEP_LIMIT" "linecap extract -v" "$LINECAP" extract -v --dir "$DIR" --filter "$CONV_FILTER" -o - \
         2>"$WORK/plan.txt" >/dev/null

@@ -13,7 +13,7 @@ need_root
 need_hugepages 768
 need_bpffs
 need_linecapd
-need_cmd tcpreplay tcpdump curl chrt ionice flock
+need_cmd tcpreplay tcpdump curl chrt ionice flock stenoread
 [[ -x ${STORE_GEN:-} ]] || skip "store_gen not built (meson -Dbench=true)"
 make_tmpdir
 
@@ -36,11 +36,12 @@ grep -q 'generated into .*/store-0.05GB-' "$R" || fail "the first run did not ge
 # conversation's packets (those of it that a 0.05 GB store's time span holds).
 conv=$(sed -n 's/^conversation: .* (\([0-9]*\) packets)$/\1/p' "$R")
 [[ $conv -gt 0 ]] 2>/dev/null || fail "no conversation line with its packet count"
-for path in 'API as shipped' 'API, serve' 'linecap extract -o -' 'linecap extract under chrt' 'tcpdump -V'; do
+for path in 'API as shipped' 'API, serve' 'linecap extract -o -' 'linecap extract under chrt' 'tcpdump -V' 'stenoread'; do
     grep -Eq "^\| ${path}[^|]* \| [0-9.]+ \| [0-9.]+ \| ([0-9.]+|-) \| ([0-9.]+|-) \| $conv \|$" "$R" \
         || fail "no conversation row for '$path' with times and $conv packets"
 done
 grep -q "the API's is byte-identical to linecap extract's" "$R" || fail "no byte-identity line"
+grep -Eq '^stenoread ÷ linecap extract, total: cold [0-9.]+, warm [0-9.]+$' "$R" || fail "no stenoread ratio line"
 grep -q '^NOT COLD (BENCH_DROP_CACHES=0' "$R" || fail "the report does not say that its 'cold' runs were not cold"
 # Part 2: one window of each kind; every query streamed something in the 'with' window.
 grep -Eq '^\| 1 \| without \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [^|]+ \| 0\.0 \| - \|' "$R" || fail "no 'without' row"
