@@ -63,9 +63,11 @@ std::string five_tuple_filter(const std::string& a, int a_port, const std::strin
 }
 
 // Seconds since the epoch with a fraction (Zeek's ts) to ns; nullopt when out of range.
+// Rounded to whole microseconds: Zeek writes six decimals, and a double near 1.8e18 ns
+// is only good to 256 ns, which would move a span's ends off the packets they name.
 std::optional<uint64_t> seconds_to_ns(double s) {
     if (!std::isfinite(s) || s < 0 || s > 1.8e10) return std::nullopt;
-    return uint64_t(std::llround(s * 1e9));
+    return uint64_t(std::llround(s * 1e6)) * 1000;
 }
 
 uint64_t sub_sat(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
@@ -150,6 +152,7 @@ Result<AlertRecords> read_alert_records(std::istream& in, uint64_t margin_ns, si
                 return config_error(where + ": not a JSON object: alert input is one JSON record per line "
                                             "(Suricata EVE, Zeek conn.log with LogAscii::use_json)");
             }
+            out.malformed.push_back(out.skipped.size());
             out.skipped.push_back(where + ": not a JSON object");
             continue;
         }
@@ -162,6 +165,7 @@ Result<AlertRecords> read_alert_records(std::istream& in, uint64_t margin_ns, si
         }
         auto q = zeek ? from_zeek(record, margin_ns) : from_eve(record, margin_ns);
         if (!q) {
+            out.malformed.push_back(out.skipped.size());
             out.skipped.push_back(where + ": " + q.error().message);
             continue;
         }

@@ -30,6 +30,9 @@ struct FlowQuery {
 struct AlertRecords {
     std::vector<FlowQuery> queries;   // in input order
     std::vector<std::string> skipped; // "line N: why", for lines that are no flow record
+    // Which of the skipped lines are broken rather than other events: not JSON, or a flow
+    // record (src_ip / id.orig_h) whose fields do not read. Indexes into skipped.
+    std::vector<size_t> malformed;
 };
 
 // Reads every line of IN. Errors only for input that is not JSON lines at all (the first

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <optional>
 #include <ctime>
+#include <fstream>
+#include <iostream>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -24,6 +26,7 @@
 #include "format/pcap_format.hpp"
 #include "linecap_build.h"
 #include "packet/community_id.hpp"
+#include "store/alert_records.hpp"
 #include "store/extract.hpp"
 #include "store/stats.hpp"
 #include "store/time_spec.hpp"
@@ -46,6 +49,8 @@ constexpr CommandHelp kCommands[] = {
      R"(  linecap extract --dir DIR [--from TIME] [--to TIME] [--filter EXPR] [--community-id ID]
                   [--max-bytes N] -o OUT.pcap|- [--format pcap|pcapng] [--no-index]
                   [--accept-damaged] [--require-synced] [-v]
+  linecap extract --dir DIR --alert FILE|- [--margin SECONDS] [--max-bytes N]
+                  -o OUT.pcap|- [--format pcap|pcapng] [--no-index] [-v]
   linecap extract --remote URL[,URL...] [--cert FILE --key FILE] [--cacert FILE]
                   [--token-file FILE] [--remote-timeout SECONDS] [--format pcapng|pcap]
                   [--from TIME] [--to TIME] [--filter EXPR] [--community-id ID]
@@ -86,6 +91,25 @@ constexpr CommandHelp kCommands[] = {
                             as its manifest records it (clock.sync; no manifest:
                             unknown, refused too), naming the files
           -v                print the plan and what was read on stderr
+          --alert FILE|-    the packets of the flows of alert records, in one
+                            answer (one merge: a packet two records share is
+                            written once): Suricata EVE JSON (alert, flow or any
+                            event with src_ip/dest_ip) and Zeek conn.log JSON
+                            (LogAscii::use_json), one record a line, from FILE or
+                            stdin. Each flow by its community_id when the record
+                            has one, else by its 5-tuple (both directions), over
+                            its span: EVE flow.start to flow.end (an alert without
+                            flow.end: to its timestamp), Zeek ts to ts + duration,
+                            widened by --margin SECONDS on both sides (default 60:
+                            an alert is logged while its flow goes on, and a log's
+                            clock may differ from the capture's). Other events
+                            (no src_ip nor id.orig_h, such as stats) are skipped
+                            and counted. A broken line (not JSON, a flow record
+                            whose addresses or times do not read) refuses the
+                            whole input, naming each such line: nothing is
+                            written (exit status 64), as an answer silently
+                            missing a flow would look complete. Not with --from,
+                            --to, --filter, --community-id.
           --remote URL,...  ask the retrieval APIs (`linecap serve`) of these
                             appliances instead of a local store, all at once, and
                             merge their answers in timestamp order: pcapng with one
@@ -188,7 +212,7 @@ constexpr OptionSpec kOptions[] = {
     {"--gap-threshold", true}, {"--community-id", true},  {"--max-bytes", true},
     {"--remote", true},        {"--cert", true},          {"--key", true},
     {"--cacert", true},        {"--token-file", true},    {"--remote-timeout", true},
-    {"--level", true},         {"--max-answer-bytes", true}, {"--max-total-bytes", true},
+    {"--level", true},         {"--alert", true},         {"--margin", true},         {"--max-answer-bytes", true}, {"--max-total-bytes", true},
     {"--remote-deadline", true}, {"--min-rate", true},    {"--min-free-bytes", true},
     {"--no-index"},            {"--accept-damaged"},      {"--require-synced"},
     {"-v"},                    {"--verbose", false, "-v"}, {"--force"},
@@ -287,19 +311,72 @@ void set_pending(const layout::AtomicFile* file) {
     for (const int s : kCleanupSignals) ::sigaction(s, &action, nullptr);
 }
 
+constexpr uint64_t kDefaultAlertMarginS = 60;
+
+// `extract --alert`: the records of FILE (or stdin) as the query's selections. kExitOk, or
+// the exit status after a message naming what is wrong.
+int alert_selections(const Cli& cli, const std::string& input, std::vector<Selection>& out) {
+    for (const char* single : {"--from", "--to", "--filter", "--community-id"})
+        if (cli.get(single)) return Cli::usage_error(std::string(single) + " does not go with --alert"), kExitUsage;
+    uint64_t margin_s = kDefaultAlertMarginS;
+    if (auto m = cli.get("--margin"); m && !parse_count(*m, 0, 86400, &margin_s))
+        return Cli::usage_error("--margin: expected whole seconds 0..86400"), kExitUsage;
+    std::ifstream file;
+    if (input != "-") {
+        file.open(input);
+        if (!file) return Cli::usage_error("--alert " + input + ": " + errno_text(errno)), kExitUsage;
+    }
+    auto records = read_alert_records(input == "-" ? std::cin : file, margin_s * 1000000000ull);
+    if (!records) return Cli::usage_error("--alert " + input + ": " + records.error().message), kExitUsage;
+    std::vector<std::string> broken;
+    for (const size_t i : records->malformed) broken.push_back(records->skipped[i]);
+    for (const FlowQuery& q : records->queries) {
+        if (q.community_id.empty()) {
+            out.push_back({.from_ns = q.from_ns, .to_ns = q.to_ns, .filter = q.filter, .community_id = "",
+                           .index_hint = ""});
+        } else if (auto id = parse_community_id(q.community_id); !id) {
+            broken.push_back(q.source.substr(0, q.source.find(':')) + ": community_id " + q.community_id + ": " +
+                             id.error().message);
+        } else {
+            out.push_back({.from_ns = q.from_ns, .to_ns = q.to_ns, .filter = "", .community_id = q.community_id,
+                           .index_hint = q.filter});
+        }
+    }
+    if (!broken.empty()) {
+        for (const std::string& line : broken) print_line("error", "--alert " + input + ": " + line);
+        return Cli::usage_error("--alert " + input + ": " + std::to_string(broken.size()) +
+                                " malformed records; nothing written"),
+               kExitUsage;
+    }
+    const size_t other = records->skipped.size();
+    if (other > 0)
+        print_line("info", "--alert " + input + ": " + std::to_string(other) + " lines without a flow skipped (" +
+                               records->skipped.front() + (other > 1 ? ", ..." : "") + ")");
+    if (cli.flag("-v"))
+        for (const FlowQuery& q : records->queries)
+            print_line("info", q.source + ": " + (q.community_id.empty() ? q.filter : "community id " + q.community_id) +
+                                   " over " + format_time(q.from_ns) + " .. " + format_time(q.to_ns));
+    if (out.empty()) return Cli::usage_error("--alert " + input + ": no flow record in it"), kExitUsage;
+    return kExitOk;
+}
+
 int cmd_extract(const Cli& cli, const ToolCommands& above) {
     if (cli.get("--remote")) {
+        if (cli.get("--alert")) return Cli::usage_error("--alert reads a local store (--dir), not --remote"), kExitUsage;
         if (!above.extract_remote) return Cli::usage_error("--remote is not available in this build"), kExitUsage;
         return above.extract_remote(cli.options());
     }
     for (const char* remote_only : {"--cert", "--key", "--cacert", "--token-file", "--remote-timeout", "--max-answer-bytes",
                                     "--max-total-bytes", "--remote-deadline", "--min-rate", "--min-free-bytes"})
         if (cli.get(remote_only)) return Cli::usage_error(std::string(remote_only) + " goes with --remote"), kExitUsage;
+    if (cli.get("--margin") && !cli.get("--alert")) return Cli::usage_error("--margin goes with --alert"), kExitUsage;
     Common c;
     if (!cli.common(c)) return kExitUsage;
     ExtractOptions o;
     o.directory = c.dir;
     o.file_template = c.file_template;
+    if (auto alert = cli.get("--alert"))
+        if (const int rc = alert_selections(cli, *alert, o.any_of); rc != kExitOk) return rc;
     if (auto f = cli.get("--from")) {
         auto t = parse_time(*f);
         if (!t) return Cli::usage_error("--from: " + t.error().message), kExitUsage;
