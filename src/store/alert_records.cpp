@@ -7,6 +7,7 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
+#include "packet/community_id.hpp"
 #include "store/time_spec.hpp"
 
 namespace linecap::store {
@@ -175,6 +176,31 @@ Result<AlertRecords> read_alert_records(std::istream& in, uint64_t margin_ns, si
         q->source = where + ": " + q->source;
         out.queries.push_back(std::move(q.value()));
     }
+    return out;
+}
+
+Result<std::vector<Selection>> flow_selections(const AlertRecords& records) {
+    std::vector<Selection> out;
+    std::vector<std::string> broken;
+    for (const size_t i : records.malformed) broken.push_back(records.skipped[i]);
+    for (const FlowQuery& q : records.queries) {
+        if (q.community_id.empty()) {
+            out.push_back({.from_ns = q.from_ns, .to_ns = q.to_ns, .filter = q.filter, .community_id = "",
+                           .index_hint = ""});
+        } else if (auto id = parse_community_id(q.community_id); !id) {
+            broken.push_back(q.source.substr(0, q.source.find(':')) + ": community_id " + q.community_id + ": " +
+                             id.error().message);
+        } else {
+            out.push_back({.from_ns = q.from_ns, .to_ns = q.to_ns, .filter = "", .community_id = q.community_id,
+                           .index_hint = q.filter});
+        }
+    }
+    if (!broken.empty()) {
+        std::string lines;
+        for (const std::string& b : broken) lines += (lines.empty() ? "" : "; ") + b;
+        return config_error(std::to_string(broken.size()) + " malformed records, nothing done: " + lines);
+    }
+    if (out.empty()) return config_error("no flow record in it");
     return out;
 }
 
