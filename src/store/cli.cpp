@@ -34,6 +34,7 @@
 #include "store/time_spec.hpp"
 #include "util/errno_text.hpp"
 #include "util/io_status.hpp"
+#include "util/one_line.hpp"
 #include "util/utc_time.hpp"
 
 namespace linecap::store {
@@ -641,12 +642,11 @@ std::string local_user() {
 }
 
 std::string hold_line(const Hold& h) {
-    char line[512];
-    std::snprintf(line, sizeof line, "%-26s %-30s %-30s %10llu %12llu  %s  %s\n", h.id.c_str(),
+    char columns[256];
+    std::snprintf(columns, sizeof columns, "%-26s %-30s %-30s %10llu %12llu  ", h.id.c_str(),
                   format_utc_ns(h.created_ns).c_str(), h.expires_ns ? format_utc_ns(h.expires_ns).c_str() : "until released",
-                  static_cast<unsigned long long>(h.packets), static_cast<unsigned long long>(h.bytes),
-                  h.created_by.c_str(), h.reason.c_str());
-    return line;
+                  static_cast<unsigned long long>(h.packets), static_cast<unsigned long long>(h.bytes));
+    return columns + h.created_by + "  " + one_line(h.reason) + "\n";
 }
 
 // Lists the holds (removing the expired ones, each said on stderr); problems on stderr.
