@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "api/access.hpp"
+#include "api/hold_request.hpp"
 #include "api/http_front.hpp"
 #include "api/page.hpp"
 #include "api/query.hpp"
@@ -32,7 +33,9 @@
 #include "config/values.hpp"
 #include "format/pcap_format.hpp"
 #include "format/pcapng_format.hpp"
+#include "archive/holds.hpp"
 #include "store/extract.hpp"
+#include "store/holds.hpp"
 #include "store/time_spec.hpp"
 #include "util/errno_text.hpp"
 #include "util/idle_priority.hpp"
@@ -304,6 +307,7 @@ struct ApiServer::Impl final : HttpHandler {
     void stream_packets(Admitted admitted, store::ExtractOptions o, HttpExchange& ex, AuditRecord a,
                         Clock::time_point started);
     void handle_size(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
+    void handle_holds(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
     void handle_files(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
 };
 
@@ -330,9 +334,15 @@ void ApiServer::Impl::serve(const HttpRequest& req, HttpExchange& ex) {
     a.who = id.shown;
     a.credential_refused = id.refused;
     const bool steno = req.path == "/query";  // Stenographer's endpoint: POST, the query in the body
-    if (req.method != (steno ? "POST" : "GET"))
-        return reply(ex, 405, json_error(steno ? "only POST" : "only GET"), "application/json",
-                     "refused: method " + a.method, a, started, {{"Allow", steno ? "POST" : "GET"}});
+    const bool holds = req.path == "/api/v1/holds", one_hold = req.path.starts_with("/api/v1/holds/");
+    const std::string allowed = steno ? "POST" : holds ? "GET, POST" : one_hold ? "DELETE" : "GET";
+    const bool method_ok = steno      ? req.method == "POST"
+                           : holds    ? req.method == "GET" || req.method == "POST"
+                           : one_hold ? req.method == "DELETE"
+                                      : req.method == "GET";
+    if (!method_ok)
+        return reply(ex, 405, json_error("only " + allowed), "application/json", "refused: method " + a.method, a,
+                     started, {{"Allow", allowed}});
     if (req.path == "/") {
         // The page is public: it holds no data, and a browser that authenticates with a
         // token can only send it from the page's own script.
@@ -346,6 +356,7 @@ void ApiServer::Impl::serve(const HttpRequest& req, HttpExchange& ex) {
                      {{"WWW-Authenticate", tls && !config.api.tls_client_ca.empty() && !tokens ? "Mutual" : "Bearer realm=\"linecap\""}});
     }
     if (steno) return handle_steno_query(req, ex, a, started);
+    if (holds || one_hold) return handle_holds(req, ex, a, started);
     if (req.path == "/api/v1/packets") return handle_packets(req, ex, a, started);
     if (req.path == "/api/v1/size") return handle_size(req, ex, a, started);
     if (req.path == "/api/v1/files") return handle_files(req, ex, a, started);
@@ -420,6 +431,65 @@ void ApiServer::Impl::handle_packets(const HttpRequest& req, HttpExchange& ex, A
     std::optional<Admitted> admitted = admit(req, ex, a, started);
     if (!admitted) return;
     stream_packets(std::move(*admitted), extract_options(admitted->query), ex, std::move(a), started);
+}
+
+// /api/v1/holds: POST makes a hold of the body's query (api/hold_request.hpp), GET lists
+// them, DELETE /api/v1/holds/ID releases one. Expired holds are removed by every one of
+// these before it answers. The audit record carries the body (its start) and the hold's
+// ID, packets and SHA-256: the chain of custody of the evidence kept.
+void ApiServer::Impl::handle_holds(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started) {
+    const std::string& dir = config.output.directory;
+    const HoldListing listing = list_holds(dir, utc_now_ns(), true);
+    std::string expired;
+    for (const std::string& r : listing.removed) expired += "; hold " + r + ", removed";
+    if (req.method == "DELETE") {
+        const std::string id = req.path.substr(std::string_view("/api/v1/holds/").size());
+        if (auto released = release_hold(dir, id); !released) {
+            const int status = released.error().config ? 404 : 500;
+            return reply(ex, status, json_error(released.error().message), "application/json",
+                         "refused: " + released.error().message + expired, a, started);
+        }
+        return reply(ex, 200, nlohmann::json({{"released", id}}).dump() + "\n", "application/json",
+                     "hold " + id + " released by " + a.who + expired, a, started);
+    }
+    if (req.method == "GET") {
+        if (!req.query.empty())
+            return reply(ex, 400, json_error("holds takes no parameters"), "application/json", "refused: parameters", a,
+                         started);
+        return reply(ex, 200, holds_json(listing.holds), "application/json",
+                     "listed " + std::to_string(listing.holds.size()) + " holds" + expired, a, started);
+    }
+    a.target += "?" + one_line(req.body.substr(0, 512));
+    const uint64_t now = utc_now_ns();
+    store::HoldRequest request;
+    request.query.directory = dir;
+    request.query.file_template = config.output.file_template;
+    request.query.max_bytes = config.api.max_bytes;
+    request.created_by = a.who;
+    if (auto parsed = parse_hold_request(req.body, now, request); !parsed)
+        return reply(ex, 400, json_error(parsed.error().message), "application/json",
+                     "refused: " + parsed.error().message + expired, a, started);
+    Slots::Slot slot = slots->try_take();
+    if (!slot)
+        return reply(ex, 503, json_error("busy: " + std::to_string(slots->limit()) + " queries are running (api.max_queries)"),
+                     "application/json", "refused: busy", a, started, {{"Retry-After", "5"}});
+    const auto deadline = started + std::chrono::seconds(config.api.max_duration_s);
+    request.query.should_stop = [&] { return Clock::now() > deadline; };
+    auto made = store::create_hold(request, now);
+    slot.release();
+    if (!made) {
+        const bool refused = made.error().config || made.error().message.starts_with("no packets") ||
+                             made.error().message.starts_with("filter ");
+        return reply(ex, refused ? 422 : 500, json_error(made.error().message), "application/json",
+                     (refused ? "refused: " : "error: ") + made.error().message + expired, a, started);
+    }
+    const Hold& h = made->hold;
+    a.packets = h.packets;
+    return reply(ex, 201, hold_record_json(h), "application/json",
+                 "hold " + h.id + " created: " + std::to_string(h.packets) + " packets, " +
+                     std::to_string(h.packet_bytes) + " bytes, sha256 " + h.sha256 +
+                     (h.expires_ns ? ", expires " + format_utc_ns(h.expires_ns) : ", until released") + expired,
+                 a, started, {{"Location", "/api/v1/holds/" + h.id}});
 }
 
 // Stenographer's POST /query, as Debian's stenoread and stenocurl send it: the body is a

@@ -5,6 +5,8 @@
 //   GET /api/v1/size       {packets, bytes, ...} of that answer, without the packets
 //   GET /api/v1/files      the capture files of a time range
 //   GET /api/v1/status     ports, rates, drops by reason, disk, retention horizon
+//   POST /query            Stenographer's query language, its answer the pcap
+//   POST|GET /api/v1/holds, DELETE /api/v1/holds/ID   make, list, release holds
 //
 // A separate process from linecapd, on purpose: it runs unprivileged with read-only
 // access to the store, at idle CPU and I/O priority, and whatever a client does to it

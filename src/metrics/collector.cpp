@@ -129,6 +129,10 @@ void MetricsCollector::collect() {
     if (filesystem_ && !views_.output_directory.empty()) next.filesystem = filesystem_(views_.output_directory);
     if (views_.backlog_blocks) next.backlog_blocks = views_.backlog_blocks();
     next.collected_ns = utc_now_ns();
+    if (!views_.output_directory.empty()) {
+        const HoldListing holds = list_holds(views_.output_directory, next.collected_ns, false);
+        next.holds = std::pair{holds.holds.size(), holds.bytes};
+    }
     if (views_.retention != nullptr) next.retention = read_counts(*views_.retention);
     next.manifest = counts_if(views_.manifest);
     next.indexing = counts_if(views_.indexing);

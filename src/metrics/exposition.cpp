@@ -245,6 +245,10 @@ void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& 
         push(out, kFilesystemFreeMetric, static_cast<double>(snapshot.filesystem->free_bytes));
         push(out, kFilesystemSizeMetric, static_cast<double>(snapshot.filesystem->size_bytes));
     }
+    if (snapshot.holds) {
+        push(out, kHoldsMetric, static_cast<double>(snapshot.holds->first));
+        push(out, kHoldBytesMetric, static_cast<double>(snapshot.holds->second));
+    }
     push(out, kWriterBacklogMetric, static_cast<double>(snapshot.backlog_blocks));
     if (snapshot.write_latency) out.push_back(write_latency(*snapshot.write_latency));
     add_retention_families(out, snapshot.retention, snapshot.collected_ns);

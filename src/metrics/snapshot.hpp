@@ -15,6 +15,7 @@
 #include "dpdk/rx_timestamp.hpp"
 #include "metrics/filesystem_usage.hpp"
 #include "metrics/port_stats.hpp"
+#include "archive/holds.hpp"
 #include "archive/scrub.hpp"
 #include "output/writer.hpp"
 #include "archive/compress.hpp"
@@ -88,6 +89,7 @@ struct MetricsSnapshot {
     bool all_workers_polling = false;
     std::optional<LatencySample> write_latency;
     std::optional<FilesystemUsage> filesystem;
+    std::optional<std::pair<size_t, uint64_t>> holds;  // unexpired holds and their bytes (archive/holds.hpp)
     uint64_t backlog_blocks = 0;
     uint64_t collected_ns = 0;        // wall clock of the collection (the retention horizon's "now")
     // The background services' counters (metrics declared next to each group).

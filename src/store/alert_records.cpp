@@ -7,6 +7,7 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
+#include "packet/community_id.hpp"
 #include "store/time_spec.hpp"
 
 namespace linecap::store {
@@ -63,9 +64,11 @@ std::string five_tuple_filter(const std::string& a, int a_port, const std::strin
 }
 
 // Seconds since the epoch with a fraction (Zeek's ts) to ns; nullopt when out of range.
+// Rounded to whole microseconds: Zeek writes six decimals, and a double near 1.8e18 ns
+// is only good to 256 ns, which would move a span's ends off the packets they name.
 std::optional<uint64_t> seconds_to_ns(double s) {
     if (!std::isfinite(s) || s < 0 || s > 1.8e10) return std::nullopt;
-    return uint64_t(std::llround(s * 1e9));
+    return uint64_t(std::llround(s * 1e6)) * 1000;
 }
 
 uint64_t sub_sat(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
@@ -150,6 +153,7 @@ Result<AlertRecords> read_alert_records(std::istream& in, uint64_t margin_ns, si
                 return config_error(where + ": not a JSON object: alert input is one JSON record per line "
                                             "(Suricata EVE, Zeek conn.log with LogAscii::use_json)");
             }
+            out.malformed.push_back(out.skipped.size());
             out.skipped.push_back(where + ": not a JSON object");
             continue;
         }
@@ -162,6 +166,7 @@ Result<AlertRecords> read_alert_records(std::istream& in, uint64_t margin_ns, si
         }
         auto q = zeek ? from_zeek(record, margin_ns) : from_eve(record, margin_ns);
         if (!q) {
+            out.malformed.push_back(out.skipped.size());
             out.skipped.push_back(where + ": " + q.error().message);
             continue;
         }
@@ -171,6 +176,31 @@ Result<AlertRecords> read_alert_records(std::istream& in, uint64_t margin_ns, si
         q->source = where + ": " + q->source;
         out.queries.push_back(std::move(q.value()));
     }
+    return out;
+}
+
+Result<std::vector<Selection>> flow_selections(const AlertRecords& records) {
+    std::vector<Selection> out;
+    std::vector<std::string> broken;
+    for (const size_t i : records.malformed) broken.push_back(records.skipped[i]);
+    for (const FlowQuery& q : records.queries) {
+        if (q.community_id.empty()) {
+            out.push_back({.from_ns = q.from_ns, .to_ns = q.to_ns, .filter = q.filter, .community_id = "",
+                           .index_hint = ""});
+        } else if (auto id = parse_community_id(q.community_id); !id) {
+            broken.push_back(q.source.substr(0, q.source.find(':')) + ": community_id " + q.community_id + ": " +
+                             id.error().message);
+        } else {
+            out.push_back({.from_ns = q.from_ns, .to_ns = q.to_ns, .filter = "", .community_id = q.community_id,
+                           .index_hint = q.filter});
+        }
+    }
+    if (!broken.empty()) {
+        std::string lines;
+        for (const std::string& b : broken) lines += (lines.empty() ? "" : "; ") + b;
+        return config_error(std::to_string(broken.size()) + " malformed records, nothing done: " + lines);
+    }
+    if (out.empty()) return config_error("no flow record in it");
     return out;
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "store/extract.hpp"
 #include "util/result.hpp"
 
 namespace linecap::store {
@@ -30,10 +31,19 @@ struct FlowQuery {
 struct AlertRecords {
     std::vector<FlowQuery> queries;   // in input order
     std::vector<std::string> skipped; // "line N: why", for lines that are no flow record
+    // Which of the skipped lines are broken rather than other events: not JSON, or a flow
+    // record (src_ip / id.orig_h) whose fields do not read. Indexes into skipped.
+    std::vector<size_t> malformed;
 };
 
 // Reads every line of IN. Errors only for input that is not JSON lines at all (the first
 // non-empty line does not parse) or more than MAX_RECORDS records.
 Result<AlertRecords> read_alert_records(std::istream& in, uint64_t margin_ns, size_t max_records = 100000);
+
+// The records' flows as extract's selections: by Community ID (its 5-tuple only as the
+// index hint) or by 5-tuple. Refused whole, every malformed line named ("line N: why",
+// joined by "; "): the broken skipped lines and records whose community_id does not
+// parse — an answer silently missing a flow would look complete.
+Result<std::vector<Selection>> flow_selections(const AlertRecords& records);
 
 }  // namespace linecap::store

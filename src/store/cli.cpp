@@ -1,6 +1,7 @@
 #include "store/cli.hpp"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 #include <cstring>
 #include <optional>
 #include <ctime>
+#include <fstream>
+#include <iostream>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -24,11 +27,15 @@
 #include "format/pcap_format.hpp"
 #include "linecap_build.h"
 #include "packet/community_id.hpp"
+#include "store/alert_records.hpp"
 #include "store/extract.hpp"
+#include "store/holds.hpp"
 #include "store/stats.hpp"
 #include "store/time_spec.hpp"
 #include "util/errno_text.hpp"
 #include "util/io_status.hpp"
+#include "util/one_line.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap::store {
 namespace {
@@ -46,6 +53,8 @@ constexpr CommandHelp kCommands[] = {
      R"(  linecap extract --dir DIR [--from TIME] [--to TIME] [--filter EXPR] [--community-id ID]
                   [--max-bytes N] -o OUT.pcap|- [--format pcap|pcapng] [--no-index]
                   [--accept-damaged] [--require-synced] [-v]
+  linecap extract --dir DIR --alert FILE|- [--margin SECONDS] [--max-bytes N]
+                  -o OUT.pcap|- [--format pcap|pcapng] [--no-index] [-v]
   linecap extract --remote URL[,URL...] [--cert FILE --key FILE] [--cacert FILE]
                   [--token-file FILE] [--remote-timeout SECONDS] [--format pcapng|pcap]
                   [--from TIME] [--to TIME] [--filter EXPR] [--community-id ID]
@@ -86,6 +95,25 @@ constexpr CommandHelp kCommands[] = {
                             as its manifest records it (clock.sync; no manifest:
                             unknown, refused too), naming the files
           -v                print the plan and what was read on stderr
+          --alert FILE|-    the packets of the flows of alert records, in one
+                            answer (one merge: a packet two records share is
+                            written once): Suricata EVE JSON (alert, flow or any
+                            event with src_ip/dest_ip) and Zeek conn.log JSON
+                            (LogAscii::use_json), one record a line, from FILE or
+                            stdin. Each flow by its community_id when the record
+                            has one, else by its 5-tuple (both directions), over
+                            its span: EVE flow.start to flow.end (an alert without
+                            flow.end: to its timestamp), Zeek ts to ts + duration,
+                            widened by --margin SECONDS on both sides (default 60:
+                            an alert is logged while its flow goes on, and a log's
+                            clock may differ from the capture's). Other events
+                            (no src_ip nor id.orig_h, such as stats) are skipped
+                            and counted. A broken line (not JSON, a flow record
+                            whose addresses or times do not read) refuses the
+                            whole input, naming each such line: nothing is
+                            written (exit status 64), as an answer silently
+                            missing a flow would look complete. Not with --from,
+                            --to, --filter, --community-id.
           --remote URL,...  ask the retrieval APIs (`linecap serve`) of these
                             appliances instead of a local store, all at once, and
                             merge their answers in timestamp order: pcapng with one
@@ -129,6 +157,28 @@ constexpr CommandHelp kCommands[] = {
           counts gaps longer than S seconds, default the configured rotation interval),
           drops per file where a manifest reports them, and the files the scrub
           marked damaged. --per-file lists every file; --json prints the same as JSON.
+)"},
+    {"hold",
+     R"(  linecap hold create --dir DIR (--from TIME --to TIME [--filter EXPR] [--community-id ID]
+                  | --alert FILE|- [--margin SECONDS]) --reason TEXT [--expires WHEN]
+                  [--max-bytes N] [--no-index]
+  linecap hold list --dir DIR [--json]
+  linecap hold release --dir DIR ID
+)",
+     R"(Keeps the packets of a query past retention, as an evidence bundle in
+          DIR/holds/ID/: packets.pcap (what extract writes for the same query),
+          hold.json (who made it, when, why, the query, the expiry, packets, bytes,
+          SHA-256, integrity findings) and SHA256SUMS (`sha256sum -c` checks both).
+          Retention never deletes a hold; it goes when released, or once its
+          expiry has passed (removed by the next hold list or create, here or
+          through the API; never counted after it). create prints the new ID on stdout and refuses a query
+          with no packets (nothing held, exit status 1); the creator is the local
+          user. --expires WHEN: a TIME as for --from, or N followed by s, m, h or d
+          from now (default: until released). list: ID, creation, expiry, packets,
+          bytes, creator, reason (--json: the records). Held bytes are not counted
+          in output.retention.max_bytes or max_percent (those bound the capture
+          history); they take room on the same filesystem, which min_free_bytes
+          keeps free.
 )"},
     {"compress",
      R"(  linecap compress --dir DIR [--level N] [-v]
@@ -188,7 +238,8 @@ constexpr OptionSpec kOptions[] = {
     {"--gap-threshold", true}, {"--community-id", true},  {"--max-bytes", true},
     {"--remote", true},        {"--cert", true},          {"--key", true},
     {"--cacert", true},        {"--token-file", true},    {"--remote-timeout", true},
-    {"--level", true},         {"--max-answer-bytes", true}, {"--max-total-bytes", true},
+    {"--level", true},         {"--alert", true},         {"--margin", true},
+    {"--reason", true},        {"--expires", true},         {"--max-answer-bytes", true}, {"--max-total-bytes", true},
     {"--remote-deadline", true}, {"--min-rate", true},    {"--min-free-bytes", true},
     {"--no-index"},            {"--accept-damaged"},      {"--require-synced"},
     {"-v"},                    {"--verbose", false, "-v"}, {"--force"},
@@ -287,19 +338,46 @@ void set_pending(const layout::AtomicFile* file) {
     for (const int s : kCleanupSignals) ::sigaction(s, &action, nullptr);
 }
 
-int cmd_extract(const Cli& cli, const ToolCommands& above) {
-    if (cli.get("--remote")) {
-        if (!above.extract_remote) return Cli::usage_error("--remote is not available in this build"), kExitUsage;
-        return above.extract_remote(cli.options());
+constexpr uint64_t kDefaultAlertMarginS = 60;
+
+// `extract --alert`: the records of FILE (or stdin) as the query's selections. kExitOk, or
+// the exit status after a message naming what is wrong.
+int alert_selections(const Cli& cli, const std::string& input, std::vector<Selection>& out) {
+    for (const char* single : {"--from", "--to", "--filter", "--community-id"})
+        if (cli.get(single)) return Cli::usage_error(std::string(single) + " does not go with --alert"), kExitUsage;
+    uint64_t margin_s = kDefaultAlertMarginS;
+    if (auto m = cli.get("--margin"); m && !parse_count(*m, 0, 86400, &margin_s))
+        return Cli::usage_error("--margin: expected whole seconds 0..86400"), kExitUsage;
+    std::ifstream file;
+    if (input != "-") {
+        file.open(input);
+        if (!file) return Cli::usage_error("--alert " + input + ": " + errno_text(errno)), kExitUsage;
     }
-    for (const char* remote_only : {"--cert", "--key", "--cacert", "--token-file", "--remote-timeout", "--max-answer-bytes",
-                                    "--max-total-bytes", "--remote-deadline", "--min-rate", "--min-free-bytes"})
-        if (cli.get(remote_only)) return Cli::usage_error(std::string(remote_only) + " goes with --remote"), kExitUsage;
-    Common c;
-    if (!cli.common(c)) return kExitUsage;
-    ExtractOptions o;
+    auto records = read_alert_records(input == "-" ? std::cin : file, margin_s * 1000000000ull);
+    if (!records) return Cli::usage_error("--alert " + input + ": " + records.error().message), kExitUsage;
+    auto selections = flow_selections(records.value());
+    if (!selections) return Cli::usage_error("--alert " + input + ": " + selections.error().message), kExitUsage;
+    out = std::move(selections.value());
+    const size_t other = records->skipped.size();
+    if (other > 0)
+        print_line("info", "--alert " + input + ": " + std::to_string(other) + " lines without a flow skipped (" +
+                               records->skipped.front() + (other > 1 ? ", ..." : "") + ")");
+    if (cli.flag("-v"))
+        for (const FlowQuery& q : records->queries)
+            print_line("info", q.source + ": " + (q.community_id.empty() ? q.filter : "community id " + q.community_id) +
+                                   " over " + format_time(q.from_ns) + " .. " + format_time(q.to_ns));
+    return kExitOk;
+}
+
+// What extract and hold create select: the store, --alert records or --from, --to,
+// --filter and --community-id, --max-bytes, --no-index. kExitOk, or the exit status after
+// the message.
+int query_options(const Cli& cli, const Common& c, ExtractOptions& o) {
+    if (cli.get("--margin") && !cli.get("--alert")) return Cli::usage_error("--margin goes with --alert"), kExitUsage;
     o.directory = c.dir;
     o.file_template = c.file_template;
+    if (auto alert = cli.get("--alert"))
+        if (const int rc = alert_selections(cli, *alert, o.any_of); rc != kExitOk) return rc;
     if (auto f = cli.get("--from")) {
         auto t = parse_time(*f);
         if (!t) return Cli::usage_error("--from: " + t.error().message), kExitUsage;
@@ -318,6 +396,22 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
     if (auto m = cli.get("--max-bytes"); m && !parse_count(*m, sizeof(pcap::FileHeader), UINT64_MAX / 2, &o.max_bytes))
         return Cli::usage_error("--max-bytes: expected a byte count of at least 24 (the pcap file header)"), kExitUsage;
     o.use_index = !cli.flag("--no-index");
+    return kExitOk;
+}
+
+int cmd_extract(const Cli& cli, const ToolCommands& above) {
+    if (cli.get("--remote")) {
+        if (cli.get("--alert")) return Cli::usage_error("--alert reads a local store (--dir), not --remote"), kExitUsage;
+        if (!above.extract_remote) return Cli::usage_error("--remote is not available in this build"), kExitUsage;
+        return above.extract_remote(cli.options());
+    }
+    for (const char* remote_only : {"--cert", "--key", "--cacert", "--token-file", "--remote-timeout", "--max-answer-bytes",
+                                    "--max-total-bytes", "--remote-deadline", "--min-rate", "--min-free-bytes"})
+        if (cli.get(remote_only)) return Cli::usage_error(std::string(remote_only) + " goes with --remote"), kExitUsage;
+    Common c;
+    if (!cli.common(c)) return kExitUsage;
+    ExtractOptions o;
+    if (const int rc = query_options(cli, c, o); rc != kExitOk) return rc;
     o.require_synced = cli.flag("--require-synced");
     if (auto f = cli.get("--format")) {
         if (*f == "pcapng") o.output_format = FileKind::pcapng;
@@ -539,6 +633,90 @@ int cmd_stats(const Cli& cli) {
     return st->errors.empty() ? kExitOk : kExitFailure;
 }
 
+// "user:NAME" of the account running the tool (and who it was before sudo).
+std::string local_user() {
+    const passwd* pw = ::getpwuid(::geteuid());
+    std::string who = "user:" + (pw ? std::string(pw->pw_name) : std::to_string(::geteuid()));
+    if (const char* sudo = std::getenv("SUDO_USER"); sudo != nullptr && *sudo) who += " (sudo from " + std::string(sudo) + ")";
+    return who;
+}
+
+std::string hold_line(const Hold& h) {
+    char columns[256];
+    std::snprintf(columns, sizeof columns, "%-26s %-30s %-30s %10llu %12llu  ", h.id.c_str(),
+                  format_utc_ns(h.created_ns).c_str(), h.expires_ns ? format_utc_ns(h.expires_ns).c_str() : "until released",
+                  static_cast<unsigned long long>(h.packets), static_cast<unsigned long long>(h.bytes));
+    return columns + h.created_by + "  " + one_line(h.reason) + "\n";
+}
+
+// Lists the holds (removing the expired ones, each said on stderr); problems on stderr.
+HoldListing listed_holds(const std::string& dir) {
+    HoldListing listing = list_holds(dir, utc_now_ns(), true);
+    for (const std::string& r : listing.removed) print_line("info", "hold " + r + "; removed");
+    for (const std::string& p : listing.problems) print_line("error", "hold " + p);
+    return listing;
+}
+
+int cmd_hold(const Cli& cli, const std::vector<std::string>& operands) {
+    const std::string action = operands.empty() ? "" : operands[0];
+    if (action != "create" && action != "list" && action != "release")
+        return Cli::usage_error("hold: expected create, list or release" + (action.empty() ? "" : ", not '" + action + "'")),
+               kExitUsage;
+    if (operands.size() != (action == "release" ? 2u : 1u))
+        return Cli::usage_error(action == "release" ? "hold release: expected one hold ID"
+                                                    : "hold " + action + ": unexpected '" + operands.back() + "'"),
+               kExitUsage;
+    Common c;
+    if (!cli.common(c)) return kExitUsage;
+    if (action == "release") {
+        if (auto released = release_hold(c.dir, operands[1]); !released)
+            return released.error().config ? (Cli::usage_error(released.error().message), kExitUsage)
+                                              : (print_line("error", released.error().message), kExitFailure);
+        print_line("info", "hold " + operands[1] + " released by " + local_user());
+        return kExitOk;
+    }
+    if (action == "list") {
+        const HoldListing listing = listed_holds(c.dir);
+        if (cli.flag("--json")) {
+            std::fputs(holds_json(listing.holds).c_str(), stdout);
+        } else {
+            std::printf("%-26s %-30s %-30s %10s %12s  %s\n", "ID", "CREATED", "EXPIRES", "PACKETS", "BYTES", "BY  REASON");
+            for (const Hold& h : listing.holds) std::fputs(hold_line(h).c_str(), stdout);
+        }
+        return listing.problems.empty() ? kExitOk : kExitFailure;
+    }
+    ExtractOptions o;
+    if (const int rc = query_options(cli, c, o); rc != kExitOk) return rc;
+    o.on_warning = [](const std::string& m) { print_line("warning", m); };
+    o.on_error = [](const std::string& m) { print_line("error", m); };
+    o.on_concern = [](const FileConcern& f) { print_line("integrity", f.path + ": " + f.reason); };
+    HoldRequest request;
+    request.query = o;
+    request.origin = cli.get("--alert") ? "alert records of " + *cli.get("--alert") : "linecap hold create";
+    request.created_by = local_user();
+    request.reason = cli.get("--reason").value_or("");
+    if (request.reason.empty()) return Cli::usage_error("hold create: --reason TEXT is required"), kExitUsage;
+    const uint64_t now = utc_now_ns();
+    if (auto e = cli.get("--expires")) {
+        auto t = parse_expiry(*e, now);
+        if (!t) return Cli::usage_error("--expires: " + t.error().message), kExitUsage;
+        request.expires_ns = t.value();
+    }
+    (void)listed_holds(c.dir);  // expired holds go before a new one is counted
+    auto made = create_hold(request, now);
+    if (!made) {
+        return made.error().config ? (Cli::usage_error("hold create: " + made.error().message), kExitUsage)
+                                      : (print_line("error", "hold create: " + made.error().message), kExitFailure);
+    }
+    const Hold& h = made->hold;
+    std::printf("%s\n", h.id.c_str());
+    print_line("info", "hold " + h.id + ": " + std::to_string(h.packets) + " packets, " +
+                           std::to_string(h.packet_bytes) + " bytes, sha256 " + h.sha256 + ", " +
+                           (h.expires_ns ? "expires " + format_utc_ns(h.expires_ns) : "until released") + ", in " +
+                           holds_path(c.dir) + "/" + h.id);
+    return h.findings.empty() ? kExitOk : kExitFailure;
+}
+
 }  // namespace
 
 void print_line(const char* level, const std::string& m) {
@@ -605,7 +783,7 @@ int linecap_tool_main(int argc, char** argv, const ToolCommands& above) {
         Cli::usage_error("unknown command '" + command + "'");
         return kExitUsage;
     }
-    const CommandLine args = parse_command_line(argc, argv, 2, kOptions, false);
+    const CommandLine args = parse_command_line(argc, argv, 2, kOptions, command == "hold");
     if (!args.ok()) {
         Cli::usage_error(args.error());
         return kExitUsage;
@@ -623,6 +801,7 @@ int linecap_tool_main(int argc, char** argv, const ToolCommands& above) {
         return above.serve(args.options);
     }
     if (command == "stats") return cmd_stats(cli);
+    if (command == "hold") return cmd_hold(cli, args.operands);
     print_line("error", "command '" + command + "' is described but not implemented");
     return kExitFailure;
 }

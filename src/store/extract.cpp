@@ -28,6 +28,58 @@ struct Range {
     uint64_t min_ts = 0, max_ts = UINT64_MAX;
 };
 
+// A Selection ready to match: a packet is one of its packets when from <= ts < to, the
+// filter accepts it and its Community ID is the one asked for (if any).
+struct CompiledSelection {
+    uint64_t from_ns = 0, to_ns = UINT64_MAX;
+    CompiledFilter filter;
+    std::optional<CommunityIdDigest> community_id;
+    FilterPlan plan;  // what the index may prune by: the filter's, else the index hint's
+
+    bool meets(uint64_t lower_ns, uint64_t upper_ns) const { return upper_ns > from_ns && lower_ns < to_ns; }
+};
+
+// The selections of a query: its any_of, or the one its time range, filter and Community ID
+// make. Errors are the filter's or the Community ID's.
+Result<std::vector<CompiledSelection>> compile_selections(const ExtractOptions& o) {
+    std::vector<Selection> wanted = o.any_of;
+    if (wanted.empty())
+        wanted.push_back({.from_ns = o.from_ns, .to_ns = o.to_ns, .filter = o.filter, .community_id = o.community_id,
+                          .index_hint = ""});
+    std::vector<CompiledSelection> out;
+    out.reserve(wanted.size());
+    for (const Selection& w : wanted) {
+        auto filter = CompiledFilter::compile(w.filter);
+        if (!filter) return filter.error();
+        CompiledSelection c{.from_ns = w.from_ns, .to_ns = w.to_ns, .filter = std::move(filter.value()),
+                            .community_id = std::nullopt, .plan = {}};
+        c.plan = c.filter.plan();
+        if (!w.community_id.empty()) {
+            auto id = parse_community_id(w.community_id);
+            if (!id) return id.error();
+            c.community_id = id.value();
+        }
+        if (c.filter.empty() && !w.index_hint.empty()) {
+            auto hint = CompiledFilter::compile(w.index_hint);
+            if (!hint) return hint.error();
+            c.plan = hint->plan();
+        }
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+// The span [from, to) of all selections together.
+std::pair<uint64_t, uint64_t> envelope(const std::vector<CompiledSelection>& selections) {
+    uint64_t from = UINT64_MAX, to = 0;
+    for (const CompiledSelection& s : selections) {
+        if (s.from_ns >= s.to_ns) continue;
+        from = std::min(from, s.from_ns);
+        to = std::max(to, s.to_ns);
+    }
+    return from < to ? std::pair{from, to} : std::pair{uint64_t{0}, uint64_t{0}};
+}
+
 struct FilePlan {
     size_t rank = 0;               // name order
     const StoredFile* info = nullptr;
@@ -125,13 +177,11 @@ private:
 // filtered.
 class Cursor final : public format::MergeInput {
 public:
-    Cursor(FilePlan plan, const ExtractOptions& o, const CompiledFilter& filter,
-           const std::optional<CommunityIdDigest>& community_id, OutputInterfaces& interfaces, Reporter& rep,
-           ExtractReport& report)
+    Cursor(FilePlan plan, const ExtractOptions& o, const std::vector<CompiledSelection>& selections,
+           OutputInterfaces& interfaces, Reporter& rep, ExtractReport& report)
         : plan_(std::move(plan)),
           o_(o),
-          filter_(filter),
-          community_id_(community_id),
+          selections_(selections),
           interfaces_(interfaces),
           rep_(rep),
           report_(report) {}
@@ -208,15 +258,24 @@ public:
             seen_ = true;
             last_ts_ = r.ts_ns;
             // No early stop at ts >= to: a later record of the same file may be earlier.
-            if (r.ts_ns < o_.from_ns || r.ts_ns >= o_.to_ns) continue;
-            if (!filter_.matches(r)) continue;
-            if (community_id_ && community_id_digest(r.data, r.caplen) != community_id_) continue;
+            if (!selected(r)) continue;
             cur_ = r;
             return Next::record;
         }
     }
 
 private:
+    bool selected(const format::Record& r) const {
+        std::optional<std::optional<CommunityIdDigest>> digest;  // computed once, when a selection asks
+        for (const CompiledSelection& s : selections_) {
+            if (r.ts_ns < s.from_ns || r.ts_ns >= s.to_ns || !s.filter.matches(r)) continue;
+            if (!s.community_id) return true;
+            if (!digest) digest = community_id_digest(r.data, r.caplen);
+            if (*digest == s.community_id) return true;
+        }
+        return false;
+    }
+
     // A record outside the time span its index block claims: the index no longer
     // describes the file. Everything the index let the cursor skip, and everything after
     // the current range, is read too (the current range continues as planned).
@@ -237,8 +296,7 @@ private:
 
     FilePlan plan_;
     const ExtractOptions& o_;
-    const CompiledFilter& filter_;
-    const std::optional<CommunityIdDigest>& community_id_;
+    const std::vector<CompiledSelection>& selections_;
     OutputInterfaces& interfaces_;
     Reporter& rep_;
     ExtractReport& report_;
@@ -254,26 +312,35 @@ private:
 };
 
 // Selects the blocks of an indexed file to read; false when none can hold a match.
-bool plan_from_index(const Index& ix, const CompiledFilter& filter, const ExtractOptions& o, FilePlan& p,
-                     Reporter& rep, ExtractReport& report) {
+bool plan_from_index(const Index& ix, const std::vector<CompiledSelection>& selections, FilePlan& p, Reporter& rep,
+                     ExtractReport& report) {
+    const auto [from, to] = envelope(selections);
     const IndexHeader& h = ix.header();
     const std::string& path = p.info->path;
     report.blocks_total += h.block_count;
     // A damaged tail was not indexed; report it when the range reaches it.
-    if ((h.flags & (kIndexTruncatedTail | kIndexCorruptTail)) && (h.packets == 0 || o.to_ns > h.max_ts_ns))
+    if ((h.flags & (kIndexTruncatedTail | kIndexCorruptTail)) && (h.packets == 0 || to > h.max_ts_ns))
         rep.error(path + ": " + ((h.flags & kIndexTruncatedTail) ? "truncated record" : "corrupt record") +
                   " at offset " + std::to_string(damage_offset_of(h)) + " (the rest of the file is unreadable)");
     p.rescan_end = (h.flags & (kIndexTruncatedTail | kIndexCorruptTail)) ? h.data_end : p.size;
-    if (h.packets == 0 || h.max_ts_ns < o.from_ns || h.min_ts_ns >= o.to_ns) return false;
-    BlockSet blocks = candidate_blocks(ix, filter.plan());
+    if (h.packets == 0 || h.max_ts_ns < from || h.min_ts_ns >= to) return false;
+    const auto entries = ix.blocks();
+    // A block is read when, for some selection, it may hold a match and its span meets the
+    // selection's range.
+    BlockSet blocks(static_cast<uint32_t>(entries.size()), false);
+    for (const CompiledSelection& s : selections) {
+        if (h.max_ts_ns < s.from_ns || h.min_ts_ns >= s.to_ns) continue;
+        const BlockSet candidates = candidate_blocks(ix, s.plan);
+        for (uint32_t b = 0; b < entries.size(); ++b)
+            if (candidates.test(b) && entries[b].max_ts_ns >= s.from_ns && entries[b].min_ts_ns < s.to_ns) blocks.set(b);
+    }
     if (ix.damaged())
         rep.warning(path + ": index postings damaged; reading every block in the time range "
                            "(rebuild with 'linecap index --force')");
     uint64_t first_ts = UINT64_MAX;
-    const auto entries = ix.blocks();
     for (uint32_t b = 0; b < entries.size(); ++b) {
         const BlockEntry& e = entries[b];
-        if (!blocks.test(b) || e.max_ts_ns < o.from_ns || e.min_ts_ns >= o.to_ns) continue;
+        if (!blocks.test(b)) continue;
         ++report.blocks_read;
         first_ts = std::min(first_ts, e.min_ts_ns);
         Range* last = p.ranges.empty() ? nullptr : &p.ranges.back();
@@ -292,7 +359,7 @@ bool plan_from_index(const Index& ix, const CompiledFilter& filter, const Extrac
         p.ranges = {{data_begin_of(h), h.data_end, h.min_ts_ns, h.max_ts_ns}};
         first_ts = h.min_ts_ns;
     }
-    p.start_bound = std::max(first_ts, o.from_ns);
+    p.start_bound = std::max(first_ts, from);
     return true;
 }
 
@@ -355,16 +422,14 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
     Reporter rep(o, report);
     auto tmpl = FileTemplate::compile(o.file_template);
     if (!tmpl) return tmpl.error();
-    auto filter = CompiledFilter::compile(o.filter);
-    if (!filter) return filter.error();
-    std::optional<CommunityIdDigest> community_id;
-    if (!o.community_id.empty()) {
-        auto id = parse_community_id(o.community_id);
-        if (!id) return id.error();
-        community_id = id.value();
-    }
-    report.plan = filter->plan().describe();
-    if (community_id) report.plan += "; then community id " + o.community_id + " per packet";
+    auto compiled = compile_selections(o);
+    if (!compiled) return compiled.error();
+    const std::vector<CompiledSelection>& selections = compiled.value();
+    const std::string& first_community_id = o.any_of.empty() ? o.community_id : o.any_of.front().community_id;
+    report.plan = selections.front().plan.describe();
+    if (selections.front().community_id) report.plan += "; then community id " + first_community_id + " per packet";
+    if (selections.size() > 1)
+        report.plan = "any of " + std::to_string(selections.size()) + " selections, the first: " + report.plan;
     const std::unique_ptr<StoreBackend> store = open_store(o.directory);
     auto catalog = store->list(ListOptions::catalog(tmpl.value()));
     if (!catalog) return catalog.error();
@@ -373,12 +438,14 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
     // --- plan ---
     std::vector<FilePlan> plans;
     format::MergedHeader output_header;  // the sources' snaplen and link type
-    const uint64_t from = o.from_ns, to = o.to_ns;
+    const auto [from, to] = envelope(selections);
     std::vector<std::string> not_synced;  // require_synced: "FILE (state)"
     for (size_t rank = 0; rank < catalog->files.size(); ++rank) {
         const StoredFile& f = catalog->files[rank];
         if (from >= to) break;
-        if (f.upper_ns <= from || f.lower_ns >= to) continue;
+        if (std::none_of(selections.begin(), selections.end(),
+                         [&](const CompiledSelection& s) { return s.meets(f.lower_ns, f.upper_ns); }))
+            continue;
         ++report.files_selected;
         if (o.require_synced) {
             const std::string sync = store->read_manifest(f).clock_sync();
@@ -409,7 +476,7 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
         if (li.state == IndexState::valid) {
             p.indexed = true;
             ++report.files_indexed;
-            if (!plan_from_index(li.index, filter.value(), o, p, rep, report)) {
+            if (!plan_from_index(li.index, selections, p, rep, report)) {
                 ++report.files_skipped_by_index;
                 continue;
             }
@@ -457,8 +524,7 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
         const uint64_t start_bound = p.start_bound;
         const size_t rank = p.rank;
         inputs.push_back({start_bound, rank,
-                          std::make_unique<Cursor>(std::move(p), o, filter.value(), community_id, interfaces, rep,
-                                                   report)});
+                          std::make_unique<Cursor>(std::move(p), o, selections, interfaces, rep, report)});
     }
     auto end = format::merge_by_time(std::move(inputs), writer, {o.max_bytes, o.max_packets, o.should_stop});
     if (!end) return end.error();

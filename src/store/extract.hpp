@@ -52,6 +52,19 @@ struct FileConcern {
     std::string reason;         // one line: the marker's finding, or why the index is stale
 };
 
+// One flow or range of a query that asks for several at once (`extract --alert`, a hold
+// made from alert records): its time range, filter and Community ID, as ExtractOptions's.
+struct Selection {
+    uint64_t from_ns = 0;
+    uint64_t to_ns = UINT64_MAX;  // exclusive
+    std::string filter;
+    std::string community_id;
+    // A libpcap filter every packet of the selection passes, used only to prune by the
+    // index (the flow's 5-tuple beside its Community ID). The exact match is the Community
+    // ID's alone: it also finds the flow's VLAN-tagged packets, which "host A" does not.
+    std::string index_hint;
+};
+
 struct ExtractOptions {
     std::string directory;
     std::string file_template = kDefaultFileTemplate;
@@ -62,6 +75,10 @@ struct ExtractOptions {
     // packet after the filter. The index cannot prune by it (a hash names no key), so a
     // caller that knows the flow's addresses or ports passes them as the filter as well.
     std::string community_id;
+    // Several selections in one answer, merged once (each packet written once): when not
+    // empty, a packet is written when it matches any of them, and from_ns, to_ns, filter
+    // and community_id above are not used.
+    std::vector<Selection> any_of;
     bool use_index = true;
     // Refuse (an error, nothing written) when a file in the range was not captured on a
     // synchronised host clock as its manifest records it (clock.sync other than synced,

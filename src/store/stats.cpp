@@ -1,5 +1,8 @@
 #include "store/stats.hpp"
 
+#include "archive/holds.hpp"
+#include "util/utc_time.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -47,6 +50,9 @@ Result<StoreStats> collect_stats(const StatsOptions& o) {
     if (!catalog) return catalog.error();
     StoreStats st;
     st.directory = o.directory;
+    const HoldListing holds = list_holds(o.directory, utc_now_ns(), false);
+    st.holds = holds.holds.size();
+    st.hold_bytes = holds.bytes;
     st.files = catalog->files.size();
     st.in_progress = catalog->in_progress;
     auto error = [&](const std::string& m) {
@@ -188,6 +194,9 @@ std::string format_stats(const StoreStats& st, bool per_file, uint64_t gap_thres
         for (const FileStats& f : st.file_list)
             if (f.damaged) out += "  " + f.name + ": " + (f.damaged->empty() ? "marked" : *f.damaged) + "\n";
     }
+    if (st.holds)
+        add("holds      %zu (%s in %s; kept past retention, not counted above)\n", st.holds,
+            human_bytes(st.hold_bytes, 2).c_str(), holds_path(st.directory).c_str());
     out += "\nstreams\n";
     for (const StreamStats& s : st.streams) {
         add("  %-24s %5zu files  %12s  %12llu packets", s.stream.c_str(), s.files, human_bytes(s.bytes, 2).c_str(),
@@ -230,6 +239,7 @@ std::string format_stats_json(const StoreStats& st) {
     o += ",\"indexed\":" + num(st.indexed) + ",\"scanned\":" + num(st.scanned) + ",\"unreadable\":" + num(st.unreadable);
     o += ",\"bytes\":" + num(st.bytes) + ",\"packets\":" + num(st.packets) + ",\"damaged\":" + num(st.damaged) +
          ",\"manifest_pending\":" + num(st.manifest_pending);
+    o += ",\"holds\":" + num(st.holds) + ",\"hold_bytes\":" + num(st.hold_bytes);
     o += ",\"clock\":{\"synced\":" + num(st.clock_synced) + ",\"unsynchronised\":" + num(st.clock_unsynchronised) +
          ",\"unknown\":" + num(st.clock_unknown) + "}";
     o += ",\"first_ts_ns\":" + num(st.packets ? st.first_ts_ns : 0) + ",\"last_ts_ns\":" + num(st.last_ts_ns);

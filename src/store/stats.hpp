@@ -72,6 +72,10 @@ struct StoreStats {
     // Files by their host clock's state over their span (manifest clock.sync; no manifest or
     // no clock object: unknown).
     size_t clock_synced = 0, clock_unsynchronised = 0, clock_unknown = 0;
+    // Unexpired holds (archive/holds.hpp) and their bundles' bytes: copies of packets kept
+    // beside the capture files, not counted in `bytes`.
+    size_t holds = 0;
+    uint64_t hold_bytes = 0;
     std::vector<StreamStats> streams;
     std::vector<FileStats> file_list;
     std::vector<std::string> errors;

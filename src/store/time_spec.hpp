@@ -21,6 +21,10 @@ namespace linecap::store {
 
 Result<uint64_t> parse_time(std::string_view text);
 
+// An expiry: a time as parse_time takes it, or a whole number of seconds, minutes, hours
+// or days from `now_ns` ("90m", "30d").
+Result<uint64_t> parse_expiry(std::string_view text, uint64_t now_ns);
+
 // "2026-11-30T02:10:00.500000000Z" (always 9 fraction digits, UTC): the manifests' format
 // (util/utc_time.hpp format_utc_ns), so the CLI, the API and manifests print times alike.
 std::string format_time(uint64_t ns);

@@ -38,7 +38,7 @@ expect() {
     [[ $got == "$want" ]] || fail "completing '$*': got [$(echo $got)], expected [$(echo $want)]"
 }
 
-expect "compress extract help index serve stats" linecap ""
+expect "compress extract help hold index serve stats" linecap ""
 expect "--help --version" linecap --
 expect "--filter --format --from" linecap extract --f
 expect "pcap pcapng" linecap extract --format ""

@@ -105,6 +105,8 @@ TEST(AlertRecords, LinesThatAreNoFlowRecordAreNamed) {
     EXPECT_EQ(r.skipped[3], "line 5: EVE record without a readable timestamp or flow.start");
     EXPECT_EQ(r.skipped[4], "line 6: Zeek record without a readable ts");
     EXPECT_EQ(r.skipped[5], "line 8: not a JSON object");
+    // Only the stats event is another kind of record; the rest are broken.
+    EXPECT_EQ(r.malformed, (std::vector<size_t>{1, 2, 3, 4, 5}));
 }
 
 TEST(AlertRecords, InputThatIsNoJsonLinesIsRefused) {
