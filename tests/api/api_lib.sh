@@ -85,3 +85,18 @@ stop_serve() {
     wait "$SERVE_PID" || rc=$?
     ((rc == 0)) || fail "serve exited $rc on SIGTERM"
 }
+
+# serve_tls_and_token STORE TOKEN_NAME: the test PKI in $TEST_TMPDIR, a token for
+# TOKEN_NAME, and `linecap serve` of STORE on a free loopback port taking client
+# certificates and tokens; sets PORT, AUDIT (the audit log) and TOKEN.
+serve_tls_and_token() {
+    local t=$TEST_TMPDIR
+    api_pki "$t"
+    api_tokens "$t/tokens" "$2"
+    PORT=$(free_tcp_port)
+    AUDIT=$t/audit.log
+    api_config "$t/api.yaml" "$1" "127.0.0.1:$PORT" "$AUDIT" \
+        "tls_cert: \"$t/server.pem\"" "tls_key: \"$t/server.key\"" "tls_client_ca: \"$t/ca.pem\"" \
+        "tokens_file: \"$t/tokens\""
+    start_serve "$t/api.yaml"
+}

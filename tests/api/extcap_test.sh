@@ -17,14 +17,7 @@ make_tmpdir
 T=$TEST_TMPDIR
 STORE=$T/store
 api_store "$STORE" 3000
-api_pki "$T"
-api_tokens "$T/tokens" analyst
-PORT=$(free_tcp_port)
-AUDIT=$T/audit.log
-api_config "$T/api.yaml" "$STORE" "127.0.0.1:$PORT" "$AUDIT" \
-    "tls_cert: \"$T/server.pem\"" "tls_key: \"$T/server.key\"" "tls_client_ca: \"$T/ca.pem\"" \
-    "tokens_file: \"$T/tokens\""
-start_serve "$T/api.yaml"
+serve_tls_and_token "$STORE" analyst
 
 # What the package installs, where tshark looks (the test's copy is removed at exit).
 INSTALLED=$EXTCAP_DIR/linecap-extcap
