@@ -171,9 +171,9 @@ constexpr CommandHelp kCommands[] = {
           SHA-256, integrity findings) and SHA256SUMS (`sha256sum -c` checks both).
           Retention never deletes a hold; it goes when released, or once its
           expiry has passed (removed by the next hold list or create, here or
-          through the API; never counted after it). create prints the new ID on stdout and refuses a query
-          with no packets (nothing held, exit status 1); the creator is the local
-          user. --expires WHEN: a TIME as for --from, or N followed by s, m, h or d
+          through the API; never counted after it). create prints the new ID on
+          stdout and refuses a query with no packets (nothing held, exit status
+          1); the creator is the local user. --expires WHEN: a TIME as for --from, or N followed by s, m, h or d
           from now (default: until released). list: ID, creation, expiry, packets,
           bytes, creator, reason (--json: the records). Held bytes are not counted
           in output.retention.max_bytes or max_percent (those bound the capture

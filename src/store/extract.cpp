@@ -69,13 +69,15 @@ Result<std::vector<CompiledSelection>> compile_selections(const ExtractOptions& 
     return out;
 }
 
-// The span [from, to) of all selections together.
-std::pair<uint64_t, uint64_t> envelope(const std::vector<CompiledSelection>& selections) {
+using SelectionRefs = std::vector<const CompiledSelection*>;
+
+// The span [from, to) of the selections together.
+std::pair<uint64_t, uint64_t> envelope(const SelectionRefs& selections) {
     uint64_t from = UINT64_MAX, to = 0;
-    for (const CompiledSelection& s : selections) {
-        if (s.from_ns >= s.to_ns) continue;
-        from = std::min(from, s.from_ns);
-        to = std::max(to, s.to_ns);
+    for (const CompiledSelection* s : selections) {
+        if (s->from_ns >= s->to_ns) continue;
+        from = std::min(from, s->from_ns);
+        to = std::max(to, s->to_ns);
     }
     return from < to ? std::pair{from, to} : std::pair{uint64_t{0}, uint64_t{0}};
 }
@@ -91,6 +93,9 @@ struct FilePlan {
     bool indexed = false;
     uint64_t rescan_end = 0;       // indexed: where a scan of the rest would stop
     std::vector<Range> ranges;     // record byte ranges to read, in file order
+    // The selections whose range meets the file's name-derived span: the only ones its
+    // packets are matched against, so several selections answer what each would alone.
+    SelectionRefs selections;
 };
 
 class Reporter {
@@ -177,11 +182,9 @@ private:
 // filtered.
 class Cursor final : public format::MergeInput {
 public:
-    Cursor(FilePlan plan, const ExtractOptions& o, const std::vector<CompiledSelection>& selections,
-           OutputInterfaces& interfaces, Reporter& rep, ExtractReport& report)
+    Cursor(FilePlan plan, const ExtractOptions& o, OutputInterfaces& interfaces, Reporter& rep, ExtractReport& report)
         : plan_(std::move(plan)),
           o_(o),
-          selections_(selections),
           interfaces_(interfaces),
           rep_(rep),
           report_(report) {}
@@ -267,11 +270,11 @@ public:
 private:
     bool selected(const format::Record& r) const {
         std::optional<std::optional<CommunityIdDigest>> digest;  // computed once, when a selection asks
-        for (const CompiledSelection& s : selections_) {
-            if (r.ts_ns < s.from_ns || r.ts_ns >= s.to_ns || !s.filter.matches(r)) continue;
-            if (!s.community_id) return true;
+        for (const CompiledSelection* s : plan_.selections) {
+            if (r.ts_ns < s->from_ns || r.ts_ns >= s->to_ns || !s->filter.matches(r)) continue;
+            if (!s->community_id) return true;
             if (!digest) digest = community_id_digest(r.data, r.caplen);
-            if (*digest == s.community_id) return true;
+            if (*digest == s->community_id) return true;
         }
         return false;
     }
@@ -296,7 +299,6 @@ private:
 
     FilePlan plan_;
     const ExtractOptions& o_;
-    const std::vector<CompiledSelection>& selections_;
     OutputInterfaces& interfaces_;
     Reporter& rep_;
     ExtractReport& report_;
@@ -312,9 +314,8 @@ private:
 };
 
 // Selects the blocks of an indexed file to read; false when none can hold a match.
-bool plan_from_index(const Index& ix, const std::vector<CompiledSelection>& selections, FilePlan& p, Reporter& rep,
-                     ExtractReport& report) {
-    const auto [from, to] = envelope(selections);
+bool plan_from_index(const Index& ix, FilePlan& p, Reporter& rep, ExtractReport& report) {
+    const auto [from, to] = envelope(p.selections);
     const IndexHeader& h = ix.header();
     const std::string& path = p.info->path;
     report.blocks_total += h.block_count;
@@ -328,11 +329,11 @@ bool plan_from_index(const Index& ix, const std::vector<CompiledSelection>& sele
     // A block is read when, for some selection, it may hold a match and its span meets the
     // selection's range.
     BlockSet blocks(static_cast<uint32_t>(entries.size()), false);
-    for (const CompiledSelection& s : selections) {
-        if (h.max_ts_ns < s.from_ns || h.min_ts_ns >= s.to_ns) continue;
-        const BlockSet candidates = candidate_blocks(ix, s.plan);
+    for (const CompiledSelection* s : p.selections) {
+        if (h.max_ts_ns < s->from_ns || h.min_ts_ns >= s->to_ns) continue;
+        const BlockSet candidates = candidate_blocks(ix, s->plan);
         for (uint32_t b = 0; b < entries.size(); ++b)
-            if (candidates.test(b) && entries[b].max_ts_ns >= s.from_ns && entries[b].min_ts_ns < s.to_ns) blocks.set(b);
+            if (candidates.test(b) && entries[b].max_ts_ns >= s->from_ns && entries[b].min_ts_ns < s->to_ns) blocks.set(b);
     }
     if (ix.damaged())
         rep.warning(path + ": index postings damaged; reading every block in the time range "
@@ -438,14 +439,17 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
     // --- plan ---
     std::vector<FilePlan> plans;
     format::MergedHeader output_header;  // the sources' snaplen and link type
-    const auto [from, to] = envelope(selections);
+    SelectionRefs all;
+    for (const CompiledSelection& s : selections) all.push_back(&s);
+    const auto [from, to] = envelope(all);
     std::vector<std::string> not_synced;  // require_synced: "FILE (state)"
     for (size_t rank = 0; rank < catalog->files.size(); ++rank) {
         const StoredFile& f = catalog->files[rank];
         if (from >= to) break;
-        if (std::none_of(selections.begin(), selections.end(),
-                         [&](const CompiledSelection& s) { return s.meets(f.lower_ns, f.upper_ns); }))
-            continue;
+        SelectionRefs meeting;
+        for (const CompiledSelection* s : all)
+            if (s->meets(f.lower_ns, f.upper_ns)) meeting.push_back(s);
+        if (meeting.empty()) continue;
         ++report.files_selected;
         if (o.require_synced) {
             const std::string sync = store->read_manifest(f).clock_sync();
@@ -470,13 +474,14 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
         p.mtime_ns = file.value()->mtime_ns();
         p.start_bound = std::max(f.lower_ns, from);
         p.rescan_end = p.size;
+        p.selections = std::move(meeting);
 
         LoadedIndex li;
         if (o.use_index && !marker) li = load_index(f.path, p.size, p.mtime_ns);
         if (li.state == IndexState::valid) {
             p.indexed = true;
             ++report.files_indexed;
-            if (!plan_from_index(li.index, selections, p, rep, report)) {
+            if (!plan_from_index(li.index, p, rep, report)) {
                 ++report.files_skipped_by_index;
                 continue;
             }
@@ -524,7 +529,7 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
         const uint64_t start_bound = p.start_bound;
         const size_t rank = p.rank;
         inputs.push_back({start_bound, rank,
-                          std::make_unique<Cursor>(std::move(p), o, selections, interfaces, rep, report)});
+                          std::make_unique<Cursor>(std::move(p), o, interfaces, rep, report)});
     }
     auto end = format::merge_by_time(std::move(inputs), writer, {o.max_bytes, o.max_packets, o.should_stop});
     if (!end) return end.error();

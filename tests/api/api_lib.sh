@@ -47,23 +47,29 @@ api_tokens() {
     chmod 600 "$1"
 }
 
-# api_appliance COUNT TOKEN_NAME [SIZE_ARGS...]: the fixture most API tests start from, in
-# $TEST_TMPDIR (make_tmpdir first): T, STORE=$T/store (api_store COUNT SIZE_ARGS), the PKI
-# (api_pki), the tokens file $T/tokens with TOKEN_NAME's TOKEN (api_tokens; none for ""), a
-# free PORT, URL=https://127.0.0.1:PORT, AUDIT=$T/audit.log, and API_TLS: the api: lines
-# of TLS with client certificates from that PKI.
-api_appliance() {
-    local count=$1 name=$2
-    shift 2
+# api_credentials TOKEN_NAME: what a client and `linecap serve` need, in $TEST_TMPDIR
+# (make_tmpdir first): T, the PKI (api_pki), the tokens file $T/tokens with TOKEN_NAME's
+# TOKEN (api_tokens; none for ""), a free PORT, URL=https://127.0.0.1:PORT,
+# AUDIT=$T/audit.log, and API_TLS: the api: lines of TLS with client certificates from
+# that PKI.
+api_credentials() {
     T=$TEST_TMPDIR
-    STORE=$T/store
-    api_store "$STORE" "$count" "$@"
     api_pki "$T"
-    [[ -z $name ]] || api_tokens "$T/tokens" "$name"
+    [[ -z $1 ]] || api_tokens "$T/tokens" "$1"
     PORT=$(free_tcp_port)
     URL=https://127.0.0.1:$PORT
     AUDIT=$T/audit.log
     API_TLS=("tls_cert: \"$T/server.pem\"" "tls_key: \"$T/server.key\"" "tls_client_ca: \"$T/ca.pem\"")
+}
+
+# api_appliance COUNT TOKEN_NAME [SIZE_ARGS...]: the fixture most API tests start from:
+# STORE=$T/store (api_store COUNT SIZE_ARGS) and api_credentials TOKEN_NAME.
+api_appliance() {
+    local count=$1 name=$2
+    shift 2
+    STORE=$TEST_TMPDIR/store
+    api_store "$STORE" "$count" "$@"
+    api_credentials "$name"
 }
 
 # api_config FILE STORE LISTEN AUDIT [EXTRA api: LINES...]
@@ -103,4 +109,12 @@ stop_serve() {
     local rc=0
     wait "$SERVE_PID" || rc=$?
     ((rc == 0)) || fail "serve exited $rc on SIGTERM"
+}
+
+# serve_tls_and_token STORE TOKEN_NAME: api_credentials TOKEN_NAME, and `linecap serve` of
+# STORE on PORT taking client certificates and tokens.
+serve_tls_and_token() {
+    api_credentials "$2"
+    api_config "$T/api.yaml" "$1" "127.0.0.1:$PORT" "$AUDIT" "${API_TLS[@]}" "tokens_file: \"$T/tokens\""
+    start_serve "$T/api.yaml"
 }

@@ -14,11 +14,8 @@ need_linecap
 EXTCAP_DIR=$(tshark -G folders 2>/dev/null | awk -F'\t' '/^Extcap path:/ { print $2 }')
 [[ -d $EXTCAP_DIR ]] || skip "tshark names no extcap directory"
 make_tmpdir
-api_appliance 3000 analyst
-api_config "$T/api.yaml" "$STORE" "127.0.0.1:$PORT" "$AUDIT" \
-    "${API_TLS[@]}" \
-    "tokens_file: \"$T/tokens\""
-start_serve "$T/api.yaml"
+api_store "$TEST_TMPDIR/store" 3000
+serve_tls_and_token "$TEST_TMPDIR/store" analyst
 
 # What the package installs, where tshark looks (the test's copy is removed at exit).
 INSTALLED=$EXTCAP_DIR/linecap-extcap

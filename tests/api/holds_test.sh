@@ -95,14 +95,7 @@ wait_for "! '$LINECAP' hold list --dir '$STORE' 2>/dev/null | grep -q '^$id3 '" 
 log "expiry: $id3 removed by the listing after 2 s; $id2 released"
 
 # --- the API ---------------------------------------------------------------------------
-api_pki "$T"
-api_tokens "$T/tokens" analyst2
-PORT=$(free_tcp_port)
-AUDIT=$T/audit.log
-api_config "$T/api.yaml" "$STORE" "127.0.0.1:$PORT" "$AUDIT" \
-    "tls_cert: \"$T/server.pem\"" "tls_key: \"$T/server.key\"" "tls_client_ca: \"$T/ca.pem\"" \
-    "tokens_file: \"$T/tokens\""
-start_serve "$T/api.yaml"
+serve_tls_and_token "$STORE" analyst2
 show_on_failure "$AUDIT"
 URL=https://127.0.0.1:$PORT/api/v1/holds
 CERT=(--cert "$T/client.pem" --key "$T/client.key")
