@@ -68,18 +68,21 @@ uint64_t parse_last_modified(const std::string& text) {
     return t > 0 ? static_cast<uint64_t>(t) * 1'000'000'000ull : 0;
 }
 
+// The appliance's name: the default prefix, and what linecap-store.json names.
+std::string host_name() {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) return {};
+    return host;
+}
+
 }  // namespace
 
 Result<std::pair<std::string, std::string>> archive_bucket_and_prefix(const ArchiveConfig& archive) {
     auto location = object_layout::parse_url(archive.url);
     if (!location) return location.error();
-    std::string prefix = location->prefix;
-    if (prefix.empty()) {
-        char host[256] = {};
-        if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
-            return runtime_error("archive URL '" + archive.url + "' names no prefix and the host name is unknown");
-        prefix = host;
-    }
+    std::string prefix = location->prefix.empty() ? host_name() : location->prefix;
+    if (prefix.empty())
+        return runtime_error("archive URL '" + archive.url + "' names no prefix and the host name is unknown");
     return std::make_pair(location->bucket, prefix);
 }
 
@@ -174,7 +177,9 @@ bool ArchiveService::connect() {
             clients_.push_back(std::make_unique<s3::Client>(endpoint_, credentials.value(), bucket_));
     }
     s3::Client& client = *clients_.front();
-    const std::string description = store_description(prefix_, options_.file_template, options_.rotate_interval_s);
+    const std::string appliance = host_name();
+    const std::string description =
+        store_description(appliance.empty() ? prefix_ : appliance, options_.file_template, options_.rotate_interval_s);
     const std::string key = object_layout::object_key(prefix_, object_layout::kStoreDescriptionName);
     if (Status s = client.put_object(key, description, {{object_layout::kMetaSha256,
                                                          Sha256::of({reinterpret_cast<const uint8_t*>(description.data()),

@@ -114,6 +114,9 @@ Result<UploadReport> upload_file(Client& client, const std::string& path, const 
         if (!up.pace(0)) return runtime_error("stopped");
         auto put = up.retried([&] { return client.put_object(key, body.value(), metadata); });
         if (!put) return put.error();
+        // The cap holds across files too: the next upload starts once this one's share of
+        // the time is over (a stopping caller is not held: the verification follows at once).
+        (void)up.pace(size);
     } else {
         auto id = up.retried([&] { return client.create_multipart_upload(key, metadata); });
         if (!id) return id.error();
