@@ -16,22 +16,14 @@
 TEST_NAME=archive-archiver
 # shellcheck source=../lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+# shellcheck source=rgw_for_test.sh
+source "$(dirname "${BASH_SOURCE[0]}")/rgw_for_test.sh"
 need_root
 need_linecapd
 need_hugepages 256
 make_tmpdir
-RGW=$(dirname "${BASH_SOURCE[0]}")/rgw.sh
+start_rgw
 CHECK="python3 $(dirname "${BASH_SOURCE[0]}")/archive_check.py"
-D=$TEST_TMPDIR/rgw
-on_exit "bash '$RGW' stop '$D'"
-rc=0
-bash "$RGW" start "$D" || rc=$?
-[[ $rc == 77 ]] && skip "Ceph RGW is not installed (scripts/install-deps.sh installs it)"
-[[ $rc == 0 ]] || fail "the RGW did not start"
-set -a
-# shellcheck disable=SC1091
-source "$D/s3.env"
-set +a
 M() { echo "http://$METRICS_LISTEN/metrics"; }
 metric() { metric_sum "$(M)" "$@"; }
 
@@ -66,6 +58,17 @@ print(f"accounted: received {received} = written {written} + filtered {filtered}
 PY
 }
 
+# capture NAME FRAME_SIZE SEED [SETTINGS...]: linecapd capturing 30000 generated frames into
+# NAME, archived to prefix NAME; returns once every packet arrived.
+capture() {
+    local name=$1 size=$2 seed=$3
+    shift 3
+    gen_pcap --count 30000 --size "$size" --seed "$seed" --out "$TEST_TMPDIR/$name.pcap"
+    config "$name" "$TEST_TMPDIR/$name.pcap" "$name" "$@"
+    start_linecapd "$TEST_TMPDIR/$name.yaml"
+    wait_for_linecapd "(( \$(metric linecap_rx_packets_total) >= 30000 ))" 60 || fail "$name: not every packet arrived"
+}
+
 gen_pcap --count 2000 --mix --seed 7 --out "$TEST_TMPDIR/small.pcap"
 
 # --- 1. refusals -----------------------------------------------------------------------
@@ -94,11 +97,7 @@ for refusal in denied no_bucket; do
 done
 
 # --- 2. live capture, radosgw stopped mid-upload and restarted ---------------------------
-gen_pcap --count 30000 --size 1000 --seed 8 --out "$TEST_TMPDIR/live.pcap"
-config live "$TEST_TMPDIR/live.pcap" live output.rotate.size_mb=4 output.archive.max_bytes_per_second=3M \
-    output.archive.concurrency=2
-start_linecapd "$TEST_TMPDIR/live.yaml"
-wait_for_linecapd "(( \$(metric linecap_rx_packets_total) >= 30000 ))" 60 || fail "live: not every packet arrived"
+capture live 1000 8 output.rotate.size_mb=4 output.archive.max_bytes_per_second=3M output.archive.concurrency=2
 wait_for_linecapd "(( \$(metric linecap_archive_files_total) >= 1 ))" 30 || fail "live: nothing archived"
 bash "$RGW" stop-rgw "$D"
 log "radosgw stopped with $(metric linecap_archive_backlog_files) files waiting"
@@ -116,11 +115,7 @@ $CHECK verify "$TEST_TMPDIR/live" live || fail "live: the store differs from the
 : >"$LINECAPD_LOG"
 
 # --- 3. kill -9 mid-upload ---------------------------------------------------------------
-gen_pcap --count 30000 --size 1400 --seed 9 --out "$TEST_TMPDIR/large.pcap"
-config kill "$TEST_TMPDIR/large.pcap" kill output.rotate.size_mb=32 output.archive.max_bytes_per_second=4M \
-    output.archive.concurrency=1
-start_linecapd "$TEST_TMPDIR/kill.yaml"
-wait_for_linecapd "(( \$(metric linecap_rx_packets_total) >= 30000 ))" 60 || fail "kill: not every packet arrived"
+capture kill 1400 9 output.rotate.size_mb=32 output.archive.max_bytes_per_second=4M output.archive.concurrency=1
 wait_for_linecapd "(( \$($CHECK uploads kill) >= 1 ))" 60 || fail "kill: no multipart upload began"
 stop_linecapd 5 KILL || true
 [[ $LINECAPD_RC == 137 ]] || fail "kill: linecapd exited $LINECAPD_RC, not by SIGKILL"

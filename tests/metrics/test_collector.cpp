@@ -16,6 +16,15 @@ Scrape scrape(const MetricsCollector& collector) {
     return parse_scrape(prometheus::TextSerializer().Serialize(collector.Collect()));
 }
 
+// With a background service off (its FakeCapture flag false), its families are not exported.
+void expect_absent_when_off(bool FakeCapture::*on, const char* name) {
+    FakeCapture off;
+    off.*on = false;
+    auto quiet = off.make_collector();
+    quiet->collect();
+    EXPECT_TRUE(scrape(*quiet).series(name).empty()) << name;
+}
+
 class CollectorTest : public ::testing::Test {
 protected:
     CollectorTest() : collector(capture.make_collector()) {}
@@ -283,11 +292,7 @@ TEST_F(CollectorTest, CompressorCounters) {
     EXPECT_EQ(s.value("linecap_compress_bytes_total"), 6000);
     EXPECT_EQ(s.value("linecap_compress_cpu_seconds_total"), 2.5);
 
-    FakeCapture off;
-    off.compressing_on = false;
-    auto quiet = off.make_collector();
-    quiet->collect();
-    EXPECT_TRUE(scrape(*quiet).series("linecap_compress_files_total").empty());
+    expect_absent_when_off(&FakeCapture::compressing_on, "linecap_compress_files_total");
 }
 
 TEST_F(CollectorTest, ArchiverCounters) {
@@ -320,11 +325,7 @@ TEST_F(CollectorTest, ArchiverCounters) {
     EXPECT_EQ(s.value("linecap_archive_expired_files_total"), 9);
     EXPECT_EQ(s.value("linecap_archive_deleted_unarchived_files_total"), 0);
 
-    FakeCapture off;
-    off.archiving_on = false;
-    auto quiet = off.make_collector();
-    quiet->collect();
-    EXPECT_TRUE(scrape(*quiet).series("linecap_archive_files_total").empty());
+    expect_absent_when_off(&FakeCapture::archiving_on, "linecap_archive_files_total");
 }
 
 TEST_F(CollectorTest, ScrubCountersByResult) {
