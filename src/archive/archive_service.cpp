@@ -173,8 +173,10 @@ bool ArchiveService::connect() {
             count_failure("denied", credentials.error().message);
             return false;
         }
-        for (unsigned i = 0; i < std::max(1u, options_.archive.concurrency); ++i)
+        for (unsigned i = 0; i < std::max(1u, options_.archive.concurrency); ++i) {
             clients_.push_back(std::make_unique<s3::Client>(endpoint_, credentials.value(), bucket_));
+            clients_.back()->set_cancel(&stopping_);  // stop() does not wait for a stalled store
+        }
     }
     s3::Client& client = *clients_.front();
     const std::string appliance = host_name();

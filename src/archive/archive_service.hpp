@@ -159,7 +159,11 @@ Result<s3::Credentials> archive_credentials(const ArchiveConfig& archive);
 std::string store_description(const std::string& appliance, const std::string& file_template,
                               unsigned rotate_interval_s);
 
-// The daemon's archiver thread, "lc-archive".
+// The daemon's archiver thread, "lc-archive": looks at the directory (at start, when woken:
+// a file came through the pipeline, when the next file comes of age, and every `rescan`)
+// and uploads the ready files oldest first, `concurrency` at a time (one client each).
+// stop() abandons the uploads in hand, a transfer in progress included; the next start
+// redoes them.
 class ArchiveService final : public BackgroundService {
 public:
     // `archived(name)` on the archiver's thread once NAME.archived is written.
