@@ -29,36 +29,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(SRC, "tests", "lib"))
 from linecap_harness import config, daemon, prometheus  # noqa: E402
+from harness import free_port  # noqa: E402
+from metrics import thread_cpu  # noqa: E402
 
 BUILD = os.environ.get("LINECAP_BUILD", os.path.join(SRC, "build"))
 LINECAPD = os.path.join(BUILD, "src", "linecapd")
 RGW = os.path.join(SRC, "tests", "archive", "rgw.sh")
 GEN_PCAP = os.path.join(SRC, "tests", "tools", "gen_pcap.py")
 FRAME = 1400
-
-
-def free_port():
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def thread_cpu(pid, names):
-    """CPU seconds of PID's threads whose name is in NAMES (utime + stime)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for task in glob.glob(f"/proc/{pid}/task/*"):
-        try:
-            if open(task + "/comm").read().strip() not in names:
-                continue
-            fields = open(task + "/stat").read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-        except OSError:
-            pass
-    return total / ticks
 
 
 def process_cpu(pids):
@@ -137,7 +115,7 @@ class Bench:
         files = len(glob.glob(self.store + "/*.pcap"))
         daemon.wait_until(lambda: self.metric("linecap_archive_files_total") >= files, 3600, "uploading", d)
         seconds = time.time() - start
-        cpu = thread_cpu(d.pid, {"lc-archive"})
+        cpu = sum(c for name, (c, _) in thread_cpu(d.pid).items() if name.rstrip("+") == "lc-archive")
         archived = self.metric("linecap_archive_bytes_total")
         d.stop()
         rgw = process_cpu(self.rgw_pids()) - rgw_before
