@@ -174,6 +174,7 @@ std::unique_ptr<linecap::MetricsCollector> make_collector(const Capture& capture
         .indexing = capture.pipeline().indexing(),
         .compressing = capture.pipeline().compressing(),
         .scrub = capture.pipeline().scrub(),
+        .archiving = capture.pipeline().archiving(),
         .clock_quality = engine.clock_quality(),
     };
     return std::make_unique<linecap::MetricsCollector>(std::move(views), std::make_unique<linecap::EthdevPortStats>(engine.ports()));

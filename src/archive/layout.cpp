@@ -24,6 +24,7 @@ constexpr std::string_view kDamagedSuffix = ".damaged";
 constexpr std::string_view kManifestPendingSuffix = ".manifest-pending";
 constexpr std::string_view kCorruptSuffix = ".corrupt";
 constexpr std::string_view kCompressedSuffix = ".zst";
+constexpr std::string_view kArchivedSuffix = ".archived";
 constexpr std::string_view kRecovered = "recovered";
 constexpr std::string_view kTemporaryInfix = ".tmp.";
 constexpr size_t kTemporaryUniqueChars = 6;
@@ -175,9 +176,14 @@ std::optional<std::string> capture_name_of_manifest_pending(std::string_view nam
     return without_suffix(name, kManifestPendingSuffix);
 }
 
-std::array<std::string, 5> sidecar_names(std::string_view capture) {
-    return {manifest_name(capture), index_name(capture), damaged_marker_name(capture), compressed_name(capture),
-            manifest_pending_name(capture)};
+std::string archived_marker_name(std::string_view capture) { return with_suffix(capture, kArchivedSuffix); }
+std::optional<std::string> capture_name_of_archived_marker(std::string_view name) {
+    return without_suffix(name, kArchivedSuffix);
+}
+
+std::array<std::string, 6> sidecar_names(std::string_view capture) {
+    return {manifest_name(capture),     index_name(capture),           damaged_marker_name(capture),
+            compressed_name(capture),   manifest_pending_name(capture), archived_marker_name(capture)};
 }
 
 // --- compressed capture files ---------------------------------------------------------

@@ -11,6 +11,8 @@
 //                              (archive/manifest_hasher.hpp)
 //   STEM.pcap.idx              its retrieval index (archive/index_format.hpp)
 //   STEM.pcap.corrupt          not a capture file: moved aside by recovery
+//   STEM.pcap.archived         one line: the file, its index and its manifest are in the
+//                              archive tier, verified (output.archive, archive/archive_service.hpp)
 //   STEM.pcap.zst              the capture file compressed (output.compress: zstd's
 //                              seekable format, format/zstd_seekable.hpp); it replaces
 //                              STEM.pcap, whose sidecars keep their names. While both
@@ -93,9 +95,13 @@ std::optional<std::string> capture_name_of_damaged_marker(std::string_view name)
 // file gets its final name, removed by the manifest hasher once the manifest is written.
 std::string manifest_pending_name(std::string_view capture);  // "x.pcap.manifest-pending"
 std::optional<std::string> capture_name_of_manifest_pending(std::string_view name);
+// Written by the archiver once the file's objects are in the store and verified: local
+// retention deletes an archived file freely, an unarchived one only when a limit must win.
+std::string archived_marker_name(std::string_view capture);  // "x.pcap" → "x.pcap.archived"
+std::optional<std::string> capture_name_of_archived_marker(std::string_view name);
 // Every sidecar of a capture file, its compressed form and its manifest-pending marker:
 // deleted with it, counted with it.
-std::array<std::string, 5> sidecar_names(std::string_view capture);
+std::array<std::string, 6> sidecar_names(std::string_view capture);
 
 // --- compressed capture files ---------------------------------------------------------
 

@@ -1,8 +1,8 @@
 // What becomes of a capture file once the writer has finished it: the one chain of stages,
 // declared here, each stage a background service of its own at idle priority.
 //
-//   finished ──▶ indexed ──▶ compressed ──▶ (the next stage: shipped)
-//   (writer)     output.index  output.compress
+//   finished ──▶ indexed ──▶ compressed ──▶ archived
+//   (writer)     output.index  output.compress  output.archive
 //
 // A file done with one stage goes to the next configured one (done()); a stage that is
 // off is skipped. The manifest is not a stage of this chain: the writer's hasher
@@ -21,6 +21,7 @@
 #include <memory>
 #include <string>
 
+#include "archive/archive_service.hpp"
 #include "archive/compress.hpp"
 #include "archive/index_service.hpp"
 #include "archive/scrub.hpp"
@@ -56,9 +57,10 @@ public:
     const IndexingCounters* indexing() const { return indexer_ ? &indexing_ : nullptr; }
     const CompressCounters* compressing() const { return compressor_ ? &compressing_ : nullptr; }
     const ScrubCounters* scrub() const { return scrubber_ ? &scrub_counters_ : nullptr; }
+    const ArchiveCounters* archiving() const { return archiver_ ? &archiving_ : nullptr; }
 
 private:
-    enum class Stage { finished, indexed, compressed };
+    enum class Stage { finished, indexed, compressed, archived };
     // `name` is done with `stage`: the next stage that is on takes it.
     void done(Stage stage, const std::string& name);
 
@@ -67,8 +69,10 @@ private:
     IndexingCounters indexing_;
     CompressCounters compressing_;
     ScrubCounters scrub_counters_;
+    ArchiveCounters archiving_;
     // Destroyed in reverse: the scrub first, then the indexer (its hook wakes the
-    // compressor), then the compressor.
+    // compressor), then the compressor (its hook wakes the archiver), then the archiver.
+    std::unique_ptr<ArchiveService> archiver_;
     std::unique_ptr<CompressService> compressor_;
     std::unique_ptr<IndexService> indexer_;
     std::unique_ptr<ScrubService> scrubber_;

@@ -331,7 +331,12 @@ RetentionManager::Budget RetentionManager::measure(uint64_t room, uint64_t now_n
     return b;
 }
 
-bool RetentionManager::delete_oldest(Budget& b) {
+bool RetentionManager::archived(const std::string& name) const {
+    return ::faccessat(dir_fd_, layout::archived_marker_name(name).c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+bool RetentionManager::delete_oldest(Budget& b, bool unarchived) {
+    const bool archive = config_.archive.enabled();
     bool blocked_by_hold = false;
     for (auto it = by_age_.begin(); it != by_age_.end();) {
         const FinishedFile& f = it->second;
@@ -340,6 +345,13 @@ bool RetentionManager::delete_oldest(Budget& b) {
         // (of another stream, ending earlier) is expired already, so that no kept
         // file is ever older than a deleted one. It goes once this one has.
         if (reason.empty()) break;
+        // Not archived yet: an expired file waits for its copy; a limit takes the
+        // archived files first.
+        const bool forced = archive && !archived(f.name);
+        if (forced && (!unarchived || reason == "max_age")) {
+            ++it;
+            continue;
+        }
         if (hold_.holds(f.name)) {
             if (hold_.readable() && held_logged_.insert(f.name).second)
                 spdlog::info("retention: {} is on the legal hold list; not deleted ({})", f.name, reason);
@@ -359,6 +371,14 @@ bool RetentionManager::delete_oldest(Budget& b) {
         b.force_one = false;
         counters_.deleted_files.fetch_add(1, std::memory_order_relaxed);
         counters_.deleted_bytes.fetch_add(victim.bytes, std::memory_order_relaxed);
+        if (forced) {
+            counters_.deleted_unarchived.fetch_add(1, std::memory_order_relaxed);
+            spdlog::error("retention: deleted {}/{} ({}, packets {} .. {}) before it was archived: {} ({}); the "
+                          "archive is behind (linecap_archive_backlog_files)",
+                          config_.directory, victim.name, human_bytes(victim.bytes), format_utc_ns(victim.first_ns),
+                          format_utc_ns(victim.last_ns), reason, b.explain(reason, victim));
+            continue;
+        }
         spdlog::info("retention: deleted {}/{} ({}, packets {} .. {}): {} ({})", config_.directory, victim.name,
                      human_bytes(victim.bytes), format_utc_ns(victim.first_ns), format_utc_ns(victim.last_ns), reason,
                      b.explain(reason, victim));
@@ -396,7 +416,10 @@ void RetentionManager::enforce(uint64_t now_ns) {
     if (active) {
         Budget budget = measure(room, now_ns);
         if (budget.force_one) last_forced_ns_ = now_ns;
-        report_unmet(budget, delete_oldest(budget));
+        bool blocked_by_hold = delete_oldest(budget, !config_.archive.enabled());
+        if (config_.archive.enabled() && (budget.over_bytes() || budget.short_of_free() || budget.force_one))
+            blocked_by_hold = delete_oldest(budget, true) || blocked_by_hold;
+        report_unmet(budget, blocked_by_hold);
     } else {
         counters_.budget_unmet.store(0, std::memory_order_relaxed);
     }

@@ -32,6 +32,13 @@
 // holes (except around held files). A capture file goes with its manifest
 // (NAME.manifest) and index (NAME.idx). Every deletion is logged.
 //
+// With the archive tier on (output.archive), a file goes only once it is archived
+// (NAME.archived, archive/archive_service.hpp): max_age waits for its archive copy, and a
+// size or free-space limit deletes the oldest archived files first, skipping unarchived
+// older ones. Only when no archived file is left and a limit must still win does an
+// unarchived file go: each is logged as an error naming it and counted
+// (linecap_archive_deleted_unarchived_files_total, alert LinecapArchiveDeletedUnarchived).
+//
 // Disk full (ENOSPC/EDQUOT on a write): when any budget is set, the oldest files are
 // deleted until the free space reaches `room` (at least one file, at most one such
 // forced deletion a second when statvfs says there is room already). With no budget
@@ -81,6 +88,7 @@ struct RetentionCountersOf {
     Counter held_files{};           // of those, on the legal hold list
     Counter deleted_files{};
     Counter deleted_bytes{};
+    Counter deleted_unarchived{};   // with output.archive: deleted before they were archived
     Counter budget_unmet{};         // 1 while a limit cannot be met
 
     template <class F, class... Group>
@@ -91,6 +99,7 @@ struct RetentionCountersOf {
         f(g.held_files...);
         f(g.deleted_files...);
         f(g.deleted_bytes...);
+        f(g.deleted_unarchived...);
         f(g.budget_unmet...);
     }
 };
@@ -132,6 +141,13 @@ inline constexpr FieldMetric<RetentionCounts> kRetentionDeletedBytesMetric{
     {"linecap_retention_deleted_bytes_total", "Bytes deleted by retention (capture files and their sidecars).",
      MetricType::counter},
     &RetentionCounts::deleted_bytes};
+
+inline constexpr FieldMetric<RetentionCounts> kArchiveDeletedUnarchivedMetric{
+    {"linecap_archive_deleted_unarchived_files_total",
+     "Capture files local retention deleted before they were archived (output.archive): a size or free-space limit "
+     "had to win over the archive's backlog. Each is logged.",
+     MetricType::counter},
+    &RetentionCounts::deleted_unarchived};
 
 struct FinishedFile {
     std::string name;            // in the output directory
@@ -219,7 +235,10 @@ private:
     uint64_t take_reports();  // what the writers reported since the last pass; returns the room asked for
     void refresh_hold();
     Budget measure(uint64_t room, uint64_t now_ns) const;
-    bool delete_oldest(Budget& budget);  // true when a held file stood in the way
+    // true when a held file stood in the way. With `unarchived`, the files the archive has
+    // not got yet are deleted too (a limit must win); without, they are skipped.
+    bool delete_oldest(Budget& budget, bool unarchived);
+    bool archived(const std::string& name) const;
     void report_unmet(const Budget& budget, bool blocked_by_hold);
     bool remove_files(const FinishedFile& file);
     void publish();

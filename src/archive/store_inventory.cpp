@@ -26,6 +26,7 @@ struct Present {
     bool manifest_pending = false;
     bool index = false;
     bool damaged = false;
+    bool archived = false;
 };
 
 bool stat_at(int dir_fd, const std::string& name, bool follow, struct stat& st) {
@@ -74,6 +75,7 @@ std::optional<StoredFile> describe(int dir_fd, const std::string& directory, con
     f.manifest = present.manifest;
     f.manifest_pending = present.manifest_pending;
     f.index = present.index;
+    f.archived = present.archived;
     if (present.damaged) f.damaged = read_damaged_marker(dir_fd, capture);
     if (options.sidecar_bytes) {
         f.bytes_on_disk = f.stored_size;
@@ -164,6 +166,7 @@ Result<StoreInventory> LocalDirectoryStore::list(const ListOptions& options) con
         else if (auto p = layout::capture_name_of_manifest_pending(name)) by_capture[*p].manifest_pending = true;
         else if (auto i = layout::capture_name_of_index(name)) by_capture[*i].index = true;
         else if (auto d = layout::capture_name_of_damaged_marker(name)) by_capture[*d].damaged = true;
+        else if (auto a = layout::capture_name_of_archived_marker(name)) by_capture[*a].archived = true;
     }
     const int error = errno;
     ::closedir(dir);
@@ -196,6 +199,7 @@ std::optional<StoredFile> LocalDirectoryStore::find(const std::string& name, con
         .manifest_pending = exists_at(dir_fd_, layout::manifest_pending_name(name)),
         .index = exists_at(dir_fd_, layout::index_name(name)),
         .damaged = exists_at(dir_fd_, layout::damaged_marker_name(name)),
+        .archived = exists_at(dir_fd_, layout::archived_marker_name(name)),
     };
     if (!present.plain && !present.compressed) return std::nullopt;
     return describe(dir_fd_, directory_, name, present, options);

@@ -53,6 +53,7 @@ struct StoredFile {
     bool manifest = false;        // name.manifest is there
     bool manifest_pending = false;  // name.manifest-pending is there (archive/manifest_hasher.hpp)
     bool index = false;           // name.idx is there
+    bool archived = false;        // name.archived is there: in the archive tier, verified
     // The scrub's damage marker (archive/scrub.hpp): its line (when and why; "" when it
     // cannot be read), nullopt when the file is not marked.
     std::optional<std::string> damaged;

@@ -47,10 +47,14 @@ constexpr std::string_view kDedupKeys[] = {"enabled", "ports", "window_us", "ent
 constexpr std::string_view kOutputKeys[] = {
     "directory",         "format",         "file_template", "rotate", "block_size_kb", "blocks_per_queue",
     "flush_interval_ms", "writer_threads", "writer_cpus",   "writer_priority", "o_direct", "fsync",
-    "manifest",          "index",          "scrub",         "retention",       "compress"};
+    "manifest",          "index",          "scrub",         "retention",       "compress",
+    "archive"};
 constexpr std::string_view kRotateKeys[] = {"size_mb", "interval_s"};
 constexpr std::string_view kScrubKeys[] = {"enabled", "period"};
 constexpr std::string_view kCompressKeys[] = {"enabled", "after", "level"};
+constexpr std::string_view kArchiveKeys[] = {"url",     "endpoint",             "region",      "path_style",
+                                            "credentials_file", "ca_file",    "max_bytes_per_second",
+                                            "concurrency", "after", "max_age"};
 constexpr std::string_view kRetentionKeys[] = {"max_bytes", "max_percent", "min_free_bytes", "max_age", "hold_file"};
 constexpr std::string_view kMetricsKeys[] = {"enabled", "listen"};
 constexpr std::string_view kApiKeys[] = {
@@ -77,6 +81,7 @@ constexpr SchemaLevel kSchema[] = {
     {"output.rotate", kRotateKeys},
     {"output.scrub", kScrubKeys},
     {"output.compress", kCompressKeys},
+    {"output.archive", kArchiveKeys},
     {"output.retention", kRetentionKeys},
     {"metrics", kMetricsKeys},
     {"api", kApiKeys},
@@ -565,6 +570,38 @@ CompressConfig read_compress(const YamlMap& compress) {
     return config;
 }
 
+// The URL's form (s3://BUCKET[/PREFIX]) is checked by preflight, with the archive's own
+// parser (archive/object_layout.hpp); the endpoint's scheme here.
+ArchiveConfig read_archive(const YamlMap& archive) {
+    ArchiveConfig config;
+    if (const auto v = archive.get("url")) config.url = v->as_string();
+    if (const auto v = archive.get("endpoint")) {
+        config.endpoint = v->as_string();
+        if (!config.endpoint.starts_with("http://") && !config.endpoint.starts_with("https://"))
+            v->fail_expected("an endpoint URL like http://127.0.0.1:7480 or https://s3.example.net");
+        if (config.endpoint.find('/', config.endpoint.find("//") + 2) != std::string::npos)
+            v->fail_expected("scheme://host[:port] without a path (the bucket goes into url)");
+    }
+    if (const auto v = archive.get("region")) config.region = v->as_non_empty_string("a region like us-east-1");
+    if (const auto v = archive.get("path_style")) config.path_style = v->as_bool();
+    const auto path = [&](std::string_view key, std::string_view what, std::string& out) {
+        if (const auto v = archive.get(key); v && !v->as_string().empty()) out = read_absolute_path(*v, what);
+    };
+    path("credentials_file", "the archive's credentials file", config.credentials_file);
+    path("ca_file", "the CA bundle (PEM)", config.ca_file);
+    if (const auto v = archive.get("max_bytes_per_second")) config.max_bytes_per_second = v->parsed_by(parse_size);
+    if (const auto v = archive.get("concurrency")) config.concurrency = v->as_uint(1, 16);
+    if (const auto v = archive.get("after")) {
+        config.after_s = v->parsed_by(parse_duration);
+        if (config.after_s > kMaxScrubPeriodS) v->fail_expected("a duration 0s..3650d like 10m");
+    }
+    if (const auto v = archive.get("max_age")) {
+        config.max_age_s = v->parsed_by(parse_duration);
+        if (config.max_age_s > kMaxScrubPeriodS) v->fail_expected("a duration 0 (kept) or up to 3650d like 90d");
+    }
+    return config;
+}
+
 RetentionConfig read_retention(const YamlMap& retention) {
     RetentionConfig config;
     if (const auto v = retention.get("max_bytes")) config.max_bytes = v->parsed_by(parse_size);
@@ -625,6 +662,13 @@ OutputConfig read_output(const YamlMap& output, const CaptureConfig& capture) {
     // against, are kept.
     if (config.compress.enabled && !config.manifest) {
         if (const auto v = compress.get("enabled")) v->fail("output.compress needs output.manifest: true");
+    }
+    const YamlMap archive = output.section("archive", kArchiveKeys);
+    config.archive = read_archive(archive);
+    // A file is archived when its manifest object is (archive/object_layout.hpp), and the
+    // manifest's SHA-256 is what the store's copy is checked against.
+    if (config.archive.enabled() && !config.manifest) {
+        if (const auto v = archive.get("url")) v->fail("output.archive needs output.manifest: true");
     }
     config.retention = read_retention(output.section("retention", kRetentionKeys));
     return config;

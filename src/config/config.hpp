@@ -158,6 +158,25 @@ struct CompressConfig {
     bool operator==(const CompressConfig&) const = default;
 };
 
+// The archive tier (archive/archive_service.hpp): finished files uploaded to an
+// S3-compatible object store (archive/object_layout.hpp), and kept there. Off while `url`
+// is empty.
+struct ArchiveConfig {
+    std::string url;                   // "s3://BUCKET[/PREFIX]"; "" = off
+    std::string endpoint = "http://127.0.0.1:7480";  // scheme://host[:port]
+    std::string region = "us-east-1";
+    bool path_style = true;            // URL/BUCKET/KEY; false: BUCKET.host/KEY
+    std::string credentials_file;      // AWS shared-credentials file; "" = AWS_* environment
+    std::string ca_file;               // TLS: the CA bundle of the endpoint's certificate
+    uint64_t max_bytes_per_second = 0; // 0 = no cap
+    unsigned concurrency = 2;          // files uploaded at once
+    uint64_t after_s = 0;              // a finished file's age before it is archived
+    uint64_t max_age_s = 0;            // archived files older than this are deleted from the store; 0 = kept
+
+    bool enabled() const { return !url.empty(); }
+    bool operator==(const ArchiveConfig&) const = default;
+};
+
 struct OutputConfig {
     std::string directory = "/var/lib/linecap";
     FileKind format = FileKind::pcap;
@@ -179,6 +198,7 @@ struct OutputConfig {
     bool index = true;                 // retrieval index sidecar, built in the background
     ScrubConfig scrub;
     CompressConfig compress;
+    ArchiveConfig archive;
     RetentionConfig retention;
 
     bool operator==(const OutputConfig&) const = default;

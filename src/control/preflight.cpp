@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "archive/archive_service.hpp"
 #include "capture/flow_cap.hpp"
 #include "capture/plan.hpp"
 #include "control/cpu_shield.hpp"
@@ -385,6 +386,19 @@ bool check_output_directory(const Config& config, Findings& f) {
     return true;
 }
 
+// The archive's URL and credentials, read as the archiver will read them (the store itself
+// is not asked: one that is down now is retried, and never stops capture).
+void check_archive(const Config& config, Findings& f) {
+    const ArchiveConfig& archive = config.output.archive;
+    if (!archive.enabled()) return;
+    if (auto where = archive_bucket_and_prefix(archive); !where)
+        error(f, "output.archive.url: " + where.error().message);
+    if (auto credentials = archive_credentials(archive); !credentials)
+        error(f, std::string(archive.credentials_file.empty() ? "output.archive (no credentials_file)"
+                                                              : "output.archive.credentials_file") +
+                     ": " + credentials.error().message);
+}
+
 void check_filters(const Config& config, Findings& f) {
     for (size_t i = 0; i < config.ports.size(); ++i) {
         const PortConfig& port = config.ports[i];
@@ -520,6 +534,7 @@ std::vector<PreflightFinding> preflight(const Config& config, const PreflightOpt
     }
     const bool output_ok = check_output_directory(config, findings);
     check_filters(config, findings);
+    check_archive(config, findings);
     if (options.probe_disk_speed && output_ok) probe_disk_speed(config, options, findings);
     return findings;
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "archive/archive_service.hpp"
 #include "archive/compress.hpp"
 #include "archive/index_service.hpp"
 #include "archive/scrub.hpp"
@@ -37,6 +38,7 @@ struct CaptureViews {
     const IndexingCounters* indexing = nullptr;  // the background indexer; null: off
     const CompressCounters* compressing = nullptr;  // the background compressor; null: off
     const ScrubCounters* scrub = nullptr;               // the background scrub; null: off
+    const ArchiveCounters* archiving = nullptr;         // the archiver; null: output.archive off
     const ClockQualityBoard* clock_quality = nullptr;   // the host clock's state; null: not sampled
 };
 

@@ -201,6 +201,7 @@ void add_retention_families(std::vector<MetricFamily>& out, const RetentionCount
     push(out, kRetentionBudgetUnmetMetric, r);  // written 0 or 1
     push(out, kRetentionDeletedFilesMetric, r);
     push(out, kRetentionDeletedBytesMetric, r);
+    push(out, kArchiveDeletedUnarchivedMetric, r);
 }
 
 // Only with output.manifest on.
@@ -238,6 +239,18 @@ void add_scrub_families(std::vector<MetricFamily>& out, const ScrubCounts& c) {
     push(out, kScrubPeriodMetric, c);
 }
 
+// Only with output.archive on.
+void add_archive_families(std::vector<MetricFamily>& out, const ArchiveCounts& c, uint64_t now_ns) {
+    push(out, kArchiveFilesMetric, c);
+    push(out, kArchiveBytesMetric, c);
+    push(out, kArchiveBacklogFilesMetric, c);
+    push(out, kArchiveBacklogBytesMetric, c);
+    push(out, kArchiveBacklogAgeMetric, archive_backlog_age_seconds(c, now_ns));
+    push(out, kArchiveUploadErrorsMetric, c);
+    push(out, kArchiveRetriesMetric, c);
+    push(out, kArchiveExpiredFilesMetric, c);
+}
+
 void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& snapshot) {
     out.push_back(per_stream_counter(snapshot, kFilesFinalisedMetric));
     out.push_back(per_stream_counter(snapshot, kOutputFileBytesMetric));
@@ -256,6 +269,7 @@ void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& 
     if (snapshot.indexing) add_indexing_families(out, *snapshot.indexing);
     if (snapshot.compressing) add_compress_families(out, *snapshot.compressing);
     if (snapshot.scrub) add_scrub_families(out, *snapshot.scrub);
+    if (snapshot.archiving) add_archive_families(out, *snapshot.archiving, snapshot.collected_ns);
 }
 
 }  // namespace

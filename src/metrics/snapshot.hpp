@@ -18,6 +18,7 @@
 #include "archive/holds.hpp"
 #include "archive/scrub.hpp"
 #include "output/writer.hpp"
+#include "archive/archive_service.hpp"
 #include "archive/compress.hpp"
 #include "archive/index_service.hpp"
 
@@ -98,6 +99,7 @@ struct MetricsSnapshot {
     std::optional<IndexingCounts> indexing;     // store/index_service.hpp; absent: output.index off
     std::optional<CompressCounts> compressing;  // store/compress.hpp; absent: output.compress off
     std::optional<ScrubCounts> scrub;          // output/scrub.hpp; absent: output.scrub.enabled off
+    std::optional<ArchiveCounts> archiving;    // archive/archive_service.hpp; absent: output.archive off
     std::optional<ClockQualitySample> clock;
 };
 

@@ -128,6 +128,11 @@ size_t collect_header(char* data, size_t size, size_t n, void* out) {
     return size * n;
 }
 
+// libcurl's progress callback: non-zero abandons the transfer.
+int cancelled(void* flag, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    return static_cast<const std::atomic<bool>*>(flag)->load(std::memory_order_relaxed) ? 1 : 0;
+}
+
 struct UploadSource {
     std::string_view body;
     size_t offset = 0;
@@ -222,6 +227,11 @@ Result<Client::Response> Client::perform(const Request& request) {
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &response.headers);
+    if (cancel_) {
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, cancelled);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, cancel_);
+    }
 
     // RGW and AWS refuse a SigV4 request without the payload's hash (libcurl 7.88 does not
     // add it), and check the body against it.

@@ -9,6 +9,7 @@
 // said; last_failure() tells the caller whether trying again can help.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -94,6 +95,10 @@ public:
 
     const Failure& last_failure() const { return failure_; }
 
+    // Once *FLAG is true a transfer in progress is abandoned (an error with no answer): a
+    // stopping caller does not wait for a stalled store. Null: never.
+    void set_cancel(const std::atomic<bool>* flag) { cancel_ = flag; }
+
     struct Request;
     struct Response;
 
@@ -107,6 +112,7 @@ private:
     struct Curl;
     std::unique_ptr<Curl> curl_;
     Failure failure_;
+    const std::atomic<bool>* cancel_ = nullptr;
 };
 
 // AWS's URI encoding: unreserved characters as they are, '/' kept when KEEP_SLASH, every

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <thread>
 
+#include "util/sha256.hpp"
+
 namespace linecap::s3 {
 
 namespace {
@@ -101,12 +103,20 @@ Result<UploadReport> upload_file(Client& client, const std::string& path, const 
 
     Uploader up(client, options);
     up.report.bytes = size;
+    Sha256 sent;
+    const auto hash = [&sent](const std::string& body) {
+        sent.update({reinterpret_cast<const uint8_t*>(body.data()), body.size()});
+    };
     if (size <= part_bytes) {
         auto body = read_at(fd, 0, size, path);
         if (!body) return body.error();
+        hash(body.value());
         if (!up.pace(0)) return runtime_error("stopped");
         auto put = up.retried([&] { return client.put_object(key, body.value(), metadata); });
         if (!put) return put.error();
+        // The cap holds across files too: the next upload starts once this one's share of
+        // the time is over (a stopping caller is not held: the verification follows at once).
+        (void)up.pace(size);
     } else {
         auto id = up.retried([&] { return client.create_multipart_upload(key, metadata); });
         if (!id) return id.error();
@@ -118,6 +128,7 @@ Result<UploadReport> upload_file(Client& client, const std::string& path, const 
                 failed = body.error();
                 break;
             }
+            hash(body.value());
             const unsigned number = unsigned(etags.size() + 1);
             auto etag = up.retried([&] { return client.upload_part(key, id.value(), number, body.value()); });
             if (!etag) {
@@ -134,6 +145,8 @@ Result<UploadReport> upload_file(Client& client, const std::string& path, const 
         }
         up.report.parts = unsigned(etags.size());
     }
+    if (!sent.ok()) return runtime_error("sha256 failed");
+    up.report.sha256 = Sha256::hex(sent.finish());
     if (auto v = verify(client, key, size, metadata, up); !v) return v.error();
     return up.report;
 }

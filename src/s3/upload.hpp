@@ -35,6 +35,7 @@ struct UploadReport {
     uint64_t bytes = 0;     // the file's size
     unsigned parts = 0;     // 0: one PUT
     unsigned retries = 0;   // requests sent again
+    std::string sha256;     // hex, of the bytes sent, in order: what the caller checks its metadata against
 };
 
 Result<UploadReport> upload_file(Client& client, const std::string& path, const std::string& key,

@@ -1026,6 +1026,38 @@ TEST(Compress, OffByDefaultAgeAndLevel) {
               "test.yaml:8: output.compress.enabled: output.compress needs output.manifest: true");
 }
 
+TEST(Archive, OffByDefaultEveryKeyRead) {
+    EXPECT_FALSE(OutputConfig{}.archive.enabled());
+    const Config config = parse_ok(output_with(
+        "  archive:\n    url: s3://captures/site-a\n    endpoint: https://s3.example.net:9000\n"
+        "    region: eu-west-1\n    path_style: false\n    credentials_file: /etc/linecap/archive-credentials\n"
+        "    ca_file: /etc/ssl/store-ca.pem\n    max_bytes_per_second: 50M\n    concurrency: 4\n"
+        "    after: 10m\n    max_age: 90d\n"));
+    const ArchiveConfig& a = config.output.archive;
+    EXPECT_TRUE(a.enabled());
+    EXPECT_EQ(a.url, "s3://captures/site-a");
+    EXPECT_EQ(a.endpoint, "https://s3.example.net:9000");
+    EXPECT_EQ(a.region, "eu-west-1");
+    EXPECT_FALSE(a.path_style);
+    EXPECT_EQ(a.credentials_file, "/etc/linecap/archive-credentials");
+    EXPECT_EQ(a.ca_file, "/etc/ssl/store-ca.pem");
+    EXPECT_EQ(a.max_bytes_per_second, 50ull << 20);
+    EXPECT_EQ(a.concurrency, 4u);
+    EXPECT_EQ(a.after_s, 600u);
+    EXPECT_EQ(a.max_age_s, 90u * 86400);
+    EXPECT_EQ(parse_error(output_with("  archive:\n    endpoint: 127.0.0.1:7480\n")),
+              "test.yaml:7: output.archive.endpoint: expected an endpoint URL like http://127.0.0.1:7480 or "
+              "https://s3.example.net, got '127.0.0.1:7480'");
+    EXPECT_EQ(parse_error(output_with("  archive:\n    concurrency: 0\n")),
+              "test.yaml:7: output.archive.concurrency: expected an integer 1..16, got '0'");
+    EXPECT_EQ(parse_error(output_with("  archive:\n    credentials_file: creds\n")).find(
+                  "test.yaml:7: output.archive.credentials_file: "),
+              0u);
+    // A file is archived when its manifest object is.
+    EXPECT_EQ(parse_error(output_with("  manifest: false\n  archive:\n    url: s3://b\n")),
+              "test.yaml:8: output.archive.url: output.archive needs output.manifest: true");
+}
+
 TEST(Retention, SizesAndDurations) {
     const Config config =
         parse_ok(output_with("  retention:\n"

@@ -38,6 +38,10 @@ int main() {
     capture.scrub.passes.store(2);
     capture.scrub.last_pass_end_ns.store(1'764'468'600'000'000'000);
     capture.scrub.period_s.store(7 * 86400);
+    capture.archiving.archived_files.store(5);
+    capture.archiving.backlog_files.store(2);
+    capture.archiving.backlog_oldest_mtime_ns.store(1'764'468'600'000'000'000);
+    capture.archiving.error_unreachable.store(1);
     capture.clock.publish(ClockSample{ClockSync::synced, 250'000, 1'500'000});
     capture.clock.count_step();
     capture.queue[0].clock_clamped_packets.add(1);

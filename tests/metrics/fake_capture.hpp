@@ -54,6 +54,8 @@ struct FakeCapture {
     bool compressing_on = true;  // output.compress
     ScrubCounters scrub;
     bool scrub_on = true;      // output.scrub.enabled
+    ArchiveCounters archiving;
+    bool archiving_on = true;  // output.archive
     ManifestCounters manifest;
     bool manifest_on = true;   // output.manifest
     ClockQualityBoard clock{"test-file:fake"};
@@ -86,6 +88,7 @@ struct FakeCapture {
         v.indexing = indexing_on ? &indexing : nullptr;
         v.compressing = compressing_on ? &compressing : nullptr;
         v.scrub = scrub_on ? &scrub : nullptr;
+        v.archiving = archiving_on ? &archiving : nullptr;
         v.manifest = manifest_on ? &manifest : nullptr;
         v.clock_quality = &clock;
         return v;

@@ -7,12 +7,22 @@
 
 #include "fake_capture.hpp"
 #include "scrape_text.hpp"
+#include "util/utc_time.hpp"
 
 namespace linecap::test {
 namespace {
 
 Scrape scrape(const MetricsCollector& collector) {
     return parse_scrape(prometheus::TextSerializer().Serialize(collector.Collect()));
+}
+
+// With a background service off (its FakeCapture flag false), its families are not exported.
+void expect_absent_when_off(bool FakeCapture::*on, const char* name) {
+    FakeCapture off;
+    off.*on = false;
+    auto quiet = off.make_collector();
+    quiet->collect();
+    EXPECT_TRUE(scrape(*quiet).series(name).empty()) << name;
 }
 
 class CollectorTest : public ::testing::Test {
@@ -312,11 +322,40 @@ TEST_F(CollectorTest, CompressorCounters) {
     EXPECT_EQ(s.value("linecap_compress_bytes_total"), 6000);
     EXPECT_EQ(s.value("linecap_compress_cpu_seconds_total"), 2.5);
 
-    FakeCapture off;
-    off.compressing_on = false;
-    auto quiet = off.make_collector();
-    quiet->collect();
-    EXPECT_TRUE(scrape(*quiet).series("linecap_compress_files_total").empty());
+    expect_absent_when_off(&FakeCapture::compressing_on, "linecap_compress_files_total");
+}
+
+TEST_F(CollectorTest, ArchiverCounters) {
+    capture.archiving.archived_files.store(6);
+    capture.archiving.archived_bytes.store(7000);
+    capture.archiving.backlog_files.store(3);
+    capture.archiving.backlog_bytes.store(3000);
+    capture.archiving.backlog_oldest_mtime_ns.store(utc_now_ns() - 90'000'000'000);
+    capture.archiving.error_unreachable.store(1);
+    capture.archiving.error_denied.store(2);
+    capture.archiving.error_no_bucket.store(3);
+    capture.archiving.error_server.store(4);
+    capture.archiving.error_verify.store(5);
+    capture.archiving.error_local.store(6);
+    capture.archiving.error_other.store(7);
+    capture.archiving.retries.store(8);
+    capture.archiving.expired_files.store(9);
+    collector->collect();
+    const Scrape s = scrape(*collector);
+    EXPECT_EQ(s.value("linecap_archive_files_total"), 6);
+    EXPECT_EQ(s.value("linecap_archive_bytes_total"), 7000);
+    EXPECT_EQ(s.value("linecap_archive_backlog_files"), 3);
+    EXPECT_EQ(s.types.at("linecap_archive_backlog_files"), "gauge");
+    EXPECT_EQ(s.value("linecap_archive_backlog_bytes"), 3000);
+    EXPECT_NEAR(s.value("linecap_archive_backlog_oldest_age_seconds").value_or(0), 90, 5);
+    const char* causes[] = {"unreachable", "denied", "no_bucket", "server", "verify", "local", "other"};
+    for (size_t i = 0; i < std::size(causes); ++i)
+        EXPECT_EQ(s.value("linecap_archive_upload_errors_total", {{"cause", causes[i]}}), double(i + 1)) << causes[i];
+    EXPECT_EQ(s.value("linecap_archive_retries_total"), 8);
+    EXPECT_EQ(s.value("linecap_archive_expired_files_total"), 9);
+    EXPECT_EQ(s.value("linecap_archive_deleted_unarchived_files_total"), 0);
+
+    expect_absent_when_off(&FakeCapture::archiving_on, "linecap_archive_files_total");
 }
 
 TEST_F(CollectorTest, ScrubCountersByResult) {

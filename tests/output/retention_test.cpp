@@ -153,6 +153,46 @@ TEST_F(RetentionTest, MaxBytesDeletesTheOldestFirstWithTheirSidecars) {
     EXPECT_EQ(kept(*m), (std::vector<std::string>{"f5.pcap", "f6.pcap", "f7.pcap"}));
 }
 
+// With the archive tier on, the archived files go first; an unarchived one only when a
+// limit must still win, and then it is counted and logged by name. max_age waits for the
+// archive.
+TEST_F(RetentionTest, WithTheArchiveOnlyArchivedFilesGoUnlessALimitMustWin) {
+    uint64_t size = 0;
+    for (int i = 0; i < 5; ++i) size = capture("f" + std::to_string(i) + ".pcap", kT0 + i * kSecond);
+    for (const char* archived : {"f1.pcap", "f3.pcap"})
+        test::write_file(dir.file(archived_marker_name(archived)), std::vector<uint8_t>(5, 'x'));
+    config.archive.url = "s3://bucket/site";
+    config.retention.max_bytes = 3 * size + 100;
+    auto m = manager();
+    m->enforce(kT0 + 100 * kSecond);
+    // Two files must go: the archived f1 and f3, not the older, unarchived f0.
+    EXPECT_EQ(kept(*m), (std::vector<std::string>{"f0.pcap", "f2.pcap", "f4.pcap"}));
+    EXPECT_FALSE(exists("f1.pcap.archived"));
+    EXPECT_EQ(counters.deleted_unarchived.load(), 0u);
+
+    // No archived file left: the limit wins over the oldest unarchived one, loudly.
+    config.retention.max_bytes = 2 * size + 100;
+    auto tighter = manager();
+    tighter->enforce(kT0 + 100 * kSecond);
+    EXPECT_EQ(kept(*tighter), (std::vector<std::string>{"f2.pcap", "f4.pcap"}));
+    EXPECT_EQ(counters.deleted_unarchived.load(), 1u);
+    EXPECT_EQ(log.count("f0.pcap"), 1u) << log.text();
+    EXPECT_EQ(log.count("before it was archived"), 1u) << log.text();
+
+    // max_age is no limit that must win: an expired file waits for its archive copy.
+    config.retention.max_bytes = 0;
+    config.retention.max_age_s = 1;
+    manifest("f2.pcap", kT0 + 2 * kSecond, kT0 + 2 * kSecond + 19000000);
+    manifest("f4.pcap", kT0 + 4 * kSecond, kT0 + 4 * kSecond + 19000000);
+    auto aged = manager();
+    aged->enforce(kT0 + 100 * kSecond);
+    EXPECT_EQ(kept(*aged), (std::vector<std::string>{"f2.pcap", "f4.pcap"}));
+    test::write_file(dir.file(archived_marker_name("f4.pcap")), std::vector<uint8_t>(5, 'x'));
+    aged->enforce(kT0 + 100 * kSecond);
+    EXPECT_EQ(kept(*aged), (std::vector<std::string>{"f2.pcap"}));
+    EXPECT_EQ(counters.deleted_unarchived.load(), 1u);
+}
+
 TEST_F(RetentionTest, AnIndexWrittenLaterCountsOnceAndOnlyForItsFile) {
     const uint64_t a = capture("a.pcap", kT0), b = capture("b.pcap", kT0 + kSecond);
     auto m = manager();

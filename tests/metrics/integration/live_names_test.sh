@@ -23,9 +23,11 @@ show_on_failure "$TEST_TMPDIR/tcpreplay.log"
 veth_pair names
 mkdir "$TEST_TMPDIR/out"
 
-# Retention is configured so that whatever the daemon exports only when it is on is there.
+# Retention and the archive are configured so that whatever the daemon exports only when
+# they are on is there (the archive's store is unreachable: its metrics say so).
 afxdp_config "$TEST_TMPDIR/linecap.yaml" "$TEST_TMPDIR/out" output.rotate.size_mb=64 output.rotate.interval_s=0 \
-    output.retention.max_age=14d
+    output.retention.max_age=14d output.archive.url=s3://linecap-names/live output.archive.endpoint=http://127.0.0.1:1
+export AWS_ACCESS_KEY_ID=linecap-names AWS_SECRET_ACCESS_KEY=linecap-names
 gen_pcap --count 2000 --mix --seed 51 --flows 100 --out "$TEST_TMPDIR/sent.pcap"
 start_capture "$TEST_TMPDIR/linecap.yaml"
 

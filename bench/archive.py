@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""The archiver's cost (output.archive) against a real single-node Ceph RGW on this machine
+(tests/archive/rgw.sh, memstore: the store shares the CPUs, so its own CPU is reported
+beside the archiver's).
+
+  1. throughput: a store of --gb GB of finished capture files (captured first by linecapd
+     from a generated pcap, archive off), then linecapd started over it with the archive on
+     and no bandwidth cap: bytes archived / wall time until the backlog is 0, the archiver
+     threads' CPU-seconds per GB (concurrency 1: one thread, lc-archive), and the RGW's;
+  2. capture rate with the archiver uploading vs off: net_pcap replaying 4000 frames in a
+     loop (infinite_rx), written packets per second over --seconds, archive on (uploading
+     that backlog to a fresh prefix) and off alternated --repeat times (A B A B ...); the
+     ratio of the medians.
+
+usage: bench/archive.py [--gb 1] [--seconds 10] [--repeat 3] [--workdir /var/tmp/linecap-archive-bench]
+Needs root, hugepages (bench/run.sh or scripts/hugepages.sh) and Ceph (scripts/install-deps.sh).
+Prints the conditions (load average before and after, CPUs) with the numbers: run it on a
+quiet machine."""
+import argparse
+import glob
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(SRC, "tests", "lib"))
+from linecap_harness import config, daemon, prometheus  # noqa: E402
+from harness import free_port  # noqa: E402
+from metrics import thread_cpu  # noqa: E402
+
+BUILD = os.environ.get("LINECAP_BUILD", os.path.join(SRC, "build"))
+LINECAPD = os.path.join(BUILD, "src", "linecapd")
+RGW = os.path.join(SRC, "tests", "archive", "rgw.sh")
+GEN_PCAP = os.path.join(SRC, "tests", "tools", "gen_pcap.py")
+FRAME = 1400
+
+
+def process_cpu(pids):
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except OSError:
+            pass
+    return total / ticks
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.work = args.workdir
+        self.rgw_dir = os.path.join(self.work, "rgw")
+        self.env = {}
+        self.listen = f"127.0.0.1:{free_port()}"
+
+    def start_rgw(self):
+        subprocess.run(["bash", RGW, "start", self.rgw_dir], check=True)
+        for line in open(os.path.join(self.rgw_dir, "s3.env")):
+            k, _, v = line.strip().partition("=")
+            self.env[k] = v.strip("'\"")
+
+    def rgw_pids(self):
+        return [int(open(p).read()) for p in glob.glob(os.path.join(self.rgw_dir, "run", "*.pid"))]
+
+    def run_linecapd(self, name, device, outdir, **sections):
+        cfg = config.daemon(device, outdir, self.listen, output=sections.pop("output", {}), **sections)
+        path = os.path.join(self.work, name + ".yaml")
+        config.write(path, cfg, "bench/archive.py")
+        d = daemon.Linecapd(LINECAPD, path, os.path.join(self.work, name + ".log"))
+        d.wait_ready(self.url())
+        return d
+
+    def url(self):
+        return f"http://{self.listen}/metrics"
+
+    def metric(self, name, **labels):
+        return prometheus.scrape(self.url()).total(name, **labels)
+
+    def archive(self, prefix, **extra):
+        a = {"url": f"s3://{self.env['S3_BUCKET']}/{prefix}", "endpoint": self.env["S3_ENDPOINT"],
+             "region": self.env["S3_REGION"], "credentials_file": os.path.join(self.rgw_dir, "credentials")}
+        a.update(extra)
+        return a
+
+    def make_store(self):
+        count = int(self.args.gb * 1e9 / FRAME)
+        self.source = os.path.join(self.work, "source.pcap")
+        subprocess.run([sys.executable, GEN_PCAP, "-q", "--count", str(count), "--size", str(FRAME),
+                        "--seed", "1", "--out", self.source], check=True)
+        self.store = os.path.join(self.work, "store")
+        os.makedirs(self.store)
+        d = self.run_linecapd("fill", f"net_pcap0,rx_pcap={self.source}", self.store,
+                              output={"rotate": {"size_mb": 64}, "scrub": {"enabled": False}})
+        daemon.wait_until(lambda: self.metric("linecap_rx_packets_total") >= count, 600, "filling the store", d)
+        d.stop()
+        self.store_bytes = sum(os.path.getsize(f) for f in glob.glob(self.store + "/*.pcap"))
+
+    def throughput(self, concurrency):
+        tiny = os.path.join(self.work, "tiny.pcap")
+        subprocess.run([sys.executable, GEN_PCAP, "-q", "--count", "10", "--out", tiny], check=True)
+        for marker in glob.glob(self.store + "/*.archived"):
+            os.unlink(marker)
+        rgw_before = process_cpu(self.rgw_pids())
+        start = time.time()
+        d = self.run_linecapd(f"upload{concurrency}", f"net_pcap0,rx_pcap={tiny}", self.store,
+                              output={"scrub": {"enabled": False},
+                                      "archive": self.archive(f"bench-c{concurrency}-{int(start)}",
+                                                              concurrency=concurrency)})
+        files = len(glob.glob(self.store + "/*.pcap"))
+        daemon.wait_until(lambda: self.metric("linecap_archive_files_total") >= files, 3600, "uploading", d)
+        seconds = time.time() - start
+        cpu = sum(c for name, (c, _) in thread_cpu(d.pid).items() if name.rstrip("+") == "lc-archive")
+        archived = self.metric("linecap_archive_bytes_total")
+        d.stop()
+        rgw = process_cpu(self.rgw_pids()) - rgw_before
+        gb = archived / 1e9
+        return {"concurrency": concurrency, "files": files, "GB": round(gb, 3), "seconds": round(seconds, 1),
+                "MB/s": round(archived / 1e6 / seconds, 1),
+                "archiver CPU-s/GB": round(cpu / gb, 2) if concurrency == 1 else "n/a (threads per batch)",
+                "RGW CPU-s/GB": round(rgw / gb, 2)}
+
+    def capture_rate(self, archive_on, round_):
+        out = os.path.join(self.work, f"rate-{round_}-{'on' if archive_on else 'off'}")
+        shutil.copytree(self.store, out, ignore=shutil.ignore_patterns("*.archived"))
+        output = {"scrub": {"enabled": False}, "rotate": {"size_mb": 64},
+                  "retention": {"max_bytes": f"{int(self.store_bytes * 1.5 / 1e6)}M"}}
+        if archive_on:
+            output["archive"] = self.archive(f"rate-{round_}-{int(time.time())}")
+        # infinite_rx holds the whole file in mbufs: a small one, looped.
+        loop = os.path.join(self.work, "loop.pcap")
+        if not os.path.exists(loop):
+            subprocess.run([sys.executable, GEN_PCAP, "-q", "--count", "4000", "--size", str(FRAME), "--seed", "2",
+                            "--out", loop], check=True)
+        d = self.run_linecapd("rate", f"net_pcap0,rx_pcap={loop},infinite_rx=1", out, output=output)
+        time.sleep(2)
+        w0, t0 = self.metric("linecap_written_packets_total"), time.time()
+        time.sleep(self.args.seconds)
+        w1, t1 = self.metric("linecap_written_packets_total"), time.time()
+        uploading = archive_on and self.metric("linecap_archive_backlog_files") > 0
+        d.stop()
+        shutil.rmtree(out)
+        return (w1 - w0) / (t1 - t0), uploading
+
+    def run(self):
+        os.makedirs(self.work, exist_ok=False)
+        load_before = os.getloadavg()
+        try:
+            self.start_rgw()
+            self.make_store()
+            rows = [self.throughput(1), self.throughput(2)]
+            on, off, busy = [], [], []
+            for r in range(self.args.repeat):
+                for archive_on in (True, False) if r % 2 == 0 else (False, True):
+                    pps, uploading = self.capture_rate(archive_on, r)
+                    (on if archive_on else off).append(pps)
+                    if archive_on:
+                        busy.append(uploading)
+        finally:
+            subprocess.run(["bash", RGW, "stop", self.rgw_dir])
+        print(f"conditions: {os.cpu_count()} CPUs, load average {load_before[0]:.2f} before, "
+              f"{os.getloadavg()[0]:.2f} after; store {self.store_bytes / 1e9:.2f} GB of {FRAME}-byte frames "
+              f"in 64 MiB files; RGW memstore on this machine")
+        for row in rows:
+            print("throughput:", ", ".join(f"{k} {v}" for k, v in row.items()))
+        ratio = statistics.median(on) / statistics.median(off)
+        print(f"capture rate, written pps over {self.args.seconds} s (net_pcap loop): archive uploading "
+              f"{[round(x) for x in on]} (still uploading at the end: {busy}), off {[round(x) for x in off]}; "
+              f"ratio of medians {ratio:.3f}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gb", type=float, default=1.0)
+    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--workdir", default="/var/tmp/linecap-archive-bench")
+    args = ap.parse_args()
+    bench = Bench(args)
+    try:
+        bench.run()
+    finally:
+        shutil.rmtree(args.workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
