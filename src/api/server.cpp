@@ -575,7 +575,7 @@ void ApiServer::Impl::handle_files(const HttpRequest& req, HttpExchange& ex, Aud
         j["bytes"] = f.size;
         j["first_packet_from_name"] = f.parsed && f.parsed->has_time ? store::format_time(f.lower_ns) : "";
         j["span_upper_bound"] = f.upper_ns == UINT64_MAX ? "" : store::format_time(f.upper_ns);
-        const LoadedIndex li = load_index(f.path, f.size, f.mtime_ns);
+        const LoadedIndex li = store->load_index(f, f.size, f.mtime_ns);
         j["index"] = li.state == IndexState::valid ? "valid"
                      : li.state == IndexState::missing ? "missing"
                      : li.state == IndexState::stale ? "stale" : "damaged";

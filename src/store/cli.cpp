@@ -406,7 +406,7 @@ int cmd_index(const Cli& cli) {
     size_t up_to_date = 0;
     for (const auto& f : catalog->files) {
         if (!force) {
-            LoadedIndex li = load_index(f.path, f.size, f.mtime_ns);
+            LoadedIndex li = store.load_index(f, f.size, f.mtime_ns);
             if (li.state == IndexState::valid) {
                 ++up_to_date;
                 continue;
