@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "archive/archive_store.hpp"
 #include "archive/compress.hpp"
 #include "archive/index_format.hpp"
 #include "archive/layout.hpp"
@@ -46,6 +47,9 @@ constexpr CommandHelp kCommands[] = {
      R"(  linecap extract --dir DIR [--from TIME] [--to TIME] [--filter EXPR] [--community-id ID]
                   [--max-bytes N] -o OUT.pcap|- [--format pcap|pcapng] [--no-index]
                   [--accept-damaged] [--require-synced] [-v]
+  linecap extract --archive s3://BUCKET[/PREFIX] --endpoint URL --credentials FILE
+                  [--region R] [--ca-file FILE] [--path-style|--virtual-hosted]
+                  [--dir DIR] [the query and output options above]
   linecap extract --remote URL[,URL...] [--cert FILE --key FILE] [--cacert FILE]
                   [--token-file FILE] [--remote-timeout SECONDS] [--format pcapng|pcap]
                   [--from TIME] [--to TIME] [--filter EXPR] [--community-id ID]
@@ -85,7 +89,27 @@ constexpr CommandHelp kCommands[] = {
                             the range was not captured on a synchronised host clock
                             as its manifest records it (clock.sync; no manifest:
                             unknown, refused too), naming the files
-          -v                print the plan and what was read on stderr
+          -v                print the plan and what was read on stderr (with
+                            --archive: the bytes fetched, by kind)
+          --archive s3://BUCKET[/PREFIX]
+                            read the archive tier in place: the capture files an
+                            appliance's archiver uploaded under PREFIX of an
+                            S3-compatible object store (Ceph RGW, MinIO, AWS S3),
+                            fetching by Range GET only the blocks or zstd frames the
+                            query needs (an index checked by its CRCs, a zstd frame
+                            by its checksum). A URL naming only the bucket
+                            spans every appliance's prefix in it: one answer, merged
+                            in time order, each appliance named in the pcapng
+                            interface ("APPLIANCE <port>:<queue>"). With --dir too,
+                            both are one store (a file in both is read locally).
+                            --endpoint URL (http://host:port or https), --credentials
+                            FILE (AWS shared-credentials format, [default] profile,
+                            mode 600; without it the AWS_* environment), --region R
+                            (us-east-1), --ca-file FILE (TLS), --path-style (the
+                            default) or --virtual-hosted addressing. An archive that
+                            cannot be used (bad URL: 64; credentials refused,
+                            endpoint unreachable, bucket or archive missing: 1) is
+                            one line on stderr and nothing is written.
           --remote URL,...  ask the retrieval APIs (`linecap serve`) of these
                             appliances instead of a local store, all at once, and
                             merge their answers in timestamp order: pcapng with one
@@ -123,12 +147,15 @@ constexpr CommandHelp kCommands[] = {
 )"},
     {"stats",
      R"(  linecap stats   --dir DIR [--per-file] [--gaps N] [--gap-threshold SECONDS] [--json]
+  linecap stats   --archive s3://BUCKET[/PREFIX] --endpoint URL --credentials FILE [--region R]
+                  [--ca-file FILE] [--path-style|--virtual-hosted] [--dir DIR] [the options above]
 )",
      R"(Time span, files, bytes and packets per stream, the largest gaps between
           consecutive files of each stream (--gaps N, default 3; --gap-threshold S
           counts gaps longer than S seconds, default the configured rotation interval),
           drops per file where a manifest reports them, and the files the scrub
           marked damaged. --per-file lists every file; --json prints the same as JSON.
+          --archive (as for extract): over the archive tier, or with --dir over both.
 )"},
     {"compress",
      R"(  linecap compress --dir DIR [--level N] [-v]
@@ -190,11 +217,18 @@ constexpr OptionSpec kOptions[] = {
     {"--cacert", true},        {"--token-file", true},    {"--remote-timeout", true},
     {"--level", true},         {"--max-answer-bytes", true}, {"--max-total-bytes", true},
     {"--remote-deadline", true}, {"--min-rate", true},    {"--min-free-bytes", true},
+    {"--archive", true},       {"--endpoint", true},      {"--credentials", true},
+    {"--region", true},        {"--ca-file", true},       {"--path-style"},
+    {"--virtual-hosted"},
     {"--no-index"},            {"--accept-damaged"},      {"--require-synced"},
     {"-v"},                    {"--verbose", false, "-v"}, {"--force"},
     {"--per-file"},            {"--json"},                {"--help"},
     {"-h", false, "--help"},
 };
+
+// The options that say where an archive is and how to reach it.
+constexpr const char* kArchiveOptions[] = {"--archive", "--endpoint", "--credentials", "--region",
+                                           "--ca-file", "--path-style", "--virtual-hosted"};
 
 struct Common {
     std::string dir;
@@ -210,8 +244,15 @@ public:
     bool flag(const std::string& name) const { return args_.has(name); }
     const CommandOptions& options() const { return args_.options; }
 
-    // --dir/--template/--config; false (usage message printed) when unusable.
-    bool common(Common& c) const {
+    // --dir/--template/--config (archive_ok: or --archive alone); false (usage message
+    // printed) when unusable.
+    bool common(Common& c, bool archive_ok = false) const {
+        if (!archive_ok)
+            for (const char* archive_only : kArchiveOptions)
+                if (get(archive_only) || flag(archive_only)) {
+                    usage_error(std::string(archive_only) + " goes with extract or stats --archive");
+                    return false;
+                }
         if (auto cfg = get("--config")) {
             auto config = load_config(*cfg);
             if (!config) {
@@ -224,8 +265,9 @@ public:
         }
         if (auto d = get("--dir")) c.dir = *d;
         if (auto t = get("--template")) c.file_template = *t;
-        if (c.dir.empty()) {
-            usage_error("--dir DIR is required (or --config FILE)");
+        if (c.dir.empty() && !(archive_ok && get("--archive"))) {
+            usage_error(archive_ok ? "--dir DIR or --archive URL is required (or --config FILE)"
+                                   : "--dir DIR is required (or --config FILE)");
             return false;
         }
         while (c.dir.size() > 1 && c.dir.back() == '/') c.dir.pop_back();
@@ -287,8 +329,62 @@ void set_pending(const layout::AtomicFile* file) {
     for (const int s : kCleanupSignals) ::sigaction(s, &action, nullptr);
 }
 
+// The store a query reads: --dir, --archive, or both as one. `archive` is the archive's
+// backend (for the bytes it fetched), nullptr without one. An exit status other than
+// kExitOk (the problem printed in one line) when it cannot be used.
+struct QueryStore {
+    std::unique_ptr<StoreBackend> backend;
+    const ArchiveStore* archive = nullptr;
+};
+
+int open_query_store(const Cli& cli, const Common& c, QueryStore& out) {
+    const auto url = cli.get("--archive");
+    if (!url) {
+        for (const char* archive_only : kArchiveOptions)
+            if (cli.get(archive_only) || cli.flag(archive_only))
+                return Cli::usage_error(std::string(archive_only) + " goes with --archive"), kExitUsage;
+        out.backend = open_store(c.dir);
+        return kExitOk;
+    }
+    if (cli.flag("--path-style") && cli.flag("--virtual-hosted"))
+        return Cli::usage_error("--path-style and --virtual-hosted exclude each other"), kExitUsage;
+    const auto endpoint = cli.get("--endpoint");
+    if (!endpoint) return Cli::usage_error("--archive needs --endpoint URL"), kExitUsage;
+    if (!endpoint->starts_with("http://") && !endpoint->starts_with("https://"))
+        return Cli::usage_error("--endpoint: expected http://HOST[:PORT] or https://..., not '" + *endpoint + "'"),
+               kExitUsage;
+    ArchiveAccess access;
+    access.url = *url;
+    access.endpoint.url = *endpoint;
+    while (access.endpoint.url.ends_with('/')) access.endpoint.url.pop_back();
+    if (auto r = cli.get("--region")) access.endpoint.region = *r;
+    if (auto f = cli.get("--ca-file")) access.endpoint.ca_file = *f;
+    access.endpoint.path_style = !cli.flag("--virtual-hosted");
+    access.credentials_file = cli.get("--credentials").value_or("");
+    auto archive = ArchiveStore::open(access);
+    if (!archive) {
+        if (archive.error().config) return Cli::usage_error(archive.error().message), kExitUsage;
+        return print_line("error", archive.error().message), kExitFailure;
+    }
+    out.archive = archive.value().get();
+    if (c.dir.empty()) out.backend = std::move(archive.value());
+    else out.backend = std::make_unique<StoreUnion>(open_store(c.dir), std::move(archive.value()));
+    return kExitOk;
+}
+
+// `records_read`: the bytes of the records the query parsed (of the blocks its plan read).
+void print_archive_bytes(const ArchiveReadBytes& b, uint64_t records_read) {
+    std::fprintf(stderr,
+                 "linecap: archive: fetched %llu bytes of indexes, %llu bytes of capture data for %llu bytes of "
+                 "records read, %llu bytes of manifests, in %llu requests\n",
+                 static_cast<unsigned long long>(b.index.load()), static_cast<unsigned long long>(b.data.load()),
+                 static_cast<unsigned long long>(records_read), static_cast<unsigned long long>(b.manifest.load()),
+                 static_cast<unsigned long long>(b.requests.load()));
+}
+
 int cmd_extract(const Cli& cli, const ToolCommands& above) {
     if (cli.get("--remote")) {
+        if (cli.get("--archive")) return Cli::usage_error("--remote and --archive exclude each other"), kExitUsage;
         if (!above.extract_remote) return Cli::usage_error("--remote is not available in this build"), kExitUsage;
         return above.extract_remote(cli.options());
     }
@@ -296,7 +392,7 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
                                     "--max-total-bytes", "--remote-deadline", "--min-rate", "--min-free-bytes"})
         if (cli.get(remote_only)) return Cli::usage_error(std::string(remote_only) + " goes with --remote"), kExitUsage;
     Common c;
-    if (!cli.common(c)) return kExitUsage;
+    if (!cli.common(c, true)) return kExitUsage;
     ExtractOptions o;
     o.directory = c.dir;
     o.file_template = c.file_template;
@@ -330,6 +426,9 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
     const bool accept_damaged = cli.flag("--accept-damaged");
     const auto out = cli.get("-o");
     if (!out || out->empty()) return Cli::usage_error("-o OUT.pcap (or -o - for stdout) is required"), kExitUsage;
+    QueryStore store;
+    if (const int rc = open_query_store(cli, c, store); rc != kExitOk) return rc;
+    o.store = store.backend.get();
 
     Result<ExtractReport> report = runtime_error("not run");
     const int rc = write_extract_output(*out, c.dir, [&](int fd) {
@@ -357,6 +456,7 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
                      r.files_indexed, static_cast<unsigned long long>(r.blocks_read),
                      static_cast<unsigned long long>(r.blocks_total), r.files_skipped_by_index, r.files_scanned,
                      static_cast<unsigned long long>(r.packets_examined), static_cast<double>(r.bytes_read) / (1 << 20));
+        if (store.archive) print_archive_bytes(store.archive->read_bytes(), r.bytes_read);
     }
     if (!r.concerns.empty() && !accept_damaged) return kExitUntrusted;
     return r.errors.empty() && r.ended_early.empty() ? kExitOk : kExitFailure;
@@ -518,9 +618,12 @@ int cmd_compress(const Cli& cli) {
 
 int cmd_stats(const Cli& cli) {
     Common c;
-    if (!cli.common(c)) return kExitUsage;
+    if (!cli.common(c, true)) return kExitUsage;
+    QueryStore store;
+    if (const int rc = open_query_store(cli, c, store); rc != kExitOk) return rc;
     StatsOptions o;
-    o.directory = c.dir;
+    o.directory = store.backend->location();
+    o.store = store.backend.get();
     o.file_template = c.file_template;
     uint64_t gaps = 3, threshold_s = c.rotate_interval_s;
     if (auto g = cli.get("--gaps"); g && !parse_count(*g, 0, 1000000, &gaps))

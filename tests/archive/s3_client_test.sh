@@ -10,17 +10,8 @@ TEST_NAME=archive-s3-client
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 need_root
 make_tmpdir
-RGW=$(dirname "${BASH_SOURCE[0]}")/rgw.sh
-D=$TEST_TMPDIR/rgw
-on_exit "bash '$RGW' stop '$D'"
-rc=0
-bash "$RGW" start "$D" || rc=$?
-[[ $rc == 77 ]] && skip "Ceph RGW is not installed (scripts/install-deps.sh installs it)"
-[[ $rc == 0 ]] || fail "the RGW did not start"
-set -a
-# shellcheck disable=SC1091
-source "$D/s3.env"
-set +a
-export RGW_SH=$RGW RGW_DIR=$D  # for the test that stops and restarts radosgw
+# shellcheck source=rgw_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/rgw_env.sh"
+start_rgw "$TEST_TMPDIR/rgw"  # RGW_SH, RGW_DIR: for the test that stops and restarts radosgw
 "${1:?usage: s3_client_test.sh GTEST_BINARY}" || fail "s3 client tests failed"
 log "ok"
