@@ -64,7 +64,7 @@ std::vector<MetricSample> parse_prometheus_text(const std::string& text) {
     return out;
 }
 
-StatusSource::StatusSource(const Config& config) : config_(config) {
+StatusSource::StatusSource(const Config& config, const StoreBackend* store) : config_(config), store_(store) {
     metrics_url_ = config.api.metrics_url.empty() ? "http://" + config.metrics.listen + "/metrics" : config.api.metrics_url;
 }
 
@@ -163,8 +163,9 @@ std::string StatusSource::json(unsigned queries_running, unsigned max_queries) {
         store["filesystem_used_percent"] = 100.0 * (fs_size - fs_free) / fs_size;
     }
     auto tmpl = FileTemplate::compile(config_.output.file_template);
-    auto catalog = tmpl ? open_store(config_.output.directory)->list(ListOptions::catalog(tmpl.value()))
-                        : Result<StoreInventory>(tmpl.error());
+    std::unique_ptr<StoreBackend> opened;
+    const StoreBackend* listed = store_ ? store_ : (opened = open_store(config_.output.directory)).get();
+    auto catalog = tmpl ? listed->list(ListOptions::catalog(tmpl.value())) : Result<StoreInventory>(tmpl.error());
     if (catalog) {
         uint64_t bytes = 0, oldest = UINT64_MAX, newest = 0;
         for (const auto& f : catalog->files) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "archive/store_inventory.hpp"
 #include "config/config.hpp"
 
 namespace linecap::api {
@@ -27,11 +28,14 @@ std::vector<MetricSample> parse_prometheus_text(const std::string& text);
 
 class StatusSource {
 public:
-    explicit StatusSource(const Config& config);
+    // `store`: the store the API answers over (an archive; kept by the caller), nullptr:
+    // the configuration's directory.
+    explicit StatusSource(const Config& config, const StoreBackend* store = nullptr);
     std::string json(unsigned queries_running, unsigned max_queries);
 
 private:
     Config config_;
+    const StoreBackend* store_;
     std::string metrics_url_;
     std::mutex mu_;  // the previous scrape, for rates
     std::map<std::string, double> previous_;

@@ -484,6 +484,14 @@ ManifestRead ArchiveStore::read_manifest(const StoredFile& file) const {
     return out;
 }
 
+std::string archive_read_exposition(const ArchiveReadBytes& b) {
+    const std::string name(kArchiveReadBytesMetric.name);
+    std::string out = "# HELP " + name + " " + std::string(kArchiveReadBytesMetric.help) + "\n# TYPE " + name + " counter\n";
+    for (const auto& [kind, value] : {std::pair{"index", &b.index}, {"data", &b.data}, {"manifest", &b.manifest}})
+        out += name + "{kind=\"" + kind + "\"} " + std::to_string(value->load(std::memory_order_relaxed)) + "\n";
+    return out;
+}
+
 // --- StoreUnion --------------------------------------------------------------------------
 
 StoreUnion::StoreUnion(std::unique_ptr<StoreBackend> first, std::unique_ptr<StoreBackend> second)

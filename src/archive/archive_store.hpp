@@ -35,6 +35,7 @@
 #include "archive/object_layout.hpp"
 #include "archive/store_inventory.hpp"
 #include "s3/client.hpp"
+#include "util/metric.hpp"
 #include "util/result.hpp"
 
 namespace linecap {
@@ -57,6 +58,13 @@ struct ArchiveReadBytes {
     std::atomic<uint64_t> manifest{0};  // NAME.manifest and linecap-store.json objects
     std::atomic<uint64_t> requests{0};  // every request, listings included
 };
+
+inline constexpr MetricDecl kArchiveReadBytesMetric{
+    "linecap_archive_read_bytes_total",
+    "Bytes fetched from the archive tier by queries, by what they were for (kind: index, data, manifest)",
+    MetricType::counter};
+// The Prometheus text of kArchiveReadBytesMetric, one series per kind.
+std::string archive_read_exposition(const ArchiveReadBytes& bytes);
 
 class ArchiveStore final : public StoreBackend {
 public:

@@ -132,10 +132,14 @@ constexpr CommandHelp kCommands[] = {
 )"},
     {"serve",
      R"(  linecap serve   --config FILE [--dir DIR] [--template TEMPLATE]
+                  [--archive s3://BUCKET[/PREFIX] --endpoint URL --credentials FILE [--region R]
+                  [--ca-file FILE] [--path-style|--virtual-hosted]]
 )",
      R"(The retrieval API: HTTP(S) endpoints /api/v1/packets, /api/v1/size,
-          /api/v1/files, /api/v1/status and a page at /, configured by the api:
-          section of the configuration (doc/api.md).
+          /api/v1/files, /api/v1/status, /metrics and a page at /, configured by
+          the api: section of the configuration (doc/api.md). --archive (as for
+          extract): answer over the archive tier, or with --dir over both; /metrics
+          then counts the bytes fetched (linecap_archive_read_bytes_total by kind).
 )"},
     {"index",
      R"(  linecap index   --dir DIR [--force] [--jobs N] [--block-kb N] [-v]
@@ -329,49 +333,6 @@ void set_pending(const layout::AtomicFile* file) {
     for (const int s : kCleanupSignals) ::sigaction(s, &action, nullptr);
 }
 
-// The store a query reads: --dir, --archive, or both as one. `archive` is the archive's
-// backend (for the bytes it fetched), nullptr without one. An exit status other than
-// kExitOk (the problem printed in one line) when it cannot be used.
-struct QueryStore {
-    std::unique_ptr<StoreBackend> backend;
-    const ArchiveStore* archive = nullptr;
-};
-
-int open_query_store(const Cli& cli, const Common& c, QueryStore& out) {
-    const auto url = cli.get("--archive");
-    if (!url) {
-        for (const char* archive_only : kArchiveOptions)
-            if (cli.get(archive_only) || cli.flag(archive_only))
-                return Cli::usage_error(std::string(archive_only) + " goes with --archive"), kExitUsage;
-        out.backend = open_store(c.dir);
-        return kExitOk;
-    }
-    if (cli.flag("--path-style") && cli.flag("--virtual-hosted"))
-        return Cli::usage_error("--path-style and --virtual-hosted exclude each other"), kExitUsage;
-    const auto endpoint = cli.get("--endpoint");
-    if (!endpoint) return Cli::usage_error("--archive needs --endpoint URL"), kExitUsage;
-    if (!endpoint->starts_with("http://") && !endpoint->starts_with("https://"))
-        return Cli::usage_error("--endpoint: expected http://HOST[:PORT] or https://..., not '" + *endpoint + "'"),
-               kExitUsage;
-    ArchiveAccess access;
-    access.url = *url;
-    access.endpoint.url = *endpoint;
-    while (access.endpoint.url.ends_with('/')) access.endpoint.url.pop_back();
-    if (auto r = cli.get("--region")) access.endpoint.region = *r;
-    if (auto f = cli.get("--ca-file")) access.endpoint.ca_file = *f;
-    access.endpoint.path_style = !cli.flag("--virtual-hosted");
-    access.credentials_file = cli.get("--credentials").value_or("");
-    auto archive = ArchiveStore::open(access);
-    if (!archive) {
-        if (archive.error().config) return Cli::usage_error(archive.error().message), kExitUsage;
-        return print_line("error", archive.error().message), kExitFailure;
-    }
-    out.archive = archive.value().get();
-    if (c.dir.empty()) out.backend = std::move(archive.value());
-    else out.backend = std::make_unique<StoreUnion>(open_store(c.dir), std::move(archive.value()));
-    return kExitOk;
-}
-
 // `records_read`: the bytes of the records the query parsed (of the blocks its plan read).
 void print_archive_bytes(const ArchiveReadBytes& b, uint64_t records_read) {
     std::fprintf(stderr,
@@ -427,7 +388,7 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
     const auto out = cli.get("-o");
     if (!out || out->empty()) return Cli::usage_error("-o OUT.pcap (or -o - for stdout) is required"), kExitUsage;
     QueryStore store;
-    if (const int rc = open_query_store(cli, c, store); rc != kExitOk) return rc;
+    if (const int rc = open_query_store(cli.options(), c.dir, store); rc != kExitOk) return rc;
     o.store = store.backend.get();
 
     Result<ExtractReport> report = runtime_error("not run");
@@ -620,7 +581,7 @@ int cmd_stats(const Cli& cli) {
     Common c;
     if (!cli.common(c, true)) return kExitUsage;
     QueryStore store;
-    if (const int rc = open_query_store(cli, c, store); rc != kExitOk) return rc;
+    if (const int rc = open_query_store(cli.options(), c.dir, store); rc != kExitOk) return rc;
     StatsOptions o;
     o.directory = store.backend->location();
     o.store = store.backend.get();
@@ -658,6 +619,48 @@ bool parse_count(const std::string& text, uint64_t min, uint64_t max, uint64_t* 
     if (v < min || v > max) return false;
     *out = v;
     return true;
+}
+
+bool is_archive_option(std::string_view name) {
+    for (const char* option : kArchiveOptions)
+        if (name == option) return true;
+    return false;
+}
+
+int open_query_store(const CommandOptions& options, const std::string& directory, QueryStore& out) {
+    const auto get = [&](const char* name) { return option_value(options, name); };
+    const auto url = get("--archive");
+    if (!url) {
+        for (const char* archive_only : kArchiveOptions)
+            if (get(archive_only))
+                return print_usage_error(std::string(archive_only) + " goes with --archive"), kExitUsage;
+        out.backend = open_store(directory);
+        return kExitOk;
+    }
+    if (get("--path-style") && get("--virtual-hosted"))
+        return print_usage_error("--path-style and --virtual-hosted exclude each other"), kExitUsage;
+    const auto endpoint = get("--endpoint");
+    if (!endpoint) return print_usage_error("--archive needs --endpoint URL"), kExitUsage;
+    if (!endpoint->starts_with("http://") && !endpoint->starts_with("https://"))
+        return print_usage_error("--endpoint: expected http://HOST[:PORT] or https://..., not '" + *endpoint + "'"),
+               kExitUsage;
+    ArchiveAccess access;
+    access.url = *url;
+    access.endpoint.url = *endpoint;
+    while (access.endpoint.url.ends_with('/')) access.endpoint.url.pop_back();
+    if (auto r = get("--region")) access.endpoint.region = *r;
+    if (auto f = get("--ca-file")) access.endpoint.ca_file = *f;
+    access.endpoint.path_style = !get("--virtual-hosted");
+    access.credentials_file = get("--credentials").value_or("");
+    auto archive = ArchiveStore::open(access);
+    if (!archive) {
+        if (archive.error().config) return print_usage_error(archive.error().message), kExitUsage;
+        return print_line("error", archive.error().message), kExitFailure;
+    }
+    out.archive = archive.value().get();
+    if (directory.empty()) out.backend = std::move(archive.value());
+    else out.backend = std::make_unique<StoreUnion>(open_store(directory), std::move(archive.value()));
+    return kExitOk;
 }
 
 void print_usage_error(const std::string& m) { std::fprintf(stderr, "linecap: %s (see 'linecap --help')\n", m.c_str()); }
