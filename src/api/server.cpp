@@ -570,7 +570,8 @@ void ApiServer::Impl::handle_files(const HttpRequest& req, HttpExchange& ex, Aud
     if (!q) return reply(ex, 400, json_error(q.error().message), "application/json", "refused: " + q.error().message, a, started);
     auto tmpl = FileTemplate::compile(config.output.file_template);
     std::unique_ptr<StoreBackend> opened;
-    const StoreBackend* store = this->store.backend ? this->store.backend.get() : (opened = open_store(config.output.directory)).get();
+    const StoreBackend* store =
+        this->store.backend ? this->store.backend.get() : (opened = open_store(config.output.directory)).get();
     auto catalog = tmpl ? store->list(ListOptions::catalog(tmpl.value())) : Result<StoreInventory>(tmpl.error());
     if (!catalog) return reply(ex, 500, json_error(catalog.error().message), "application/json", "error: " + catalog.error().message, a, started);
     nlohmann::ordered_json files = nlohmann::ordered_json::array();
