@@ -254,7 +254,7 @@ public:
         if (!archive_ok)
             for (const char* archive_only : kArchiveOptions)
                 if (get(archive_only) || flag(archive_only)) {
-                    usage_error(std::string(archive_only) + " goes with extract or stats --archive");
+                    usage_error(std::string(archive_only) + " is for extract, stats and serve, not this command");
                     return false;
                 }
         if (auto cfg = get("--config")) {
