@@ -22,11 +22,12 @@ int usage(const std::string& message) {
 
 int serve_command(const CommandOptions& options) {
     for (const auto& [name, value] : options)
-        if (name != "--config" && name != "--dir" && name != "--template")
-            return usage("serve takes --config, --dir and --template, not " + name);
+        if (name != "--config" && name != "--dir" && name != "--template" && !store::is_archive_option(name))
+            return usage("serve takes --config, --dir, --template and --archive with its options, not " + name);
     const auto config = option_value(options, "--config");
     if (!config) return usage("serve needs --config FILE (its api: section)");
-    return serve_main(*config, option_value(options, "--dir").value_or(""), option_value(options, "--template").value_or(""));
+    return serve_main(*config, option_value(options, "--dir").value_or(""), option_value(options, "--template").value_or(""),
+                      options);
 }
 
 int extract_remote_command(const CommandOptions& options) {

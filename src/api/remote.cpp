@@ -17,6 +17,7 @@
 #include "format/capture_writer.hpp"
 #include "format/pcapng_blocks.hpp"
 #include "linecap_build.h"
+#include "store/extract.hpp"
 #include "util/curl_handles.hpp"
 #include "util/secret_file.hpp"
 #include "util/unique_fd.hpp"
@@ -191,7 +192,7 @@ public:
         if (auto known = ids_.find(reader_, in)) return known;
         const format::Interface& from = reader_.interfaces()[in];
         pcapng::InterfaceInfo info;
-        info.name = transfer_.name + (from.name.empty() ? "" : " " + from.name);
+        info.name = store::appliance_interface_name(transfer_.name, from.name);
         info.description = transfer_.base + (from.description.empty() ? "" : ": " + from.description);
         info.snaplen = from.snaplen;
         info.link_type = format::link_type(from.link_field);

@@ -194,6 +194,7 @@ struct ApiServer::Impl final : HttpHandler {
     std::unique_ptr<HttpFront> front;
     std::unique_ptr<Slots> slots;
     std::unique_ptr<StatusSource> status;
+    store::QueryStore store;  // backend nullptr: the configuration's directory, opened per request
     int port = 0;
 
     ~Impl() override {
@@ -276,6 +277,7 @@ struct ApiServer::Impl final : HttpHandler {
     store::ExtractOptions extract_options(const PacketQuery& q) const {
         store::ExtractOptions o;
         o.directory = config.output.directory;
+        o.store = store.backend.get();
         o.file_template = config.output.file_template;
         o.from_ns = q.from_ns;
         o.to_ns = q.to_ns;
@@ -364,6 +366,11 @@ void ApiServer::Impl::serve(const HttpRequest& req, HttpExchange& ex) {
         if (!req.query.empty())
             return reply(ex, 400, json_error("status takes no parameters"), "application/json", "refused: parameters", a, started);
         return reply(ex, 200, status->json(slots->used(), slots->limit()), "application/json", "complete", a, started);
+    }
+    if (req.path == "/metrics") {
+        static const ArchiveReadBytes none;
+        return reply(ex, 200, archive_read_exposition(store.archive ? store.archive->read_bytes() : none),
+                     "text/plain; version=0.0.4", "complete", a, started);
     }
     reply(ex, 404, json_error("no such endpoint: " + a.target.substr(0, a.target.find('?'))), "application/json",
           "refused: no such endpoint", a, started);
@@ -632,7 +639,9 @@ void ApiServer::Impl::handle_files(const HttpRequest& req, HttpExchange& ex, Aud
     Result<PacketQuery> q = params ? parse_query(QueryKind::files, params.value()) : Result<PacketQuery>(params.error());
     if (!q) return reply(ex, 400, json_error(q.error().message), "application/json", "refused: " + q.error().message, a, started);
     auto tmpl = FileTemplate::compile(config.output.file_template);
-    const std::unique_ptr<StoreBackend> store = open_store(config.output.directory);
+    std::unique_ptr<StoreBackend> opened;
+    const StoreBackend* store =
+        this->store.backend ? this->store.backend.get() : (opened = open_store(config.output.directory)).get();
     auto catalog = tmpl ? store->list(ListOptions::catalog(tmpl.value())) : Result<StoreInventory>(tmpl.error());
     if (!catalog) return reply(ex, 500, json_error(catalog.error().message), "application/json", "error: " + catalog.error().message, a, started);
     nlohmann::ordered_json files = nlohmann::ordered_json::array();
@@ -645,7 +654,7 @@ void ApiServer::Impl::handle_files(const HttpRequest& req, HttpExchange& ex, Aud
         j["bytes"] = f.size;
         j["first_packet_from_name"] = f.parsed && f.parsed->has_time ? store::format_time(f.lower_ns) : "";
         j["span_upper_bound"] = f.upper_ns == UINT64_MAX ? "" : store::format_time(f.upper_ns);
-        const LoadedIndex li = load_index(f.path, f.size, f.mtime_ns);
+        const LoadedIndex li = store->load_index(f, f.size, f.mtime_ns);
         j["index"] = li.state == IndexState::valid ? "valid"
                      : li.state == IndexState::missing ? "missing"
                      : li.state == IndexState::stale ? "stale" : "damaged";
@@ -679,10 +688,11 @@ void ApiServer::Impl::handle_files(const HttpRequest& req, HttpExchange& ex, Aud
     reply(ex, 200, out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "application/json", "complete", a, started);
 }
 
-Result<std::unique_ptr<ApiServer>> ApiServer::create(const Config& config) {
+Result<std::unique_ptr<ApiServer>> ApiServer::create(const Config& config, store::QueryStore store) {
     std::unique_ptr<ApiServer> server(new ApiServer());
     Impl& s = *server->impl_;
     s.config = config;
+    s.store = std::move(store);
     const ApiConfig& api = config.api;
     if (api.listen.empty()) return config_error("api.listen is not set: nothing to serve (see config/linecap.yaml)");
     auto address = parse_listen_address(api.listen);
@@ -734,7 +744,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::create(const Config& config) {
         }
     }
     s.slots = std::make_unique<Slots>(api.max_queries);
-    s.status = std::make_unique<StatusSource>(config);
+    s.status = std::make_unique<StatusSource>(config, s.store.backend.get());
     HttpLimits limits;
     limits.max_request_bytes = api.max_request_bytes;
     limits.header_timeout_ms = api.header_timeout_s * 1000;
@@ -767,7 +777,8 @@ std::string ApiServer::url() const {
     return std::string(impl_->tls ? "https://" : "http://") + host + ":" + std::to_string(impl_->port);
 }
 
-int serve_main(const std::string& config_path, const std::string& dir_override, const std::string& template_override) {
+int serve_main(const std::string& config_path, const std::string& dir_override, const std::string& template_override,
+               const CommandOptions& options) {
     auto config = load_config(config_path);
     if (!config) {
         std::fprintf(stderr, "linecap serve: %s\n", config.error().message.c_str());
@@ -775,6 +786,15 @@ int serve_main(const std::string& config_path, const std::string& dir_override, 
     }
     if (!dir_override.empty()) config->output.directory = dir_override;
     if (!template_override.empty()) config->output.file_template = template_override;
+    store::QueryStore store;
+    if (option_value(options, "--archive")) {
+        // The archive alone, unless --dir names local files to join it: the configuration's
+        // directory may be another machine's (an analyst serving an archive).
+        if (const int rc = store::open_query_store(options, dir_override, store); rc != kExitOk) return rc;
+    } else {
+        for (const auto& [name, value] : options)
+            if (store::is_archive_option(name)) return store::print_usage_error(name + " goes with --archive"), kExitUsage;
+    }
     // Everything this process does is for people asking questions, never for capture:
     // idle CPU and I/O class for this thread and every thread it starts.
     lower_to_idle_priority("linecap serve");
@@ -786,13 +806,14 @@ int serve_main(const std::string& config_path, const std::string& dir_override, 
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    auto server = ApiServer::create(config.value());
+    const std::string location = store.backend ? store.backend->location() : config->output.directory;
+    auto server = ApiServer::create(config.value(), std::move(store));
     if (!server) {
         std::fprintf(stderr, "linecap serve: %s\n", server.error().message.c_str());
         return server.error().config ? 78 : 1;
     }
     std::fprintf(stderr, "linecap serve: listening on %s (store %s, audit log %s)\n", server.value()->url().c_str(),
-                 config->output.directory.c_str(), config->api.audit_log.c_str());
+                 location.c_str(), config->api.audit_log.c_str());
     std::thread waiter([&set, s = server.value().get()] {
         int sig = 0;
         sigwait(&set, &sig);

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "store/cli.hpp"
 #include "util/result.hpp"
 
 namespace linecap::api {
@@ -28,7 +29,10 @@ class ApiServer {
 public:
     // Checks the configuration (TLS files, tokens file permissions, loopback rules, audit
     // log) and binds the listener. Errors are config errors naming the key or file.
-    static Result<std::unique_ptr<ApiServer>> create(const Config& config);
+    // `store`: the store to answer over when it is not the configuration's directory (an
+    // archive, or the directory and an archive as one); /metrics then counts the bytes
+    // fetched from the archive (linecap_archive_read_bytes_total).
+    static Result<std::unique_ptr<ApiServer>> create(const Config& config, store::QueryStore store = {});
     ~ApiServer();
     // Serves until stop() (from another thread or a signal handler thread).
     Status run();
@@ -42,7 +46,9 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-// The `linecap serve` command: --config FILE [--dir DIR] [--template T].
-int serve_main(const std::string& config_path, const std::string& dir_override, const std::string& template_override);
+// The `linecap serve` command: --config FILE [--dir DIR] [--template T] [--archive URL and
+// its options, store/cli.hpp: `options`].
+int serve_main(const std::string& config_path, const std::string& dir_override, const std::string& template_override,
+               const CommandOptions& options = {});
 
 }  // namespace linecap::api

@@ -11,7 +11,7 @@
 
 namespace linecap::api {
 
-StatusSource::StatusSource(const Config& config) : config_(config) {
+StatusSource::StatusSource(const Config& config, const StoreBackend* store) : config_(config), store_(store) {
     status_url_ = config.api.status_url.empty() ? "http://" + config.metrics.listen + "/status" : config.api.status_url;
 }
 
@@ -116,8 +116,9 @@ std::string StatusSource::json(unsigned queries_running, unsigned max_queries) {
         store["filesystem_used_percent"] = 100.0 * (size - free) / size;
     }
     auto tmpl = FileTemplate::compile(config_.output.file_template);
-    auto catalog = tmpl ? open_store(config_.output.directory)->list(ListOptions::catalog(tmpl.value()))
-                        : Result<StoreInventory>(tmpl.error());
+    std::unique_ptr<StoreBackend> opened;
+    const StoreBackend* listed = store_ ? store_ : (opened = open_store(config_.output.directory)).get();
+    auto catalog = tmpl ? listed->list(ListOptions::catalog(tmpl.value())) : Result<StoreInventory>(tmpl.error());
     if (catalog) {
         uint64_t bytes = 0, oldest = UINT64_MAX, newest = 0;
         for (const auto& f : catalog->files) {

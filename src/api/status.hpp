@@ -11,17 +11,21 @@
 #include <mutex>
 #include <string>
 
+#include "archive/store_inventory.hpp"
 #include "config/config.hpp"
 
 namespace linecap::api {
 
 class StatusSource {
 public:
-    explicit StatusSource(const Config& config);
+    // `store`: the store the API answers over (an archive; kept by the caller), nullptr:
+    // the configuration's directory.
+    explicit StatusSource(const Config& config, const StoreBackend* store = nullptr);
     std::string json(unsigned queries_running, unsigned max_queries);
 
 private:
     Config config_;
+    const StoreBackend* store_;
     std::string status_url_;
     std::mutex mu_;  // the previous answer's counters ("port|what"), for rates
     std::map<std::string, double> previous_;

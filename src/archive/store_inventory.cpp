@@ -82,17 +82,22 @@ std::optional<StoredFile> describe(int dir_fd, const std::string& directory, con
         for (const std::string& sidecar : layout::sidecar_names(capture))
             if (sidecar != f.stored_name) f.bytes_on_disk += size_at(dir_fd, sidecar);
     }
-    if (options.file_template) {
-        f.parsed = layout::parse_capture_name(*options.file_template, capture);
-        if (f.parsed && f.parsed->has_stream)
-            f.stream = f.parsed->port + "/q" + (f.parsed->queue >= 0 ? std::to_string(f.parsed->queue) : "?");
-        else
-            f.stream = capture;
-    }
+    describe_name(f, options);
     return f;
 }
 
-// Time bounds per stream, from consecutive names.
+}  // namespace
+
+void describe_name(StoredFile& f, const ListOptions& options) {
+    if (!options.file_template) return;
+    f.parsed = layout::parse_capture_name(*options.file_template, f.name);
+    if (f.parsed && f.parsed->has_stream)
+        f.stream = f.parsed->port + "/q" + (f.parsed->queue >= 0 ? std::to_string(f.parsed->queue) : "?");
+    else
+        f.stream = f.name;
+    if (!f.origin.empty()) f.stream = f.origin + " " + f.stream;
+}
+
 void bound_spans(std::vector<StoredFile>& files) {
     std::map<std::string, std::vector<StoredFile*>> streams;
     for (auto& f : files)
@@ -105,6 +110,7 @@ void bound_spans(std::vector<StoredFile>& files) {
         // file with a later name time.
         for (size_t i = 0; i < in_stream.size(); ++i) {
             in_stream[i]->lower_ns = in_stream[i]->parsed->time_ns;
+            in_stream[i]->upper_ns = UINT64_MAX;
             size_t j = i + 1;
             while (j < in_stream.size() && in_stream[j]->parsed->time_ns == in_stream[i]->parsed->time_ns) ++j;
             if (j < in_stream.size()) {
@@ -115,8 +121,6 @@ void bound_spans(std::vector<StoredFile>& files) {
         }
     }
 }
-
-}  // namespace
 
 std::optional<std::string> read_damaged_marker(int dir_fd, const std::string& name) {
     UniqueFd fd(::openat(dir_fd, layout::damaged_marker_name(name).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
@@ -207,6 +211,11 @@ std::optional<StoredFile> LocalDirectoryStore::find(const std::string& name, con
 
 Result<std::unique_ptr<format::OpenFile>> LocalDirectoryStore::open(const StoredFile& file) const {
     return open_stored_capture(file.path);
+}
+
+LoadedIndex LocalDirectoryStore::load_index(const StoredFile& file, uint64_t capture_size,
+                                            int64_t capture_mtime_ns) const {
+    return linecap::load_index(file.path, capture_size, capture_mtime_ns);
 }
 
 ManifestRead LocalDirectoryStore::read_manifest(const StoredFile& file) const {

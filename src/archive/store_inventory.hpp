@@ -8,7 +8,8 @@
 //
 // A store is a StoreBackend: list() takes the inventory, open() gives a listed file's
 // capture bytes as a format::ByteSource (format/capture_reader.hpp; decompressed when
-// the file is stored compressed), read_manifest() its manifest. A backend is one class;
+// the file is stored compressed), load_index() its retrieval index, read_manifest() its
+// manifest. A backend is one class;
 // the one here is the local directory (LocalDirectoryStore). Readers that only read the
 // store (extract, stats, the API) get theirs from open_store() and know nothing else
 // about it, so a second backend — an object store, a second volume — is one more class
@@ -28,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "archive/index_format.hpp"
 #include "archive/manifest.hpp"
 #include "config/config.hpp"
 #include "config/file_template.hpp"
@@ -61,6 +63,9 @@ struct StoredFile {
     // With ListOptions::file_template: what the name says.
     std::optional<ParsedName> parsed;  // nullopt: the name does not match the template
     std::string stream;           // "port/q<queue>" or, for an unmatched name, the name itself
+    // The appliance the file comes from when a store spans several (an archive bucket
+    // holding several appliances' prefixes), "" otherwise; part of `stream` then.
+    std::string origin;
     // Bounds of the file's packet timestamps from the names alone: [lower, upper). A name
     // gives the time of the file's first packet, floored to the template's precision;
     // packet timestamps in a stream never decrease, so a file of stream S holds packets
@@ -113,6 +118,9 @@ public:
     // The capture bytes of a listed file (compressed since it was listed: the same bytes).
     // Errors: "<reason>" (the caller adds the path).
     virtual Result<std::unique_ptr<format::OpenFile>> open(const StoredFile& file) const = 0;
+    // The index of a listed file, checked against its capture bytes as open() gives them
+    // (`capture_size`, `capture_mtime_ns`): missing when the store holds none.
+    virtual LoadedIndex load_index(const StoredFile& file, uint64_t capture_size, int64_t capture_mtime_ns) const = 0;
     virtual ManifestRead read_manifest(const StoredFile& file) const = 0;
 };
 
@@ -128,6 +136,7 @@ public:
     Result<StoreInventory> list(const ListOptions& options) const override;
     std::optional<StoredFile> find(const std::string& name, const ListOptions& options) const override;
     Result<std::unique_ptr<format::OpenFile>> open(const StoredFile& file) const override;
+    LoadedIndex load_index(const StoredFile& file, uint64_t capture_size, int64_t capture_mtime_ns) const override;
     ManifestRead read_manifest(const StoredFile& file) const override;
 
     // For the services that change the directory; -1 when it could not be opened.
@@ -139,6 +148,12 @@ private:
     int dir_fd_ = -1;
     int open_error_ = 0;
 };
+
+// What a file's name says, with options.file_template (StoredFile::parsed, stream;
+// origin, when set, leads the stream); nothing without one.
+void describe_name(StoredFile& file, const ListOptions& options);
+// Time bounds of the files (lower_ns, upper_ns) from consecutive names of each stream.
+void bound_spans(std::vector<StoredFile>& files);
 
 // The store at `location` (a directory), for the readers that only read it.
 std::unique_ptr<StoreBackend> open_store(const std::string& location);

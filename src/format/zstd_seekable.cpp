@@ -128,7 +128,7 @@ void SeekableWriter::seek_table(std::vector<uint8_t>& out) const {
 
 // --- reading --------------------------------------------------------------------------
 
-Result<std::unique_ptr<SeekableSource>> SeekableSource::open(std::unique_ptr<FileSource> file) {
+Result<std::unique_ptr<SeekableSource>> SeekableSource::open(std::unique_ptr<OpenFile> file) {
     auto table = read_seek_table(*file);
     if (!table) return table.error();
     std::unique_ptr<SeekableSource> source(new SeekableSource());

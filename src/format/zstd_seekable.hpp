@@ -93,8 +93,9 @@ private:
 // thread-safe (one reader per source).
 class SeekableSource final : public OpenFile {
 public:
+    // Over the compressed bytes of `file` (on disk, or an archived object read by range).
     // Errors: those of read_seek_table (the caller adds the path).
-    static Result<std::unique_ptr<SeekableSource>> open(std::unique_ptr<FileSource> file);
+    static Result<std::unique_ptr<SeekableSource>> open(std::unique_ptr<OpenFile> file);
     ~SeekableSource() override;
 
     // -1 with errno EBADMSG when a frame does not decompress (why: last_error()), EIO-like
@@ -103,7 +104,7 @@ public:
     uint64_t size() const override { return table_.decompressed_size; }
     int64_t mtime_ns() const override { return file_->mtime_ns(); }
     const std::string& path() const override { return file_->path(); }
-    uint64_t stored_size() const override { return file_->size(); }
+    uint64_t stored_size() const override { return file_->stored_size(); }
     bool compressed() const override { return true; }
     void advise_sequential() const override { file_->advise_sequential(); }
     void advise_random() const override { file_->advise_random(); }
@@ -121,7 +122,7 @@ private:
     // Frame `index` into frame_ (kept: cached_).
     bool load(size_t index) const;
 
-    std::unique_ptr<FileSource> file_;
+    std::unique_ptr<OpenFile> file_;
     SeekTable table_;
     uint32_t max_compressed_ = 0;    // the largest frame, compressed and not: the buffers' sizes
     uint32_t max_decompressed_ = 0;

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "archive/archive_store.hpp"
 #include "archive/compress.hpp"
 #include "archive/index_format.hpp"
 #include "archive/layout.hpp"
@@ -55,6 +56,9 @@ constexpr CommandHelp kCommands[] = {
                   [--accept-damaged] [--require-synced] [-v]
   linecap extract --dir DIR --alert FILE|- [--margin SECONDS] [--max-bytes N]
                   -o OUT.pcap|- [--format pcap|pcapng] [--no-index] [-v]
+  linecap extract --archive s3://BUCKET[/PREFIX] --endpoint URL --credentials FILE
+                  [--region R] [--ca-file FILE] [--path-style|--virtual-hosted]
+                  [--dir DIR] [the query and output options above]
   linecap extract --remote URL[,URL...] [--cert FILE --key FILE] [--cacert FILE]
                   [--token-file FILE] [--remote-timeout SECONDS] [--format pcapng|pcap]
                   [--from TIME] [--to TIME] [--filter EXPR] [--community-id ID]
@@ -94,7 +98,27 @@ constexpr CommandHelp kCommands[] = {
                             the range was not captured on a synchronised host clock
                             as its manifest records it (clock.sync; no manifest:
                             unknown, refused too), naming the files
-          -v                print the plan and what was read on stderr
+          -v                print the plan and what was read on stderr (with
+                            --archive: the bytes fetched, by kind)
+          --archive s3://BUCKET[/PREFIX]
+                            read the archive tier in place: the capture files an
+                            appliance's archiver uploaded under PREFIX of an
+                            S3-compatible object store (Ceph RGW, MinIO, AWS S3),
+                            fetching by Range GET only the blocks or zstd frames the
+                            query needs (an index checked by its CRCs, a zstd frame
+                            by its checksum). A URL naming only the bucket
+                            spans every appliance's prefix in it: one answer, merged
+                            in time order, each appliance named in the pcapng
+                            interface ("APPLIANCE <port>:<queue>"). With --dir too,
+                            both are one store (a file in both is read locally).
+                            --endpoint URL (http://host:port or https), --credentials
+                            FILE (AWS shared-credentials format, [default] profile,
+                            mode 600; without it the AWS_* environment), --region R
+                            (us-east-1), --ca-file FILE (TLS), --path-style (the
+                            default) or --virtual-hosted addressing. An archive that
+                            cannot be used (bad URL: 64; credentials refused,
+                            endpoint unreachable, bucket or archive missing: 1) is
+                            one line on stderr and nothing is written.
           --alert FILE|-    the packets of the flows of alert records, in one
                             answer (one merge: a packet two records share is
                             written once): Suricata EVE JSON (alert, flow or any
@@ -136,10 +160,14 @@ constexpr CommandHelp kCommands[] = {
 )"},
     {"serve",
      R"(  linecap serve   --config FILE [--dir DIR] [--template TEMPLATE]
+                  [--archive s3://BUCKET[/PREFIX] --endpoint URL --credentials FILE [--region R]
+                  [--ca-file FILE] [--path-style|--virtual-hosted]]
 )",
      R"(The retrieval API: HTTP(S) endpoints /api/v1/packets, /api/v1/size,
-          /api/v1/files, /api/v1/status and a page at /, configured by the api:
-          section of the configuration (doc/api.md).
+          /api/v1/files, /api/v1/status, /metrics and a page at /, configured by
+          the api: section of the configuration (doc/api.md). --archive (as for
+          extract): answer over the archive tier, or with --dir over both; /metrics
+          then counts the bytes fetched (linecap_archive_read_bytes_total by kind).
 )"},
     {"index",
      R"(  linecap index   --dir DIR [--force] [--jobs N] [--block-kb N] [-v]
@@ -151,12 +179,15 @@ constexpr CommandHelp kCommands[] = {
 )"},
     {"stats",
      R"(  linecap stats   --dir DIR [--per-file] [--gaps N] [--gap-threshold SECONDS] [--json]
+  linecap stats   --archive s3://BUCKET[/PREFIX] --endpoint URL --credentials FILE [--region R]
+                  [--ca-file FILE] [--path-style|--virtual-hosted] [--dir DIR] [the options above]
 )",
      R"(Time span, files, bytes and packets per stream, the largest gaps between
           consecutive files of each stream (--gaps N, default 3; --gap-threshold S
           counts gaps longer than S seconds, default the configured rotation interval),
           drops per file where a manifest reports them, and the files the scrub
           marked damaged. --per-file lists every file; --json prints the same as JSON.
+          --archive (as for extract): over the archive tier, or with --dir over both.
 )"},
     {"hold",
      R"(  linecap hold create --dir DIR (--from TIME --to TIME [--filter EXPR] [--community-id ID]
@@ -241,11 +272,18 @@ constexpr OptionSpec kOptions[] = {
     {"--level", true},         {"--alert", true},         {"--margin", true},
     {"--reason", true},        {"--expires", true},         {"--max-answer-bytes", true}, {"--max-total-bytes", true},
     {"--remote-deadline", true}, {"--min-rate", true},    {"--min-free-bytes", true},
+    {"--archive", true},       {"--endpoint", true},      {"--credentials", true},
+    {"--region", true},        {"--ca-file", true},       {"--path-style"},
+    {"--virtual-hosted"},
     {"--no-index"},            {"--accept-damaged"},      {"--require-synced"},
     {"-v"},                    {"--verbose", false, "-v"}, {"--force"},
     {"--per-file"},            {"--json"},                {"--help"},
     {"-h", false, "--help"},
 };
+
+// The options that say where an archive is and how to reach it.
+constexpr const char* kArchiveOptions[] = {"--archive", "--endpoint", "--credentials", "--region",
+                                           "--ca-file", "--path-style", "--virtual-hosted"};
 
 struct Common {
     std::string dir;
@@ -261,8 +299,15 @@ public:
     bool flag(const std::string& name) const { return args_.has(name); }
     const CommandOptions& options() const { return args_.options; }
 
-    // --dir/--template/--config; false (usage message printed) when unusable.
-    bool common(Common& c) const {
+    // --dir/--template/--config (archive_ok: or --archive alone); false (usage message
+    // printed) when unusable.
+    bool common(Common& c, bool archive_ok = false) const {
+        if (!archive_ok)
+            for (const char* archive_only : kArchiveOptions)
+                if (get(archive_only) || flag(archive_only)) {
+                    usage_error(std::string(archive_only) + " is for extract, stats and serve, not this command");
+                    return false;
+                }
         if (auto cfg = get("--config")) {
             auto config = load_config(*cfg);
             if (!config) {
@@ -275,8 +320,9 @@ public:
         }
         if (auto d = get("--dir")) c.dir = *d;
         if (auto t = get("--template")) c.file_template = *t;
-        if (c.dir.empty()) {
-            usage_error("--dir DIR is required (or --config FILE)");
+        if (c.dir.empty() && !(archive_ok && get("--archive"))) {
+            usage_error(archive_ok ? "--dir DIR or --archive URL is required (or --config FILE)"
+                                   : "--dir DIR is required (or --config FILE)");
             return false;
         }
         while (c.dir.size() > 1 && c.dir.back() == '/') c.dir.pop_back();
@@ -336,6 +382,16 @@ void set_pending(const layout::AtomicFile* file) {
     action.sa_handler = remove_pending_and_die;
     action.sa_flags = SA_RESETHAND;  // the raise() in the handler then takes the default action
     for (const int s : kCleanupSignals) ::sigaction(s, &action, nullptr);
+}
+
+// `records_read`: the bytes of the records the query parsed (of the blocks its plan read).
+void print_archive_bytes(const ArchiveReadBytes& b, uint64_t records_read) {
+    std::fprintf(stderr,
+                 "linecap: archive: fetched %llu bytes of indexes, %llu bytes of capture data for %llu bytes of "
+                 "records read, %llu bytes of manifests, in %llu requests\n",
+                 static_cast<unsigned long long>(b.index.load()), static_cast<unsigned long long>(b.data.load()),
+                 static_cast<unsigned long long>(records_read), static_cast<unsigned long long>(b.manifest.load()),
+                 static_cast<unsigned long long>(b.requests.load()));
 }
 
 constexpr uint64_t kDefaultAlertMarginS = 60;
@@ -402,6 +458,7 @@ int query_options(const Cli& cli, const Common& c, ExtractOptions& o) {
 int cmd_extract(const Cli& cli, const ToolCommands& above) {
     if (cli.get("--remote")) {
         if (cli.get("--alert")) return Cli::usage_error("--alert reads a local store (--dir), not --remote"), kExitUsage;
+        if (cli.get("--archive")) return Cli::usage_error("--remote and --archive exclude each other"), kExitUsage;
         if (!above.extract_remote) return Cli::usage_error("--remote is not available in this build"), kExitUsage;
         return above.extract_remote(cli.options());
     }
@@ -409,7 +466,7 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
                                     "--max-total-bytes", "--remote-deadline", "--min-rate", "--min-free-bytes"})
         if (cli.get(remote_only)) return Cli::usage_error(std::string(remote_only) + " goes with --remote"), kExitUsage;
     Common c;
-    if (!cli.common(c)) return kExitUsage;
+    if (!cli.common(c, true)) return kExitUsage;
     ExtractOptions o;
     if (const int rc = query_options(cli, c, o); rc != kExitOk) return rc;
     o.require_synced = cli.flag("--require-synced");
@@ -424,6 +481,9 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
     const bool accept_damaged = cli.flag("--accept-damaged");
     const auto out = cli.get("-o");
     if (!out || out->empty()) return Cli::usage_error("-o OUT.pcap (or -o - for stdout) is required"), kExitUsage;
+    QueryStore store;
+    if (const int rc = open_query_store(cli.options(), c.dir, store); rc != kExitOk) return rc;
+    o.store = store.backend.get();
 
     Result<ExtractReport> report = runtime_error("not run");
     const int rc = write_extract_output(*out, c.dir, [&](int fd) {
@@ -451,6 +511,7 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
                      r.files_indexed, static_cast<unsigned long long>(r.blocks_read),
                      static_cast<unsigned long long>(r.blocks_total), r.files_skipped_by_index, r.files_scanned,
                      static_cast<unsigned long long>(r.packets_examined), static_cast<double>(r.bytes_read) / (1 << 20));
+        if (store.archive) print_archive_bytes(store.archive->read_bytes(), r.bytes_read);
     }
     if (!r.concerns.empty() && !accept_damaged) return kExitUntrusted;
     return r.errors.empty() && r.ended_early.empty() ? kExitOk : kExitFailure;
@@ -500,7 +561,7 @@ int cmd_index(const Cli& cli) {
     size_t up_to_date = 0;
     for (const auto& f : catalog->files) {
         if (!force) {
-            LoadedIndex li = load_index(f.path, f.size, f.mtime_ns);
+            LoadedIndex li = store.load_index(f, f.size, f.mtime_ns);
             if (li.state == IndexState::valid) {
                 ++up_to_date;
                 continue;
@@ -612,9 +673,12 @@ int cmd_compress(const Cli& cli) {
 
 int cmd_stats(const Cli& cli) {
     Common c;
-    if (!cli.common(c)) return kExitUsage;
+    if (!cli.common(c, true)) return kExitUsage;
+    QueryStore store;
+    if (const int rc = open_query_store(cli.options(), c.dir, store); rc != kExitOk) return rc;
     StatsOptions o;
-    o.directory = c.dir;
+    o.directory = store.backend->location();
+    o.store = store.backend.get();
     o.file_template = c.file_template;
     uint64_t gaps = 3, threshold_s = c.rotate_interval_s;
     if (auto g = cli.get("--gaps"); g && !parse_count(*g, 0, 1000000, &gaps))
@@ -733,6 +797,48 @@ bool parse_count(const std::string& text, uint64_t min, uint64_t max, uint64_t* 
     if (v < min || v > max) return false;
     *out = v;
     return true;
+}
+
+bool is_archive_option(std::string_view name) {
+    for (const char* option : kArchiveOptions)
+        if (name == option) return true;
+    return false;
+}
+
+int open_query_store(const CommandOptions& options, const std::string& directory, QueryStore& out) {
+    const auto get = [&](const char* name) { return option_value(options, name); };
+    const auto url = get("--archive");
+    if (!url) {
+        for (const char* archive_only : kArchiveOptions)
+            if (get(archive_only))
+                return print_usage_error(std::string(archive_only) + " goes with --archive"), kExitUsage;
+        out.backend = open_store(directory);
+        return kExitOk;
+    }
+    if (get("--path-style") && get("--virtual-hosted"))
+        return print_usage_error("--path-style and --virtual-hosted exclude each other"), kExitUsage;
+    const auto endpoint = get("--endpoint");
+    if (!endpoint) return print_usage_error("--archive needs --endpoint URL"), kExitUsage;
+    if (!endpoint->starts_with("http://") && !endpoint->starts_with("https://"))
+        return print_usage_error("--endpoint: expected http://HOST[:PORT] or https://..., not '" + *endpoint + "'"),
+               kExitUsage;
+    ArchiveAccess access;
+    access.url = *url;
+    access.endpoint.url = *endpoint;
+    while (access.endpoint.url.ends_with('/')) access.endpoint.url.pop_back();
+    if (auto r = get("--region")) access.endpoint.region = *r;
+    if (auto f = get("--ca-file")) access.endpoint.ca_file = *f;
+    access.endpoint.path_style = !get("--virtual-hosted");
+    access.credentials_file = get("--credentials").value_or("");
+    auto archive = ArchiveStore::open(access);
+    if (!archive) {
+        if (archive.error().config) return print_usage_error(archive.error().message), kExitUsage;
+        return print_line("error", archive.error().message), kExitFailure;
+    }
+    out.archive = archive.value().get();
+    if (directory.empty()) out.backend = std::move(archive.value());
+    else out.backend = std::make_unique<StoreUnion>(open_store(directory), std::move(archive.value()));
+    return kExitOk;
 }
 
 void print_usage_error(const std::string& m) { std::fprintf(stderr, "linecap: %s (see 'linecap --help')\n", m.c_str()); }

@@ -12,10 +12,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "archive/archive_store.hpp"
 #include "util/command_line.hpp"
 
 namespace linecap::store {
@@ -33,6 +35,20 @@ void print_usage_error(const std::string& message);
 void print_line(const char* level, const std::string& message);
 // A decimal count in [min, max].
 bool parse_count(const std::string& text, uint64_t min, uint64_t max, uint64_t* out);
+
+// The options that say where an archive is and how to reach it (--archive, --endpoint,
+// --credentials, --region, --ca-file, --path-style, --virtual-hosted).
+bool is_archive_option(std::string_view name);
+
+// The store a query reads: `directory`, the archive of --archive, or both as one.
+// `archive` is the archive's backend (for the bytes it fetched), nullptr without one.
+struct QueryStore {
+    std::unique_ptr<StoreBackend> backend;
+    const ArchiveStore* archive = nullptr;
+};
+// kExitOk, or the exit status after printing in one line why the store cannot be used
+// (an archive option without --archive is a usage error).
+int open_query_store(const CommandOptions& options, const std::string& directory, QueryStore& out);
 
 // Writes a capture answer to `out` (-o): "-" is stdout (refused when a terminal); a path
 // is an AtomicFile from open_extract_output (refused inside `store_directory`, if given),

@@ -154,6 +154,7 @@ public:
             // extraction shows the same names as the files it came from.
             const ParsedName& p = *file.parsed;
             info.name = p.port + (p.queue >= 0 ? ":" + std::to_string(p.queue) : "") + suffix;
+            if (!file.origin.empty()) info.name = appliance_interface_name(file.origin, info.name);
             info.description = "linecap port " + p.port + (p.queue >= 0 ? " queue " + std::to_string(p.queue) : "") +
                                (source.description.empty() ? "" : " (" + source.description + ")");
         } else {
@@ -394,6 +395,10 @@ bool is_within(int dir_fd, const struct stat& ancestor) {
 
 }  // namespace
 
+std::string appliance_interface_name(const std::string& appliance, const std::string& interface) {
+    return interface.empty() ? appliance : appliance + " " + interface;
+}
+
 Result<layout::AtomicFile> open_extract_output(const std::string& path, const std::string& store_directory) {
     constexpr mode_t kOutputMode = 0644;  // less the umask, like any file a tool writes
     struct stat store {};
@@ -431,7 +436,9 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
     if (selections.front().community_id) report.plan += "; then community id " + first_community_id + " per packet";
     if (selections.size() > 1)
         report.plan = "any of " + std::to_string(selections.size()) + " selections, the first: " + report.plan;
-    const std::unique_ptr<StoreBackend> store = open_store(o.directory);
+    std::unique_ptr<StoreBackend> opened;
+    const StoreBackend* store = o.store;
+    if (store == nullptr) store = (opened = open_store(o.directory)).get();
     auto catalog = store->list(ListOptions::catalog(tmpl.value()));
     if (!catalog) return catalog.error();
     report.files_in_store = catalog->files.size();
@@ -469,7 +476,7 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
         FilePlan p;
         p.rank = rank;
         p.info = &f;
-        p.store = store.get();
+        p.store = store;
         p.size = file.value()->size();
         p.mtime_ns = file.value()->mtime_ns();
         p.start_bound = std::max(f.lower_ns, from);
@@ -477,7 +484,7 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
         p.selections = std::move(meeting);
 
         LoadedIndex li;
-        if (o.use_index && !marker) li = load_index(f.path, p.size, p.mtime_ns);
+        if (o.use_index && !marker) li = store->load_index(f, p.size, p.mtime_ns);
         if (li.state == IndexState::valid) {
             p.indexed = true;
             ++report.files_indexed;

@@ -67,6 +67,9 @@ struct Selection {
 
 struct ExtractOptions {
     std::string directory;
+    // The store to read (an archive, or local files and an archive as one); nullptr: the
+    // directory, through open_store().
+    const StoreBackend* store = nullptr;
     std::string file_template = kDefaultFileTemplate;
     uint64_t from_ns = 0;
     uint64_t to_ns = UINT64_MAX;       // exclusive
@@ -123,6 +126,11 @@ struct ExtractReport {
     std::vector<std::string> errors;
     std::vector<FileConcern> concerns;  // in the order the files were planned
 };
+
+// The pcapng interface name of a packet from `appliance` (a store spanning several, or
+// one answer of `extract --remote`) whose own interface is `interface` ("<port>:<queue>"):
+// "<appliance> <interface>", so every packet says where it was captured.
+std::string appliance_interface_name(const std::string& appliance, const std::string& interface);
 
 // Writes the result to `out_fd` (a file or a pipe). Returns an error (nothing usable
 // written) only for problems with the query itself: bad filter, unreadable directory,

@@ -45,7 +45,9 @@ std::string json_string(const std::string& s) {
 Result<StoreStats> collect_stats(const StatsOptions& o) {
     auto tmpl = FileTemplate::compile(o.file_template);
     if (!tmpl) return tmpl.error();
-    const std::unique_ptr<StoreBackend> store = open_store(o.directory);
+    std::unique_ptr<StoreBackend> opened;
+    const StoreBackend* store = o.store;
+    if (store == nullptr) store = (opened = open_store(o.directory)).get();
     auto catalog = store->list(ListOptions::catalog(tmpl.value()));
     if (!catalog) return catalog.error();
     StoreStats st;
@@ -82,7 +84,7 @@ Result<StoreStats> collect_stats(const StatsOptions& o) {
         if (fs.damaged) ++st.damaged;
         bool done = false;
         if (o.use_index && !fs.damaged) {  // an index describes the bytes before the damage
-            LoadedIndex li = load_index(f.path, f.size, f.mtime_ns);
+            LoadedIndex li = store->load_index(f, f.size, f.mtime_ns);
             if (li.state == IndexState::valid) {
                 const IndexHeader& h = li.index.header();
                 fs.packets = h.packets;

@@ -23,6 +23,7 @@ namespace linecap::store {
 
 struct StatsOptions {
     std::string directory;
+    const StoreBackend* store = nullptr;  // the store to read; nullptr: the directory (open_store)
     std::string file_template = kDefaultFileTemplate;
     bool use_index = true;
     uint64_t gap_threshold_ns = 0;  // > 0: also count gaps longer than this

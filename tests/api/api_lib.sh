@@ -86,15 +86,16 @@ api_config() {
     } >"$file"
 }
 
-# start_serve CONFIG [NETNS]: starts `linecap serve`, sets SERVE_PID and SERVE_LOG, waits
-# until it says where it listens.
+# start_serve CONFIG [NETNS [ARGS...]]: starts `linecap serve` (NETNS "" = here; ARGS: more
+# options), sets SERVE_PID and SERVE_LOG, waits until it says where it listens.
 start_serve() {
     local config=$1 ns=${2:-}
+    shift $(($# >= 2 ? 2 : 1))
     SERVE_LOG=$(mktemp "$TEST_TMPDIR/serve.XXXXXX.log")
     if [[ -n $ns ]]; then
-        ip netns exec "$ns" "$LINECAP" serve --config "$config" 2>"$SERVE_LOG" &
+        ip netns exec "$ns" "$LINECAP" serve --config "$config" "$@" 2>"$SERVE_LOG" &
     else
-        "$LINECAP" serve --config "$config" 2>"$SERVE_LOG" &
+        "$LINECAP" serve --config "$config" "$@" 2>"$SERVE_LOG" &
     fi
     SERVE_PID=$!
     on_exit "kill $SERVE_PID 2>/dev/null; wait $SERVE_PID 2>/dev/null || true"

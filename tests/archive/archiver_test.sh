@@ -19,8 +19,8 @@
 TEST_NAME=archive-archiver
 # shellcheck source=../lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
-# shellcheck source=rgw_for_test.sh
-source "$(dirname "${BASH_SOURCE[0]}")/rgw_for_test.sh"
+# shellcheck source=rgw_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/rgw_env.sh"
 need_root
 need_linecapd
 need_hugepages 256
@@ -38,7 +38,7 @@ config() {
     write_config "$TEST_TMPDIR/$name.yaml" "net_pcap0,rx_pcap=$pcap" "$TEST_TMPDIR/$name" \
         output.scrub.enabled=false output.archive.url="s3://$S3_BUCKET/$prefix" \
         output.archive.endpoint="$S3_ENDPOINT" output.archive.region="$S3_REGION" \
-        output.archive.credentials_file="$D/credentials" "$@"
+        output.archive.credentials_file="$RGW_DIR/credentials" "$@"
 }
 
 # accounted SENT: from the shutdown summary (after the drain, so exact): every packet that
@@ -102,11 +102,11 @@ done
 # --- 2. live capture, radosgw stopped mid-upload and restarted ---------------------------
 capture live 1000 8 output.rotate.size_mb=4 output.archive.max_bytes_per_second=3M output.archive.concurrency=2
 wait_for_linecapd "(( \$(metric linecap_archive_files_total) >= 1 ))" 30 || fail "live: nothing archived"
-bash "$RGW" stop-rgw "$D"
+bash "$RGW_SH" stop-rgw "$RGW_DIR"
 log "radosgw stopped with $(metric linecap_archive_backlog_files) files waiting"
 wait_for_linecapd "(( \$(metric linecap_archive_upload_errors_total cause=unreachable) >= 1 ))" 60 \
     || fail "live: the stopped store is not counted: $(http_get "$(M)" | grep upload_errors)"
-bash "$RGW" restart-rgw "$D"
+bash "$RGW_SH" restart-rgw "$RGW_DIR"
 finished=$(metric linecap_files_finalised_total)
 wait_for_linecapd "(( \$(metric linecap_archive_files_total) >= $finished && \$(metric linecap_archive_backlog_files) == 0 ))" 90 \
     || fail "live: the archive did not catch up: $(http_get "$(M)" | grep -E 'linecap_archive_(files|backlog)')"
@@ -142,7 +142,7 @@ gen_pcap --count 4000 --size 1000 --seed 10 --out "$TEST_TMPDIR/loop.pcap"
 write_config "$TEST_TMPDIR/full.yaml" "net_pcap0,rx_pcap=$TEST_TMPDIR/loop.pcap,infinite_rx=1" "$SMALL" \
     output.scrub.enabled=false output.rotate.size_mb=4 output.retention.min_free_bytes=16M \
     output.archive.url="s3://$S3_BUCKET/full" output.archive.endpoint="http://127.0.0.1:1" \
-    output.archive.credentials_file="$D/credentials"
+    output.archive.credentials_file="$RGW_DIR/credentials"
 start_linecapd "$TEST_TMPDIR/full.yaml"
 wait_for_linecapd "(( \$(metric linecap_archive_deleted_unarchived_files_total) >= 2 ))" 60 \
     || fail "full: no unarchived deletion counted: $(http_get "$(M)" | grep -E 'retention_deleted|archive_deleted')"

@@ -8,11 +8,10 @@
 TEST_NAME=archive-s3-client
 # shellcheck source=../lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
-# shellcheck source=rgw_for_test.sh
-source "$(dirname "${BASH_SOURCE[0]}")/rgw_for_test.sh"
 need_root
 make_tmpdir
-start_rgw
-export RGW_SH=$RGW RGW_DIR=$D  # for the test that stops and restarts radosgw
+# shellcheck source=rgw_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/rgw_env.sh"
+start_rgw "$TEST_TMPDIR/rgw"  # RGW_SH, RGW_DIR: for the test that stops and restarts radosgw
 "${1:?usage: s3_client_test.sh GTEST_BINARY}" || fail "s3 client tests failed"
 log "ok"

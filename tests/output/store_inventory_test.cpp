@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "archive/archive_store.hpp"
 #include "archive/layout.hpp"
 #include "archive/store_inventory.hpp"
 #include "output_test_support.hpp"
@@ -122,6 +123,36 @@ TEST(StoreInventory, SpansFromTheNamesWithATemplate) {
     EXPECT_EQ(inventory->files[0].lower_ns, t0);
     EXPECT_EQ(inventory->files[0].upper_ns, t0 + 5001);
     EXPECT_EQ(inventory->files[1].upper_ns, UINT64_MAX);
+}
+
+// Local files and another store as one (`--dir` with `--archive`): a file both hold is
+// the first's, spans are bound across both, and each file is read from the store that
+// listed it.
+TEST(StoreInventory, AUnionOfTwoStoresIsOneStore) {
+    test::TempDir local, other;
+    const FileTemplate file_template = FileTemplate::compile(kDefaultFileTemplate).value();
+    const StreamId stream{"p0", 0, 0};
+    const uint64_t t0 = 1796004600000000000ull;
+    const auto name = [&](uint64_t t) { return layout::capture_name(file_template, t, stream, 0, FileKind::pcap, 0); };
+    test::write_file(local.file(name(t0)), bytes_of("local0"));
+    test::write_file(local.file(name(t0 + 2000)), bytes_of("local2"));
+    test::write_file(other.file(name(t0 + 1000)), bytes_of("other1+"));
+    test::write_file(other.file(name(t0 + 2000)), bytes_of("other2, not read"));
+    const StoreUnion store(open_store(local.path()), open_store(other.path()));
+    const Result<StoreInventory> inventory = store.list(ListOptions::catalog(file_template));
+    ASSERT_TRUE(inventory.ok()) << inventory.error().message;
+    ASSERT_EQ(inventory->files.size(), 3u);
+    EXPECT_EQ(inventory->files[0].path, local.file(name(t0)));
+    EXPECT_EQ(inventory->files[1].path, other.file(name(t0 + 1000)));
+    EXPECT_EQ(inventory->files[2].path, local.file(name(t0 + 2000)));
+    EXPECT_EQ(inventory->files[0].upper_ns, t0 + 1001);  // bound by the other store's file
+    EXPECT_EQ(inventory->files[1].upper_ns, t0 + 2001);
+    EXPECT_EQ(inventory->files[2].upper_ns, UINT64_MAX);
+    for (const StoredFile& f : inventory->files) {
+        auto opened = store.open(f);
+        ASSERT_TRUE(opened.ok()) << opened.error().message;
+        EXPECT_EQ(opened.value()->size(), f.size) << f.path;
+    }
 }
 
 TEST(StoreInventory, ADirectoryThatCannotBeListedIsAnError) {
