@@ -215,6 +215,25 @@ struct ApiConfig {
     bool operator==(const ApiConfig&) const = default;
 };
 
+// The live feed over PCAP-over-IP (feed/feed.hpp): a TCP listener that sends each consumer
+// a pcap stream of the chosen ports' packets, taken from the write blocks after the writer
+// has written them. Off unless enabled. Plaintext; an address other than loopback only
+// with plaintext_on_network.
+struct FeedConfig {
+    bool enabled = false;
+    std::string listen = "127.0.0.1:57012";
+    std::vector<std::string> ports;      // port names; empty = every port
+    std::string filter;                  // libpcap expression; "" = every packet
+    unsigned max_consumers = 8;          // connected at once; more are closed at once
+    uint64_t buffer_bytes = 16ull << 20; // per consumer: records waiting to be sent
+    bool plaintext_on_network = false;   // a non-loopback listen sends packets unencrypted
+
+    bool carries(const std::string& port) const {
+        return enabled && (ports.empty() || std::find(ports.begin(), ports.end(), port) != ports.end());
+    }
+    bool operator==(const FeedConfig&) const = default;
+};
+
 struct LogConfig {
     std::string level = "info";       // trace debug info warn error critical off
 
@@ -229,6 +248,7 @@ struct Config {
     OutputConfig output;
     MetricsConfig metrics;
     ApiConfig api;
+    FeedConfig feed;
     LogConfig log;
 
     bool operator==(const Config&) const = default;

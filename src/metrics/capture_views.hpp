@@ -18,6 +18,7 @@
 #include "archive/index_service.hpp"
 #include "archive/scrub.hpp"
 #include "capture/views.hpp"
+#include "feed/feed.hpp"
 #include "output/writer.hpp"
 
 namespace linecap {
@@ -38,6 +39,7 @@ struct CaptureViews {
     const CompressCounters* compressing = nullptr;  // the background compressor; null: off
     const ScrubCounters* scrub = nullptr;               // the background scrub; null: off
     const ClockQualityBoard* clock_quality = nullptr;   // the host clock's state; null: not sampled
+    std::function<FeedCounts()> feed;                   // the live feed's counters; empty: feed off
 };
 
 }  // namespace linecap

@@ -121,6 +121,7 @@ void MetricsCollector::collect() {
     next.indexing = counts_if(views_.indexing);
     next.compressing = counts_if(views_.compressing);
     next.scrub = counts_if(views_.scrub);
+    if (views_.feed) next.feed = views_.feed();
     if (views_.clock_quality != nullptr)
         next.clock = ClockQualitySample{views_.clock_quality->sample(), views_.clock_quality->steps(),
                                         views_.clock_quality->status_source()};

@@ -13,6 +13,7 @@
 
 #include "capture/counters.hpp"
 #include "dpdk/rx_timestamp.hpp"
+#include "feed/feed.hpp"
 #include "metrics/filesystem_usage.hpp"
 #include "metrics/port_stats.hpp"
 #include "archive/scrub.hpp"
@@ -97,6 +98,7 @@ struct MetricsSnapshot {
     std::optional<CompressCounts> compressing;  // store/compress.hpp; absent: output.compress off
     std::optional<ScrubCounts> scrub;          // output/scrub.hpp; absent: output.scrub.enabled off
     std::optional<ClockQualitySample> clock;
+    std::optional<FeedCounts> feed;            // feed/feed.hpp; absent: feed.enabled off
 };
 
 // ---- drop accounting, computed here only (exposition, shutdown summary, status line) ----
