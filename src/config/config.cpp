@@ -60,6 +60,7 @@ constexpr std::string_view kApiKeys[] = {
     "threads",          "metrics_url"};
 constexpr std::string_view kFeedKeys[] = {"enabled",       "listen",       "ports",
                                           "filter",        "max_consumers", "buffer_bytes",
+                                          "tls_cert",      "tls_key",       "tls_client_ca",
                                           "plaintext_on_network"};
 constexpr std::string_view kLogKeys[] = {"level"};
 
@@ -699,14 +700,30 @@ FeedConfig read_feed(const YamlMap& feed, const std::vector<PortConfig>& ports) 
         if (config.buffer_bytes < (1u << 20) || config.buffer_bytes > (1ull << 31))
             v->fail_expected("a size 1M..2G");
     }
+    const auto path = [&](std::string_view key, std::string_view what, std::string& out) {
+        if (const auto v = feed.get(key); v && !v->as_string().empty()) out = read_absolute_path(*v, what);
+    };
+    path("tls_cert", "the server certificate (PEM)", config.tls_cert);
+    path("tls_key", "the server key (PEM)", config.tls_key);
+    path("tls_client_ca", "the consumers' CA bundle (PEM)", config.tls_client_ca);
+    // TLS always asks for client certificates: a consumer gets packets only with one.
+    const bool any_tls = config.tls() || !config.tls_key.empty() || !config.tls_client_ca.empty();
+    const bool all_tls = config.tls() && !config.tls_key.empty() && !config.tls_client_ca.empty();
+    if (any_tls && !all_tls) {
+        const std::string_view missing =
+            config.tls_cert.empty() ? "tls_cert" : config.tls_key.empty() ? "tls_key" : "tls_client_ca";
+        const char* present = !config.tls_cert.empty() ? "tls_cert" : !config.tls_key.empty() ? "tls_key" : "tls_client_ca";
+        feed.get(present)->fail("set tls_cert, tls_key and tls_client_ca together: " + std::string(missing) +
+                                " is missing");
+    }
     if (const auto v = feed.get("plaintext_on_network")) config.plaintext_on_network = v->as_bool();
     if (const auto v = feed.get("listen")) {
         const ListenAddress address = v->parsed_by(parse_listen_address);
         config.listen = v->as_string();
-        if (config.enabled && !address.loopback() && !config.plaintext_on_network)
-            v->fail(config.listen + " is not a loopback address, and the feed sends packets unencrypted (it has no "
-                    "TLS): listen on loopback and reach it through a TLS tunnel (stunnel, ssh), or set "
-                    "feed.plaintext_on_network: true to send them over the network in plaintext");
+        if (config.enabled && !address.loopback() && !config.tls() && !config.plaintext_on_network)
+            v->fail(config.listen + " is not a loopback address: set feed.tls_cert, feed.tls_key and "
+                    "feed.tls_client_ca (TLS with client certificates), or feed.plaintext_on_network: true to send "
+                    "packets over the network unencrypted");
     }
     return config;
 }

@@ -9,6 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <pcap/pcap.h>
 #include <spdlog/spdlog.h>
 
@@ -43,6 +45,8 @@ constexpr size_t kStagingBuffers = 8;
 constexpr int kPollTimeoutMs = 100;
 // After the last block: how long stop() keeps sending what consumers still have queued.
 constexpr auto kFlushTimeout = std::chrono::seconds(2);
+// A TLS consumer that has not completed its handshake by then is closed: it holds a place.
+constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 
 using FeedConsumerCounters = FeedConsumerCountersOf<OwnedCounter>;
 
@@ -147,10 +151,24 @@ public:
         return true;
     }
 
-    // Sends what the socket takes; returns the bytes sent, or -1 with errno (EAGAIN: full).
-    ssize_t send_to(int fd) {
+    // Sends what the socket (or the TLS session over it) takes; returns the bytes sent, or
+    // -1 with errno (EAGAIN: full). A TLS write that has to be repeated is repeated with
+    // the same bytes, perhaps more and moved (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER).
+    ssize_t send_to(int fd, SSL* tls) {
         if (pending() == 0) return 0;
-        const ssize_t n = ::send(fd, bytes_.data() + begin_, pending(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n = 0;
+        if (tls == nullptr) {
+            n = ::send(fd, bytes_.data() + begin_, pending(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        } else {
+            const int length = static_cast<int>(std::min<size_t>(pending(), 1 << 30));
+            n = ::SSL_write(tls, bytes_.data() + begin_, length);
+            if (n <= 0) {
+                const int error = ::SSL_get_error(tls, static_cast<int>(n));
+                errno = error == SSL_ERROR_WANT_WRITE || error == SSL_ERROR_WANT_READ ? EAGAIN : EPIPE;
+                ::ERR_clear_error();
+                return -1;
+            }
+        }
         if (n > 0) {
             begin_ += static_cast<size_t>(n);
             if (begin_ == bytes_.size()) bytes_.clear(), begin_ = 0;
@@ -174,6 +192,10 @@ struct Consumer {
         : fd(std::move(fd_)), name(std::move(name_)), counters(counters_), buffer(buffer_bytes) {}
 
     UniqueFd fd;
+    std::unique_ptr<SSL, decltype(&::SSL_free)> tls{nullptr, ::SSL_free};  // after fd: freed first
+    bool handshaking = false;         // TLS: no records until the handshake is done
+    bool handshake_wants_write = false;
+    Clock::time_point handshake_deadline{};
     std::string name;                 // address:port, for the log
     FeedConsumerCounters& counters;   // its address's
     SendBuffer buffer;
@@ -197,6 +219,43 @@ struct Consumer {
     }
 };
 
+std::string tls_error_text() {
+    char text[256] = "unknown error";
+    if (const unsigned long error = ::ERR_get_error(); error != 0) ::ERR_error_string_n(error, text, sizeof text);
+    ::ERR_clear_error();
+    return text;
+}
+
+struct SslCtxFree {
+    void operator()(SSL_CTX* ctx) const { ::SSL_CTX_free(ctx); }
+};
+
+// TLS 1.2 or later, the server's chain and key, and a client certificate required that
+// chains to tls_client_ca.
+Result<std::unique_ptr<SSL_CTX, SslCtxFree>> tls_context(const FeedConfig& config) {
+    std::unique_ptr<SSL_CTX, SslCtxFree> ctx(::SSL_CTX_new(TLS_server_method()));
+    if (!ctx) return runtime_error("feed: SSL_CTX_new: " + tls_error_text());
+    ::SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
+    ::SSL_CTX_set_options(ctx.get(), SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+    ::SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    if (::SSL_CTX_use_certificate_chain_file(ctx.get(), config.tls_cert.c_str()) != 1)
+        return config_error("feed.tls_cert " + config.tls_cert + ": cannot load the certificate chain: " +
+                            tls_error_text());
+    if (::SSL_CTX_use_PrivateKey_file(ctx.get(), config.tls_key.c_str(), SSL_FILETYPE_PEM) != 1 ||
+        ::SSL_CTX_check_private_key(ctx.get()) != 1)
+        return config_error("feed.tls_key " + config.tls_key + ": cannot load the key, or it does not match " +
+                            "feed.tls_cert: " + tls_error_text());
+    STACK_OF(X509_NAME)* names = ::SSL_load_client_CA_file(config.tls_client_ca.c_str());
+    if (names == nullptr || ::SSL_CTX_load_verify_locations(ctx.get(), config.tls_client_ca.c_str(), nullptr) != 1) {
+        if (names != nullptr) sk_X509_NAME_pop_free(names, X509_NAME_free);
+        return config_error("feed.tls_client_ca " + config.tls_client_ca + ": cannot load the CA bundle: " +
+                            tls_error_text());
+    }
+    ::SSL_CTX_set_client_CA_list(ctx.get(), names);
+    ::SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+    return ctx;
+}
+
 struct Staged {
     std::unique_ptr<uint8_t[]> bytes;
     size_t used = 0;
@@ -210,6 +269,7 @@ struct Feed::Impl {
     FileKind format = FileKind::pcap;
     uint32_t snaplen = pcap::kMaxSnaplen;
     std::optional<PcapProgram> filter;
+    std::unique_ptr<SSL_CTX, SslCtxFree> tls;  // feed.tls_cert: every consumer speaks TLS
     std::string address;
     UniqueFd listener;
     UniqueFd wake;  // eventfd: a block was staged
@@ -272,12 +332,51 @@ struct Feed::Impl {
             const pcap::FileHeader header = pcap::file_header(snaplen);
             consumer->buffer.append(&header, sizeof header, nullptr, 0);
             consumer->queued_bytes = sizeof header;
+            if (tls) {
+                consumer->tls.reset(::SSL_new(tls.get()));
+                if (!consumer->tls || ::SSL_set_fd(consumer->tls.get(), consumer->fd.get()) != 1) {
+                    spdlog::error("feed: TLS for {}: {}", name, tls_error_text());
+                    continue;
+                }
+                ::SSL_set_accept_state(consumer->tls.get());
+                consumer->handshaking = true;
+                consumer->handshake_deadline = Clock::now() + kHandshakeTimeout;
+            }
             accepted.add(1);
+            const bool handshaking = consumer->handshaking;
             consumers.push_back(std::move(consumer));
             connected.store(static_cast<uint32_t>(consumers.size()), std::memory_order_release);
-            spdlog::info("feed: consumer {} connected ({} of at most {})", name, consumers.size(),
-                         config.max_consumers);
+            if (!handshaking) log_connected(*consumers.back(), "");
         }
+    }
+
+    void log_connected(const Consumer& c, const std::string& how) {
+        spdlog::info("feed: consumer {} connected{} ({} of at most {})", c.name, how, consumers.size(),
+                     config.max_consumers);
+    }
+
+    // One step of a TLS handshake; false when it failed (the consumer goes).
+    bool handshake(Consumer& c) {
+        const int rc = ::SSL_do_handshake(c.tls.get());
+        if (rc == 1) {
+            c.handshaking = false;
+            std::string subject = "?";
+            if (X509* cert = ::SSL_get_peer_certificate(c.tls.get())) {
+                char text[512];
+                ::X509_NAME_oneline(::X509_get_subject_name(cert), text, sizeof text);
+                subject = text;
+                ::X509_free(cert);
+            }
+            log_connected(c, " over TLS, certificate " + subject);
+            return true;
+        }
+        const int error = ::SSL_get_error(c.tls.get(), rc);
+        if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+            c.handshake_wants_write = error == SSL_ERROR_WANT_WRITE;
+            return true;
+        }
+        spdlog::warn("feed: TLS handshake with {} failed: {}", c.name, tls_error_text());
+        return false;
     }
 
     // One staged block to every consumer: each record that passes the filter goes into
@@ -291,6 +390,7 @@ struct Feed::Impl {
                 if (::pcap_offline_filter(&filter->program(), &h, r.data) == 0) return;
             }
             for (auto& c : consumers) {
+                if (c->handshaking) continue;  // not a consumer yet
                 if (c->buffer.append(&r.header, sizeof r.header, r.data, r.header.caplen)) {
                     c->queued_bytes += sizeof r.header + r.header.caplen;
                     ++c->batch_records;
@@ -326,8 +426,9 @@ struct Feed::Impl {
 
     // Returns false when the consumer has gone (or its socket failed).
     bool send(Consumer& c) {
+        if (c.handshaking) return true;
         for (;;) {
-            const ssize_t n = c.buffer.send_to(c.fd.get());
+            const ssize_t n = c.buffer.send_to(c.fd.get(), c.tls.get());
             if (n == 0) return true;
             if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
             c.sent_bytes += static_cast<uint64_t>(n);
@@ -344,6 +445,13 @@ struct Feed::Impl {
     static bool still_there(Consumer& c) {
         uint8_t ignored[512];
         for (;;) {
+            if (c.tls) {
+                const int n = ::SSL_read(c.tls.get(), ignored, sizeof ignored);
+                if (n > 0) continue;
+                const int error = ::SSL_get_error(c.tls.get(), n);
+                ::ERR_clear_error();
+                return error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE;
+            }
             const ssize_t n = ::recv(c.fd.get(), ignored, sizeof ignored, MSG_DONTWAIT);
             if (n > 0) continue;
             if (n == 0) return false;
@@ -353,6 +461,8 @@ struct Feed::Impl {
 
     void close_consumer(size_t i, const char* why) {
         Consumer& c = *consumers[i];
+        if (c.tls && !c.handshaking) ::SSL_shutdown(c.tls.get());  // best effort: the close_notify alert
+        ::ERR_clear_error();
         spdlog::info("feed: consumer {} {}: {} packets sent, {} dropped ({} bytes not sent)", c.name, why,
                      c.sent_packets, c.dropped_packets, c.buffer.pending());
         consumers.erase(consumers.begin() + static_cast<ptrdiff_t>(i));
@@ -365,8 +475,10 @@ struct Feed::Impl {
             fds.clear();
             fds.push_back({listener.get(), POLLIN, 0});
             fds.push_back({wake.get(), POLLIN, 0});
-            for (const auto& c : consumers)
-                fds.push_back({c->fd.get(), static_cast<short>(POLLIN | (c->buffer.pending() > 0 ? POLLOUT : 0)), 0});
+            for (const auto& c : consumers) {
+                const bool wants_write = c->handshaking ? c->handshake_wants_write : c->buffer.pending() > 0;
+                fds.push_back({c->fd.get(), static_cast<short>(POLLIN | (wants_write ? POLLOUT : 0)), 0});
+            }
             if (::poll(fds.data(), fds.size(), kPollTimeoutMs) < 0 && errno != EINTR) {
                 spdlog::error("feed: poll: {}", errno_text(errno));
                 std::this_thread::sleep_for(std::chrono::milliseconds(kPollTimeoutMs));
@@ -374,11 +486,18 @@ struct Feed::Impl {
             }
             // The consumers polled are the first ones of the list: accept_all appends.
             const size_t polled = fds.size() - 2;
+            const auto now = Clock::now();
             for (size_t i = polled; i-- > 0;) {
                 const short events = fds[i + 2].revents;
-                if ((events & (POLLIN | POLLHUP | POLLERR)) && !still_there(*consumers[i])) {
+                Consumer& c = *consumers[i];
+                if (c.handshaking) {
+                    if (events != 0 && !handshake(c))
+                        close_consumer(i, "failed its TLS handshake");
+                    else if (c.handshaking && now > c.handshake_deadline)
+                        close_consumer(i, "did not finish its TLS handshake in time");
+                } else if ((events & (POLLIN | POLLHUP | POLLERR)) && !still_there(c)) {
                     close_consumer(i, "disconnected");
-                } else if ((events & POLLOUT) && !send(*consumers[i])) {
+                } else if ((events & POLLOUT) && !send(c)) {
                     close_consumer(i, "failed");
                 }
             }
@@ -407,7 +526,7 @@ struct Feed::Impl {
                 if (!send(*consumers[i])) close_consumer(i, "failed");
             fds.clear();
             for (const auto& c : consumers)
-                if (c->buffer.pending() > 0) fds.push_back({c->fd.get(), POLLOUT, 0});
+                if (!c->handshaking && c->buffer.pending() > 0) fds.push_back({c->fd.get(), POLLOUT, 0});
             if (fds.empty()) break;
             ::poll(fds.data(), fds.size(), 50);
         }
@@ -428,6 +547,11 @@ Result<std::unique_ptr<Feed>> Feed::create(const Config& config) {
     for (const PortConfig& port : config.ports)
         if (config.feed.carries(port.name)) snaplen = std::max<uint32_t>(snaplen, port.snaplen);
     impl->snaplen = snaplen == 0 ? pcap::kMaxSnaplen : std::min(snaplen, pcap::kMaxSnaplen);
+    if (config.feed.tls()) {
+        auto tls = tls_context(config.feed);
+        if (!tls) return tls.error();
+        impl->tls = std::move(tls.value());
+    }
     if (!config.feed.filter.empty()) {
         auto program = PcapProgram::compile(config.feed.filter, impl->snaplen);
         if (!program) return program.error().context("feed.filter");
@@ -488,13 +612,14 @@ Status Feed::start() {
         return runtime_error(std::string("feed: starting its thread: ") + e.what());
     }
     pthread_setname_np(impl.thread.native_handle(), "lc-feed");
-    spdlog::info("feed: serving {} on {} (pcap over TCP, plaintext){}",
+    spdlog::info("feed: serving {} on {} (pcap over TCP, {}){}",
                  impl.config.ports.empty() ? std::string("every port") : "ports " + [&] {
                      std::string names;
                      for (const std::string& p : impl.config.ports) names += (names.empty() ? "" : ", ") + p;
                      return names;
                  }(),
-                 impl.address, impl.config.filter.empty() ? "" : ", filter '" + impl.config.filter + "'");
+                 impl.address, impl.tls ? "TLS, client certificates required" : "plaintext",
+                 impl.config.filter.empty() ? "" : ", filter '" + impl.config.filter + "'");
     return {};
 }
 

@@ -17,7 +17,10 @@
 // record to every consumer's bounded buffer (feed.buffer_bytes); a record that does not
 // fit is dropped from that consumer's feed and counted, so a slow consumer loses packets
 // in its own feed only. Buffers hold whole records, so every stream stays valid pcap.
-// Non-blocking sockets, one poll() loop: accept, send, notice a consumer has gone.
+// Non-blocking sockets, one poll() loop: accept, send, notice a consumer has gone. With
+// feed.tls_cert every connection is TLS (1.2 or later) and must present a client
+// certificate that chains to feed.tls_client_ca; it gets records once its handshake is
+// done, and its certificate's subject is logged.
 //
 // Counters: per consumer address (all its connections together; addresses, not
 // connections, so the series stay few), written by the feed thread, read by counts() on

@@ -1168,6 +1168,21 @@ TEST(Feed, RefusesPlaintextOnTheNetworkUnlessNamed) {
     }
 }
 
+TEST(Feed, AllowsTheNetworkWithTlsAndClientCertificates) {
+    const Config c = parse_ok(kMinimal +
+                              "feed:\n  enabled: true\n  listen: \"0.0.0.0:6000\"\n  tls_cert: /etc/feed.pem\n"
+                              "  tls_key: /etc/feed.key\n  tls_client_ca: /etc/ca.pem\n");
+    EXPECT_TRUE(c.feed.tls());
+    EXPECT_EQ(c.feed.tls_client_ca, "/etc/ca.pem");
+    EXPECT_FALSE(c.feed.plaintext_on_network);
+    // Client certificates are not optional: the three keys go together.
+    EXPECT_THAT(parse_error(kMinimal + "feed:\n  tls_cert: /etc/feed.pem\n  tls_key: /etc/feed.key\n"),
+                HasSubstr("feed.tls_cert: set tls_cert, tls_key and tls_client_ca together: tls_client_ca is missing"));
+    EXPECT_THAT(parse_error(kMinimal + "feed:\n  tls_client_ca: /etc/ca.pem\n"),
+                HasSubstr("feed.tls_client_ca: set tls_cert, tls_key and tls_client_ca together: tls_cert is missing"));
+    EXPECT_THAT(parse_error(kMinimal + "feed:\n  tls_key: feed.key\n"), HasSubstr("feed.tls_key"));
+}
+
 TEST(Feed, BadValuesNameTheKey) {
     EXPECT_THAT(parse_error(kMinimal + "feed:\n  ports: [nope]\n"), HasSubstr("feed.ports[0]"));
     EXPECT_THAT(parse_error(kMinimal + "feed:\n  buffer_bytes: 4K\n"), HasSubstr("feed.buffer_bytes: expected a size 1M..2G"));
