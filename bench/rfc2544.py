@@ -368,7 +368,7 @@ def thread_ids(pid, *prefixes):
 
 
 class LinecapdTarget:
-    def __init__(self, tool, outdir, workdir, o_direct=False, blocks=32):
+    def __init__(self, tool, outdir, workdir, o_direct=False, blocks=32, sections=None):
         base, variant = parse_variant(tool)
         s = dict(LIVE_SETTINGS)
         s.update(variant)
@@ -392,6 +392,7 @@ class LinecapdTarget:
                        if s[short] is not None})
         cfg = os.path.join(workdir, "linecapd.yaml")
         settings = {"capture": capture} if capture else {}
+        settings.update(sections or {})  # more sections of the configuration (e.g. feed)
         config.write(cfg, config.daemon(device, self.outdir, f"127.0.0.1:{self.port}", name="live",
                                         lcores=s["lcores"].replace("/", ","),
                                         port={"rx_queues": 1, "rx_descriptors": setting(s["desc"])},
