@@ -421,7 +421,8 @@ struct Feed::Impl {
         const uint64_t missed = total - unstaged_seen;
         unstaged_seen = total;
         if (missed == 0) return;
-        for (auto& c : consumers) c->drop(missed);
+        for (auto& c : consumers)
+            if (!c->handshaking) c->drop(missed);
     }
 
     // Returns false when the consumer has gone (or its socket failed).
