@@ -220,6 +220,29 @@ def link_stats(name, netns=None):
     return json.loads(out)[0]["stats64"]
 
 
+def fixed_rate_generator(pcap, pps, duration_s, workdir):
+    """tcpreplay from the namespace (on CPU 0) looping `pcap` at `pps` for at most
+    `duration_s`: `--timer nano`, bursts of pps/200 packets, so the generator sleeps between
+    bursts. Registered in bench.RUNNING."""
+    gen = bench.Proc(["ip", "netns", "exec", NS, "taskset", "-c", "0", "tcpreplay", "-i", B,
+                      "--loop=0", "--preload-pcap", "--timer=nano", f"--pps={pps}",
+                      f"--pps-multi={max(1, pps // 200)}", f"--duration={duration_s}", pcap],
+                     os.path.join(workdir, "tcpreplay.log"))
+    bench.RUNNING.append(gen)
+    return gen
+
+
+def stop_fixed_rate(gen, target):
+    """Stops what a fixed-rate run started, whichever of it did start: the generator,
+    linecapd, everything in bench.RUNNING, the veth."""
+    if gen is not None and gen.alive():
+        gen.stop()
+    if target is not None:
+        target.close()
+    bench.stop_all()
+    veth_down()
+
+
 def tx_packets():
     """Frames the generator's end of the veth has handed to the receiving end."""
     return link_stats(B, NS)["tx"]["packets"]
