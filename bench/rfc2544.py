@@ -162,6 +162,29 @@ def generator_priority():
     os.nice(GEN_NICE)
 
 
+def fixed_rate_generator(pcap, pps, duration_s, workdir):
+    """tcpreplay from the namespace (on CPU 0) looping `pcap` at `pps` for at most
+    `duration_s`: `--timer nano`, bursts of pps/200 packets, so the generator sleeps between
+    bursts. Registered in bench.RUNNING."""
+    gen = bench.Proc(["ip", "netns", "exec", NS, "taskset", "-c", "0", "tcpreplay", "-i", B,
+                      "--loop=0", "--preload-pcap", "--timer=nano", f"--pps={pps}",
+                      f"--pps-multi={max(1, pps // 200)}", f"--duration={duration_s}", pcap],
+                     os.path.join(workdir, "tcpreplay.log"))
+    bench.RUNNING.append(gen)
+    return gen
+
+
+def stop_fixed_rate(gen, target):
+    """Stops what a fixed-rate run started, whichever of it did start: the generator,
+    linecapd, everything in bench.RUNNING, the veth."""
+    if gen is not None and gen.alive():
+        gen.stop()
+    if target is not None:
+        target.close()
+    bench.stop_all()
+    veth_down()
+
+
 def tx_packets():
     """Frames the generator's end of the veth has handed to the receiving end."""
     return RIG.link_stats("peer")["tx"]["packets"]
@@ -311,7 +334,7 @@ def thread_ids(pid, *prefixes):
 
 
 class LinecapdTarget:
-    def __init__(self, tool, outdir, workdir, o_direct=False, blocks=32):
+    def __init__(self, tool, outdir, workdir, o_direct=False, blocks=32, sections=None):
         base, variant = parse_variant(tool)
         s = dict(LIVE_SETTINGS)
         s.update(variant)
@@ -335,6 +358,7 @@ class LinecapdTarget:
                        if s[short] is not None})
         cfg = os.path.join(workdir, "linecapd.yaml")
         settings = {"capture": capture} if capture else {}
+        settings.update(sections or {})  # more sections of the configuration (e.g. feed)
         config.write(cfg, config.daemon(device, self.outdir, f"127.0.0.1:{self.port}", name="live",
                                         lcores=s["lcores"].replace("/", ","),
                                         port={"rx_queues": 1, "rx_descriptors": setting(s["desc"])},

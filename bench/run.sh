@@ -34,6 +34,10 @@
 #                                     the store is kept in /var/tmp/linecap-api-bench for
 #                                     reruns; BENCH_GB, ROUNDS, WINDOW_S, CAPTURE_PPS,
 #                                     BENCH_PARTS=conversation,capture select
+#   bench/run.sh feed                 the live feed (bench/feed/capture_rate.py): capture rate
+#                                     with one reading and one stalled feed consumer against
+#                                     none, fixed offered rate, windows alternating in one run;
+#                                     --rounds, --window, --pps
 #   bench/run.sh ab REV               this tree's linecapd against the one built from git
 #                                     revision REV, alternated in one run (64 B and IMIX, one
 #                                     worker, tmpfs, 5 repetitions each); REV's build is cached
@@ -55,7 +59,7 @@ BUILD=${LINECAP_BUILD:-$ROOT/build-bench}
 export LINECAP_BUILD=$BUILD
 mode=suite
 case ${1:-} in
-    suite | soak | micro | rfc2544 | peers | ab | manifest-ab | api) mode=$1; shift ;;
+    suite | soak | micro | rfc2544 | peers | ab | manifest-ab | api | feed) mode=$1; shift ;;
 esac
 if [[ $mode == ab ]]; then
     [[ $# -ge 1 ]] || { echo "usage: bench/run.sh ab REV [bench.py options]" >&2; exit 2; }
@@ -159,6 +163,9 @@ mkdir -p "$ROOT/bench/results"
 if [[ $mode == rfc2544 ]]; then
     "$PY" "$ROOT/bench/rfc2544.py" --out-dir "$TMPFS_DIR" --disk-dir "$DISK_DIR" --workdir "$WORKDIR" \
         --json "$ROOT/bench/results/rfc2544-table.json" --md "$ROOT/bench/results/rfc2544-table.md" "$@"
+elif [[ $mode == feed ]]; then
+    "$PY" "$ROOT/bench/feed/capture_rate.py" --out-dir "$TMPFS_DIR" --workdir "$WORKDIR" \
+        --json "$ROOT/bench/results/feed-capture.json" "$@"
 elif [[ $mode == peers ]]; then
     # Later options win: --fs, --trial, --rates, --tools given here replace these.
     "$PY" "$ROOT/bench/rfc2544.py" --out-dir "$TMPFS_DIR" --disk-dir "$DISK_DIR" --workdir "$WORKDIR" \

@@ -11,7 +11,7 @@ PACKAGES=(
     libssl-dev nlohmann-json3-dev libzstd-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
     libcpp-httplib-dev libcurl4-openssl-dev
     # integration tests and tools
-    tcpreplay tshark tcpdump zstd prometheus iproute2 ethtool netsniff-ng systemd python3 python3-yaml util-linux kmod procps curl coreutils
+    tcpreplay tshark tcpdump netcat-openbsd zstd prometheus iproute2 ethtool netsniff-ng systemd python3 python3-yaml util-linux kmod procps curl coreutils
     chromium openssl
     man-db groff bash-completion  # the man pages formatted without warnings; the completions
     # the live-path peer bench (bench/run.sh peers)

@@ -19,6 +19,7 @@
 #include "control/preflight.hpp"
 #include "control/sd_notify.hpp"
 #include "control/signals.hpp"
+#include "feed/feed.hpp"
 #include "metrics/collector.hpp"
 #include "metrics/ethdev_port_stats.hpp"
 #include "metrics/exporter.hpp"
@@ -108,49 +109,69 @@ int parse_options(int argc, char** argv, Options& options) {
     return -1;
 }
 
-// The capture engine and the archive pipeline over the files it finishes
-// (archive/pipeline.hpp: the indexer, the compressor, the scrub). The pipeline's stages
-// tell the engine about the files they write (retention counts them). Main owns the
-// pipeline, not the engine: the engine is the capture data path, and what runs beside it
-// over finished files is wiring (doc/architecture.md). Stopped and destroyed in the one
-// safe order on every path: the scrub stops, the engine stops (its writer hands the last
-// files to the pipeline), the pipeline stops; then the pipeline goes (its hooks call the
-// engine), then the engine.
+// The capture engine, the archive pipeline over the files it finishes
+// (archive/pipeline.hpp: the indexer, the compressor, the scrub) and the live feed over
+// the blocks it writes (feed/feed.hpp, feed.enabled). The pipeline's stages tell the
+// engine about the files they write (retention counts them). Main owns the pipeline and
+// the feed, not the engine: the engine is the capture data path, and what runs beside it
+// is wiring (doc/architecture.md). Stopped and destroyed in the one safe order on every
+// path: the scrub stops, the engine stops (its writer hands the last files to the
+// pipeline and the last blocks to the feed), the feed sends what it holds and stops, the
+// pipeline stops; then the pipeline goes (its hooks call the engine), then the engine,
+// then the feed (the writer's hook calls it).
 class Capture {
 public:
     static linecap::Result<std::unique_ptr<Capture>> start(const linecap::Config& config,
                                                            const linecap::ClockQualityBoard& clock_quality) {
         std::unique_ptr<Capture> capture(new Capture);
         Capture* self = capture.get();
+        linecap::Writer::BlockWrittenHook block_written;
+        if (config.feed.enabled) {
+            auto feed = linecap::Feed::create(config);
+            if (!feed) return feed.error();
+            capture->feed_ = std::move(feed.value());
+            linecap::Feed* f = capture->feed_.get();
+            block_written = [f](const linecap::Stream& stream, const linecap::WriteBlock& block) {
+                f->offer(stream, block);
+            };
+        }
         // The hooks run on the stages' threads, which start once the engine exists; files
         // finished before that wait in the indexer's queue.
         capture->pipeline_ = std::make_unique<linecap::ArchivePipeline>(
             config.output, [self](const std::string& name) { self->engine_->sidecar_changed(name); });
-        auto engine = linecap::CaptureEngine::start(config, capture->pipeline_->finished_hook(), &clock_quality);
+        auto engine = linecap::CaptureEngine::start(config, capture->pipeline_->finished_hook(), &clock_quality,
+                                                    std::move(block_written));
         if (!engine) return engine.error();
         capture->engine_ = std::move(engine.value());
         capture->pipeline_->start();
+        if (capture->feed_) {
+            if (linecap::Status s = capture->feed_->start(); !s) return s.error();
+        }
         return capture;
     }
     ~Capture() {
         stop();
         pipeline_.reset();
         engine_.reset();
+        feed_.reset();
     }
 
     linecap::CaptureEngine& engine() { return *engine_; }
     const linecap::CaptureEngine& engine() const { return *engine_; }
     const linecap::ArchivePipeline& pipeline() const { return *pipeline_; }
+    const linecap::Feed* feed() const { return feed_.get(); }
 
     void stop() {
         if (pipeline_) pipeline_->stop_scrub();
         if (engine_) engine_->stop();
+        if (feed_) feed_->stop();
         if (pipeline_) pipeline_->stop();
     }
 
 private:
     Capture() = default;
 
+    std::unique_ptr<linecap::Feed> feed_;                 // before engine_: the writer's hook calls it
     std::unique_ptr<linecap::CaptureEngine> engine_;
     std::unique_ptr<linecap::ArchivePipeline> pipeline_;  // after engine_: its hooks call the engine
 };
@@ -176,7 +197,9 @@ std::unique_ptr<linecap::MetricsCollector> make_collector(const Capture& capture
         .scrub = capture.pipeline().scrub(),
         .archiving = capture.pipeline().archiving(),
         .clock_quality = engine.clock_quality(),
+        .feed = {},
     };
+    if (const linecap::Feed* feed = capture.feed()) views.feed = [feed] { return feed->counts(); };
     return std::make_unique<linecap::MetricsCollector>(std::move(views), std::make_unique<linecap::EthdevPortStats>(engine.ports()));
 }
 

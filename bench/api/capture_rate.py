@@ -175,11 +175,7 @@ def main():
         rfc2544.veth_up(rfc2544.DEFAULT_RIG)
         target = rfc2544.LinecapdTarget("linecapd", args.out_dir, args.workdir)
         rfc2544.RIG.place_napi_threads()  # attaching the XDP program can restart the veth's NAPI
-        gen = bench.Proc(["ip", "netns", "exec", rfc2544.NS, "taskset", "-c", "0", "tcpreplay", "-i", rfc2544.B,
-                          "--loop=0", "--preload-pcap", "--timer=nano", f"--pps={args.pps}",
-                          f"--pps-multi={max(1, args.pps // 200)}", f"--duration={total_s}", pcap],
-                         os.path.join(args.workdir, "tcpreplay.log"))
-        bench.RUNNING.append(gen)
+        gen = rfc2544.fixed_rate_generator(pcap, args.pps, total_s, args.workdir)
         time.sleep(min(3.0, args.window / 2))  # the generator and the writer reach their steady state
         if not gen.alive():
             raise RuntimeError(f"tcpreplay exited: {gen.text()[-500:]}")
@@ -214,12 +210,7 @@ def main():
                 break
             last_rx = c1["rx"]
     finally:
-        if gen is not None and gen.alive():
-            gen.stop()
-        if target is not None:
-            target.close()
-        bench.stop_all()
-        rfc2544.veth_down()
+        rfc2544.stop_fixed_rate(gen, target)
 
     med = statistics.median
     wo = [p["without"] for p in rows]

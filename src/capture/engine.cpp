@@ -37,12 +37,17 @@ BlockMemory hugepage_block_memory() {
 }  // namespace
 
 CaptureEngine::CaptureEngine(const Config& config, FileFinishedHook file_finished,
-                             const ClockQualityBoard* clock_quality)
-    : config_(config), file_finished_(std::move(file_finished)), clock_quality_(clock_quality) {}
+                             const ClockQualityBoard* clock_quality, Writer::BlockWrittenHook block_written)
+    : config_(config),
+      file_finished_(std::move(file_finished)),
+      block_written_(std::move(block_written)),
+      clock_quality_(clock_quality) {}
 
 Result<std::unique_ptr<CaptureEngine>> CaptureEngine::start(const Config& config, FileFinishedHook file_finished,
-                                                            const ClockQualityBoard* clock_quality) {
-    std::unique_ptr<CaptureEngine> engine(new CaptureEngine(config, std::move(file_finished), clock_quality));
+                                                            const ClockQualityBoard* clock_quality,
+                                                            Writer::BlockWrittenHook block_written) {
+    std::unique_ptr<CaptureEngine> engine(
+        new CaptureEngine(config, std::move(file_finished), clock_quality, std::move(block_written)));
     Status status = engine->init();
     if (!status) return status.error();
     return engine;
@@ -341,6 +346,7 @@ Status CaptureEngine::build_writer(const ThreadPlacement& placement) {
                                            &queue_counters_[s], &writer_->counters(s)});
     }
     if (file_finished_) writer_->on_file_finished(file_finished_);
+    if (block_written_) writer_->on_block_written(block_written_);
     if (Status started = writer_->start(placement); !started) {
         return config_error("output.writer_cpus " + std::string(to_string(config_.output.writer_cpus)) +
                             ", output.writer_priority " + to_string(config_.output.writer_priority) + ": " +

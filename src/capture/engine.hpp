@@ -42,8 +42,11 @@ public:
     // writer starts, so that no finished file is missed.
     // `clock_quality` (may be null: "unknown"): the host clock's state, folded into each
     // file's manifest and pcapng statistics; it must outlive the engine.
+    // `block_written` (may be empty): given every block the writer has written, on a writer
+    // thread (Writer::on_block_written); main wires the live feed to it.
     static Result<std::unique_ptr<CaptureEngine>> start(const Config& config, FileFinishedHook file_finished = {},
-                                                        const ClockQualityBoard* clock_quality = nullptr);
+                                                        const ClockQualityBoard* clock_quality = nullptr,
+                                                        Writer::BlockWrittenHook block_written = {});
     ~CaptureEngine();  // stop() if still running, then release DPDK resources
     CaptureEngine(const CaptureEngine&) = delete;
     CaptureEngine& operator=(const CaptureEngine&) = delete;
@@ -76,7 +79,8 @@ public:
     const ClockQualityBoard* clock_quality() const { return clock_quality_; }
 
 private:
-    CaptureEngine(const Config& config, FileFinishedHook file_finished, const ClockQualityBoard* clock_quality);
+    CaptureEngine(const Config& config, FileFinishedHook file_finished, const ClockQualityBoard* clock_quality,
+                  Writer::BlockWrittenHook block_written);
     Status init();
     Status build_policies();
     Status build_writer(const ThreadPlacement& placement);
@@ -86,6 +90,7 @@ private:
 
     Config config_;
     FileFinishedHook file_finished_;
+    Writer::BlockWrittenHook block_written_;
     const ClockQualityBoard* const clock_quality_;
     uint64_t tsc_hz_ = 0;
     std::unique_ptr<Eal> eal_;

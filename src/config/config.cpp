@@ -34,7 +34,7 @@ namespace {
 
 // --- the keys of each level, in the order the example file lists them -----------
 
-constexpr std::string_view kTopKeys[] = {"eal", "ports", "capture", "output", "metrics", "api", "log"};
+constexpr std::string_view kTopKeys[] = {"eal", "ports", "capture", "output", "metrics", "api", "feed", "log"};
 constexpr std::string_view kEalKeys[] = {"lcores", "hugepages", "memory_mb", "args"};
 constexpr std::string_view kPortKeys[] = {"name", "device",      "rx_queues", "rx_descriptors", "rss",
                                           "mtu",  "promiscuous", "filter",    "snaplen"};
@@ -62,6 +62,10 @@ constexpr std::string_view kApiKeys[] = {
     "audit_log",        "max_queries",       "max_bytes", "max_duration",   "max_request_bytes",
     "client_timeout",   "header_timeout",    "body_timeout", "max_connections", "max_connections_per_client",
     "threads",          "status_url"};
+constexpr std::string_view kFeedKeys[] = {"enabled",       "listen",       "ports",
+                                          "filter",        "max_consumers", "buffer_bytes",
+                                          "tls_cert",      "tls_key",       "tls_client_ca",
+                                          "plaintext_on_network"};
 constexpr std::string_view kLogKeys[] = {"level"};
 
 struct SchemaLevel {
@@ -85,6 +89,7 @@ constexpr SchemaLevel kSchema[] = {
     {"output.retention", kRetentionKeys},
     {"metrics", kMetricsKeys},
     {"api", kApiKeys},
+    {"feed", kFeedKeys},
     {"log", kLogKeys},
 };
 
@@ -726,6 +731,47 @@ ApiConfig read_api(const YamlMap& api) {
     return config;
 }
 
+FeedConfig read_feed(const YamlMap& feed, const std::vector<PortConfig>& ports) {
+    FeedConfig config;
+    if (const auto v = feed.get("enabled")) config.enabled = v->as_bool();
+    if (const auto v = feed.get("ports")) config.ports = read_port_names(*v, ports);
+    // Compiled by the preflight (--check) and by the feed when it starts.
+    if (const auto v = feed.get("filter")) config.filter = v->as_string();
+    if (const auto v = feed.get("max_consumers")) config.max_consumers = v->as_uint(1, 1024);
+    if (const auto v = feed.get("buffer_bytes")) {
+        config.buffer_bytes = v->parsed_by(parse_size);
+        // At least one record of the largest snap length, at most what a 32-bit offset holds.
+        if (config.buffer_bytes < (1u << 20) || config.buffer_bytes > (1ull << 31))
+            v->fail_expected("a size 1M..2G");
+    }
+    const auto path = [&](std::string_view key, std::string_view what, std::string& out) {
+        if (const auto v = feed.get(key); v && !v->as_string().empty()) out = read_absolute_path(*v, what);
+    };
+    path("tls_cert", "the server certificate (PEM)", config.tls_cert);
+    path("tls_key", "the server key (PEM)", config.tls_key);
+    path("tls_client_ca", "the consumers' CA bundle (PEM)", config.tls_client_ca);
+    // TLS always asks for client certificates: a consumer gets packets only with one.
+    const bool any_tls = config.tls() || !config.tls_key.empty() || !config.tls_client_ca.empty();
+    const bool all_tls = config.tls() && !config.tls_key.empty() && !config.tls_client_ca.empty();
+    if (any_tls && !all_tls) {
+        const std::string_view missing =
+            config.tls_cert.empty() ? "tls_cert" : config.tls_key.empty() ? "tls_key" : "tls_client_ca";
+        const char* present = !config.tls_cert.empty() ? "tls_cert" : !config.tls_key.empty() ? "tls_key" : "tls_client_ca";
+        feed.get(present)->fail("set tls_cert, tls_key and tls_client_ca together: " + std::string(missing) +
+                                " is missing");
+    }
+    if (const auto v = feed.get("plaintext_on_network")) config.plaintext_on_network = v->as_bool();
+    if (const auto v = feed.get("listen")) {
+        const ListenAddress address = v->parsed_by(parse_listen_address);
+        config.listen = v->as_string();
+        if (config.enabled && !address.loopback() && !config.tls() && !config.plaintext_on_network)
+            v->fail(config.listen + " is not a loopback address: set feed.tls_cert, feed.tls_key and "
+                    "feed.tls_client_ca (TLS with client certificates), or feed.plaintext_on_network: true to send "
+                    "packets over the network unencrypted");
+    }
+    return config;
+}
+
 LogConfig read_log(const YamlMap& log) {
     LogConfig config;
     if (const auto v = log.get("level")) config.level = v->as_one_of(kLogLevels);
@@ -743,6 +789,7 @@ Config read_config(const YamlMap& root) {
     config.output = read_output(root.section("output", kOutputKeys), config.capture);
     config.metrics = read_metrics(root.section("metrics", kMetricsKeys));
     config.api = read_api(root.section("api", kApiKeys));
+    config.feed = read_feed(root.section("feed", kFeedKeys), config.ports);
     config.log = read_log(root.section("log", kLogKeys));
     return config;
 }

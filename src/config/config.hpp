@@ -235,6 +235,30 @@ struct ApiConfig {
     bool operator==(const ApiConfig&) const = default;
 };
 
+// The live feed over PCAP-over-IP (feed/feed.hpp): a TCP listener that sends each consumer
+// a pcap stream of the chosen ports' packets, taken from the write blocks after the writer
+// has written them. Off unless enabled. An address other than loopback only with TLS and
+// client certificates, or with plaintext_on_network.
+struct FeedConfig {
+    bool enabled = false;
+    std::string listen = "127.0.0.1:57012";
+    std::vector<std::string> ports;      // port names; empty = every port
+    std::string filter;                  // libpcap expression; "" = every packet
+    unsigned max_consumers = 8;          // connected at once; more are closed at once
+    uint64_t buffer_bytes = 16ull << 20; // per consumer: records waiting to be sent
+    std::string tls_cert;                // server certificate chain (PEM); "" = plaintext
+    std::string tls_key;                 // its private key (PEM)
+    std::string tls_client_ca;           // CA bundle every consumer's certificate must chain to
+    bool plaintext_on_network = false;   // a non-loopback listen without TLS sends packets unencrypted
+
+    bool tls() const { return !tls_cert.empty(); }
+
+    bool carries(const std::string& port) const {
+        return enabled && (ports.empty() || std::find(ports.begin(), ports.end(), port) != ports.end());
+    }
+    bool operator==(const FeedConfig&) const = default;
+};
+
 struct LogConfig {
     std::string level = "info";       // trace debug info warn error critical off
 
@@ -249,6 +273,7 @@ struct Config {
     OutputConfig output;
     MetricsConfig metrics;
     ApiConfig api;
+    FeedConfig feed;
     LogConfig log;
 
     bool operator==(const Config&) const = default;

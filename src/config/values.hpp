@@ -49,6 +49,9 @@ std::optional<std::string> normalize_pci_address(std::string_view text);
 struct ListenAddress {
     std::string host;
     uint16_t port = 0;
+
+    // 127.0.0.0/8, ::1 or localhost: reachable from this host only.
+    bool loopback() const { return host == "localhost" || host == "::1" || host.starts_with("127."); }
 };
 Result<ListenAddress> parse_listen_address(std::string_view text);
 

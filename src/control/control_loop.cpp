@@ -179,6 +179,16 @@ void log_capture_summary(const MetricsSnapshot& snapshot) {
         spdlog::info("port {}: {} packets reached the port, {} written, {} filtered, dropped:{}{}", port.name,
                      received_packets(port.counters), written, filtered, by_reason, policies);
     }
+    // The feed's losses are its consumers' own, never capture drops: a line of their own.
+    if (const auto& feed = snapshot.feed) {
+        uint64_t sent = 0, dropped = 0;
+        for (const FeedAddressCounts& a : feed->addresses) {
+            sent += a.counts.sent_packets;
+            dropped += a.counts.dropped_packets;
+        }
+        spdlog::info("feed: {} connections ({} refused), {} packets sent, {} dropped from slow consumers' feeds",
+                     feed->connections.accepted, feed->connections.refused, sent, dropped);
+    }
 }
 
 }  // namespace linecap

@@ -23,6 +23,8 @@
 #include "capture/plan.hpp"
 #include "control/cpu_shield.hpp"
 #include "filter/bpf_filter.hpp"
+#include "filter/pcap_program.hpp"
+#include "format/pcap_format.hpp"
 
 namespace linecap {
 
@@ -411,6 +413,12 @@ void check_filters(const Config& config, Findings& f) {
     if (cap.enabled && !cap.filter.empty()) {
         if (Status s = BpfFilter::validate(cap.filter, kFlowCapFilterSnaplen); !s)
             error(f, "capture.flow_cap.filter: " + s.error().message);
+    }
+    const FeedConfig& feed = config.feed;
+    if (feed.enabled && !feed.filter.empty()) {
+        // Run by libpcap on the feed thread, not converted for the worker: compiled as the feed compiles it.
+        if (auto program = PcapProgram::compile(feed.filter, pcap::kMaxSnaplen); !program)
+            error(f, "feed.filter: " + program.error().message);
     }
 }
 

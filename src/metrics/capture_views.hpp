@@ -19,6 +19,7 @@
 #include "archive/index_service.hpp"
 #include "archive/scrub.hpp"
 #include "capture/views.hpp"
+#include "feed/feed.hpp"
 #include "output/writer.hpp"
 
 namespace linecap {
@@ -40,6 +41,7 @@ struct CaptureViews {
     const ScrubCounters* scrub = nullptr;               // the background scrub; null: off
     const ArchiveCounters* archiving = nullptr;         // the archiver; null: output.archive off
     const ClockQualityBoard* clock_quality = nullptr;   // the host clock's state; null: not sampled
+    std::function<FeedCounts()> feed;                   // the live feed's counters; empty: feed off
 };
 
 }  // namespace linecap

@@ -139,6 +139,7 @@ void MetricsCollector::collect() {
     next.compressing = counts_if(views_.compressing);
     next.scrub = counts_if(views_.scrub);
     next.archiving = counts_if(views_.archiving);
+    if (views_.feed) next.feed = views_.feed();
     if (views_.clock_quality != nullptr)
         next.clock = ClockQualitySample{views_.clock_quality->sample(), views_.clock_quality->steps(),
                                         views_.clock_quality->status_source()};

@@ -251,6 +251,18 @@ void add_archive_families(std::vector<MetricFamily>& out, const ArchiveCounts& c
     push(out, kArchiveExpiredFilesMetric, c);
 }
 
+// Only with feed.enabled: the consumers' counters, one series per address.
+void add_feed_families(std::vector<MetricFamily>& out, const FeedCounts& feed) {
+    push(out, kFeedConsumersMetric, static_cast<double>(feed.consumers));
+    push(out, kFeedConnectionsMetric, feed.connections);
+    for (const FieldMetric<FeedConsumerCounts>* metric :
+         {&kFeedSentPacketsMetric, &kFeedSentBytesMetric, &kFeedDroppedPacketsMetric}) {
+        MetricFamily f = family(metric->decl);
+        for (const FeedAddressCounts& a : feed.addresses) add_counter(f, {{"address", a.address}}, metric->value(a.counts));
+        out.push_back(std::move(f));
+    }
+}
+
 void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& snapshot) {
     out.push_back(per_stream_counter(snapshot, kFilesFinalisedMetric));
     out.push_back(per_stream_counter(snapshot, kOutputFileBytesMetric));
@@ -306,6 +318,7 @@ std::vector<MetricFamily> build_metric_families(const MetricsSnapshot& snapshot,
     add_clock_families(out, snapshot);
     add_output_families(out, snapshot);
     add_worker_families(out, snapshot);
+    if (snapshot.feed) add_feed_families(out, *snapshot.feed);
     return out;
 }
 

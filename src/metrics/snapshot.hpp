@@ -13,6 +13,7 @@
 
 #include "capture/counters.hpp"
 #include "dpdk/rx_timestamp.hpp"
+#include "feed/feed.hpp"
 #include "metrics/filesystem_usage.hpp"
 #include "metrics/port_stats.hpp"
 #include "archive/holds.hpp"
@@ -101,6 +102,7 @@ struct MetricsSnapshot {
     std::optional<ScrubCounts> scrub;          // output/scrub.hpp; absent: output.scrub.enabled off
     std::optional<ArchiveCounts> archiving;    // archive/archive_service.hpp; absent: output.archive off
     std::optional<ClockQualitySample> clock;
+    std::optional<FeedCounts> feed;            // feed/feed.hpp; absent: feed.enabled off
 };
 
 // ---- drop accounting, computed here only (exposition, shutdown summary, status line) ----

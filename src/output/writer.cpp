@@ -102,6 +102,7 @@ struct Writer::Impl {
             if (block == nullptr) continue;
             found = true;
             slot.writer->process(block);
+            if (block_written) block_written(slot.stream, *block);
             block->reset();
             // Cannot fail: the free ring has room for every block of the stream.
             slot.stream.free_blocks.push(block);
@@ -137,6 +138,7 @@ struct Writer::Impl {
     std::atomic<bool> direct_io_warned{false};
     WriterContext context;
     std::vector<std::unique_ptr<StreamSlot>> slots;
+    Writer::BlockWrittenHook block_written;  // set before start(), read by the writer threads
     std::vector<std::thread> threads;
     std::atomic<bool> running{false};
     bool started = false;
@@ -264,6 +266,8 @@ void Writer::set_snaplen(size_t index, uint32_t snaplen) {
 void Writer::on_file_finished(std::function<void(const std::string& name)> hook) {
     impl_->context.file_finished = std::move(hook);
 }
+
+void Writer::on_block_written(BlockWrittenHook hook) { impl_->block_written = std::move(hook); }
 
 void Writer::sidecar_changed(const std::string& name) { impl_->retention->sidecar_changed(name); }
 

@@ -169,6 +169,11 @@ public:
     // has it (and before its manifest, which may be pending); it must not block. Call
     // before start().
     void on_file_finished(std::function<void(const std::string& name)> hook);
+    // `hook(stream, block)` is called on a writer thread with every block once it is
+    // written (or counted lost), before the block goes back to the worker: it must not
+    // block or keep the block. Call before start().
+    using BlockWrittenHook = std::function<void(const Stream& stream, const WriteBlock& block)>;
+    void on_block_written(BlockWrittenHook hook);
     // A sidecar of the finished file `name` (an index) was written or replaced after the
     // file was finished: retention re-reads its size. Any thread.
     void sidecar_changed(const std::string& name);

@@ -233,6 +233,7 @@ TEST(ShippedConfig, ShowsTheDefaults) {
     EXPECT_EQ(capture, CaptureConfig{});
     EXPECT_EQ(config->output, OutputConfig{});
     EXPECT_EQ(config->metrics, MetricsConfig{});
+    EXPECT_EQ(config->feed, FeedConfig{});
     EXPECT_EQ(config->log, LogConfig{});
 }
 
@@ -318,7 +319,7 @@ TEST(LoadConfig, NamesTheFileInErrors) {
 
 // --- the document -------------------------------------------------------------------
 
-constexpr const char* kTopKeys = "eal, ports, capture, output, metrics, api, log";
+constexpr const char* kTopKeys = "eal, ports, capture, output, metrics, api, feed, log";
 
 TEST(Document, EmptyFile) {
     EXPECT_EQ(parse_error(""),
@@ -1166,6 +1167,59 @@ TEST(Api, BadValuesNameTheKey) {
               std::string::npos);
     EXPECT_NE(parse_error(kMinimal + "api:\n  max_connections_per_client: 0\n").find("api.max_connections_per_client"),
               std::string::npos);
+}
+
+// The feed section (the live feed): off by default, on loopback; plaintext elsewhere only
+// when the file says so.
+TEST(Feed, DefaultsOffOnLoopbackAndKeysRead) {
+    const FeedConfig defaults = parse_ok(kMinimal).feed;
+    EXPECT_FALSE(defaults.enabled);
+    EXPECT_EQ(defaults.listen, "127.0.0.1:57012");
+    const Config c = parse_ok(kMinimal +
+                              "feed:\n  enabled: true\n  listen: \"[::1]:6000\"\n  ports: [tap0]\n  filter: tcp\n"
+                              "  max_consumers: 3\n  buffer_bytes: 4M\n");
+    EXPECT_TRUE(c.feed.enabled);
+    EXPECT_EQ(c.feed.listen, "[::1]:6000");
+    EXPECT_EQ(c.feed.ports, std::vector<std::string>{"tap0"});
+    EXPECT_TRUE(c.feed.carries("tap0"));
+    EXPECT_EQ(c.feed.filter, "tcp");
+    EXPECT_EQ(c.feed.max_consumers, 3u);
+    EXPECT_EQ(c.feed.buffer_bytes, 4ull << 20);
+    EXPECT_TRUE(parse_ok(kMinimal + "feed:\n  enabled: true\n  listen: \"0.0.0.0:6000\"\n  plaintext_on_network: true\n")
+                    .feed.plaintext_on_network);
+    // Off, the address is not a concern.
+    EXPECT_FALSE(parse_ok(kMinimal + "feed:\n  listen: \"0.0.0.0:6000\"\n").feed.enabled);
+}
+
+TEST(Feed, RefusesPlaintextOnTheNetworkUnlessNamed) {
+    for (const char* address : {"0.0.0.0:6000", "10.0.0.5:6000", "[::]:6000"}) {
+        const std::string error =
+            parse_error(kMinimal + "feed:\n  enabled: true\n  listen: \"" + address + "\"\n");
+        EXPECT_THAT(error, HasSubstr("feed.listen: "));
+        EXPECT_THAT(error, HasSubstr("feed.plaintext_on_network: true"));
+    }
+}
+
+TEST(Feed, AllowsTheNetworkWithTlsAndClientCertificates) {
+    const Config c = parse_ok(kMinimal +
+                              "feed:\n  enabled: true\n  listen: \"0.0.0.0:6000\"\n  tls_cert: /etc/feed.pem\n"
+                              "  tls_key: /etc/feed.key\n  tls_client_ca: /etc/ca.pem\n");
+    EXPECT_TRUE(c.feed.tls());
+    EXPECT_EQ(c.feed.tls_client_ca, "/etc/ca.pem");
+    EXPECT_FALSE(c.feed.plaintext_on_network);
+    // Client certificates are not optional: the three keys go together.
+    EXPECT_THAT(parse_error(kMinimal + "feed:\n  tls_cert: /etc/feed.pem\n  tls_key: /etc/feed.key\n"),
+                HasSubstr("feed.tls_cert: set tls_cert, tls_key and tls_client_ca together: tls_client_ca is missing"));
+    EXPECT_THAT(parse_error(kMinimal + "feed:\n  tls_client_ca: /etc/ca.pem\n"),
+                HasSubstr("feed.tls_client_ca: set tls_cert, tls_key and tls_client_ca together: tls_cert is missing"));
+    EXPECT_THAT(parse_error(kMinimal + "feed:\n  tls_key: feed.key\n"), HasSubstr("feed.tls_key"));
+}
+
+TEST(Feed, BadValuesNameTheKey) {
+    EXPECT_THAT(parse_error(kMinimal + "feed:\n  ports: [nope]\n"), HasSubstr("feed.ports[0]"));
+    EXPECT_THAT(parse_error(kMinimal + "feed:\n  buffer_bytes: 4K\n"), HasSubstr("feed.buffer_bytes: expected a size 1M..2G"));
+    EXPECT_THAT(parse_error(kMinimal + "feed:\n  max_consumers: 0\n"), HasSubstr("feed.max_consumers"));
+    EXPECT_THAT(parse_error(kMinimal + "feed:\n  listen: nowhere\n"), HasSubstr("feed.listen"));
 }
 
 }  // namespace

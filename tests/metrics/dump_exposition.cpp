@@ -12,6 +12,7 @@ int main() {
     using namespace linecap;
     spdlog::set_level(spdlog::level::warn);   // stdout carries the exposition only
     test::FakeCapture capture;
+    capture.feed = FeedCounts{2, {3, 1}, {{"127.0.0.1", {100, 64000, 5}}}};
     auto exporter = MetricsExporter::start(MetricsConfig{.enabled = false, .listen = ""}, capture.make_collector());
     if (!exporter) {
         std::cerr << exporter.error().message << "\n";

@@ -59,6 +59,7 @@ struct FakeCapture {
     ManifestCounters manifest;
     bool manifest_on = true;   // output.manifest
     ClockQualityBoard clock{"test-file:fake"};
+    std::optional<FeedCounts> feed;  // feed.enabled: what the feed reports
     size_t backlog = 0;
 
     // Owned by the collector once make_collector() ran; the test keeps a pointer.
@@ -91,6 +92,7 @@ struct FakeCapture {
         v.archiving = archiving_on ? &archiving : nullptr;
         v.manifest = manifest_on ? &manifest : nullptr;
         v.clock_quality = &clock;
+        if (feed) v.feed = [this] { return *feed; };
         return v;
     }
 

@@ -384,6 +384,24 @@ TEST_F(CollectorTest, ScrubCountersByResult) {
     EXPECT_EQ(s.value("linecap_scrub_period_seconds"), 604800);
 }
 
+TEST_F(CollectorTest, FeedConsumersAndCountsPerAddress) {
+    EXPECT_TRUE(scrape(*collector).series("linecap_feed_consumers").empty());  // feed off
+    FakeCapture on;
+    on.feed = FeedCounts{2, {5, 1}, {{"127.0.0.1", {900, 120000, 0}}, {"10.0.0.7", {300, 40000, 600}}}};
+    auto feeding = on.make_collector();
+    feeding->collect();
+    const Scrape s = scrape(*feeding);
+    EXPECT_EQ(s.value("linecap_feed_consumers"), 2);
+    EXPECT_EQ(s.types.at("linecap_feed_consumers"), "gauge");
+    EXPECT_EQ(s.value("linecap_feed_connections_total", {{"result", "accepted"}}), 5);
+    EXPECT_EQ(s.value("linecap_feed_connections_total", {{"result", "refused"}}), 1);
+    EXPECT_EQ(s.value("linecap_feed_sent_packets_total", {{"address", "127.0.0.1"}}), 900);
+    EXPECT_EQ(s.value("linecap_feed_sent_bytes_total", {{"address", "10.0.0.7"}}), 40000);
+    EXPECT_EQ(s.value("linecap_feed_dropped_packets_total", {{"address", "10.0.0.7"}}), 600);
+    // The feed's drops are its consumers' own: not in the capture's drop accounting.
+    EXPECT_EQ(dropped_packets(feeding->snapshot()), 0u);
+}
+
 TEST_F(CollectorTest, ClockSourceSyncErrorsAndSteps) {
     capture.clock.publish(ClockSample{ClockSync::unsynchronised, 16'000'000, 1'500'000'000});
     capture.clock.count_step();
