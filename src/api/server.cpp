@@ -40,6 +40,7 @@
 #include "util/errno_text.hpp"
 #include "util/idle_priority.hpp"
 #include "util/one_line.hpp"
+#include "util/tls_server.hpp"
 #include "util/utc_time.hpp"
 
 namespace linecap::api {
@@ -190,7 +191,7 @@ struct ApiServer::Impl final : HttpHandler {
     bool tls = false;
     std::optional<TokenTable> tokens;
     std::unique_ptr<AuditLog> audit;
-    SSL_CTX* tls_ctx = nullptr;
+    SslCtx tls_ctx;
     std::unique_ptr<HttpFront> front;
     std::unique_ptr<Slots> slots;
     std::unique_ptr<StatusSource> status;
@@ -199,7 +200,6 @@ struct ApiServer::Impl final : HttpHandler {
 
     ~Impl() override {
         front.reset();
-        if (tls_ctx) SSL_CTX_free(tls_ctx);
     }
 
     // Who the request is from, and the credential it presented that was not accepted.
@@ -722,26 +722,10 @@ Result<std::unique_ptr<ApiServer>> ApiServer::create(const Config& config, store
         // Client certificates are asked for when tls_client_ca is set; with tokens as
         // well, a client may come without one, but one that presents a certificate must
         // present a valid one either way.
-        s.tls_ctx = SSL_CTX_new(TLS_server_method());
-        SSL_CTX* ctx = s.tls_ctx;
-        if (!ctx) return runtime_error("api: SSL_CTX_new failed");
-        SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-        SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
-        // The handler threads write non-blocking and retry a write from where it stopped.
-        SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-        if (SSL_CTX_use_certificate_chain_file(ctx, api.tls_cert.c_str()) != 1)
-            return config_error("api.tls_cert " + api.tls_cert + ": cannot load the certificate chain");
-        if (SSL_CTX_use_PrivateKey_file(ctx, api.tls_key.c_str(), SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx) != 1)
-            return config_error("api.tls_key " + api.tls_key + ": cannot load the key, or it does not match api.tls_cert");
-        if (!api.tls_client_ca.empty()) {
-            STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(api.tls_client_ca.c_str());
-            if (!names || SSL_CTX_load_verify_locations(ctx, api.tls_client_ca.c_str(), nullptr) != 1) {
-                if (names) sk_X509_NAME_pop_free(names, X509_NAME_free);
-                return config_error("api.tls_client_ca " + api.tls_client_ca + ": cannot load the CA bundle");
-            }
-            SSL_CTX_set_client_CA_list(ctx, names);
-            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | (s.tokens ? 0 : SSL_VERIFY_FAIL_IF_NO_PEER_CERT), nullptr);
-        }
+        auto ctx = tls_server_context({"api", api.tls_cert, api.tls_key, api.tls_client_ca},
+                                      s.tokens ? ClientCertificate::optional : ClientCertificate::required);
+        if (!ctx) return ctx.error();
+        s.tls_ctx = std::move(ctx.value());
     }
     s.slots = std::make_unique<Slots>(api.max_queries);
     s.status = std::make_unique<StatusSource>(config, s.store.backend.get());
@@ -760,7 +744,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::create(const Config& config, store
         (void)::setrlimit(RLIMIT_NOFILE, &nofile);
     }
     const std::string host = s.address.host == "localhost" ? "127.0.0.1" : s.address.host;
-    auto front = HttpFront::create(host, s.address.port, s.tls_ctx, limits, s);
+    auto front = HttpFront::create(host, s.address.port, s.tls_ctx.get(), limits, s);
     if (!front) return config_error("api.listen " + api.listen + ": " + front.error().message);
     s.front = std::move(front.value());
     s.port = s.front->port();

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -32,15 +33,10 @@ std::string read_small_file(const std::string& path, size_t limit) {
 
 // The bytes of the regular files of a bundle directory.
 uint64_t bundle_bytes(const std::string& path) {
-    DIR* d = ::opendir(path.c_str());
-    if (d == nullptr) return 0;
+    std::error_code ec;
     uint64_t total = 0;
-    while (const dirent* e = ::readdir(d)) {
-        struct stat st {};
-        if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-            total += static_cast<uint64_t>(st.st_size);
-    }
-    ::closedir(d);
+    for (std::filesystem::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
+        if (it->is_regular_file(ec) && !it->is_symlink(ec)) total += it->file_size(ec);
     return total;
 }
 
@@ -130,15 +126,10 @@ Status remove_bundle(const std::string& holds_directory, const std::string& name
         if (::rename(path.c_str(), hidden.c_str()) != 0) return runtime_error(path + ": " + errno_text(errno));
         path = hidden;
     }
-    DIR* d = ::opendir(path.c_str());
-    if (d == nullptr) return runtime_error(path + ": " + errno_text(errno));
-    std::vector<std::string> names;
-    while (const dirent* e = ::readdir(d))
-        if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..") names.emplace_back(e->d_name);
-    ::closedir(d);
-    for (const std::string& n : names)
-        if (::unlink((path + "/" + n).c_str()) != 0) return runtime_error(path + "/" + n + ": " + errno_text(errno));
-    if (::rmdir(path.c_str()) != 0) return runtime_error(path + ": " + errno_text(errno));
+    // A bundle holds files only; remove_all deletes a symlink, never what it points to.
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+    if (ec) return runtime_error(path + ": " + ec.message());
     return {};
 }
 

@@ -29,6 +29,7 @@
 #include "format/pcap_format.hpp"
 #include "format/pcapng_format.hpp"
 #include "util/errno_text.hpp"
+#include "util/tls_server.hpp"
 #include "util/unique_fd.hpp"
 
 namespace linecap {
@@ -219,43 +220,6 @@ struct Consumer {
     }
 };
 
-std::string tls_error_text() {
-    char text[256] = "unknown error";
-    if (const unsigned long error = ::ERR_get_error(); error != 0) ::ERR_error_string_n(error, text, sizeof text);
-    ::ERR_clear_error();
-    return text;
-}
-
-struct SslCtxFree {
-    void operator()(SSL_CTX* ctx) const { ::SSL_CTX_free(ctx); }
-};
-
-// TLS 1.2 or later, the server's chain and key, and a client certificate required that
-// chains to tls_client_ca.
-Result<std::unique_ptr<SSL_CTX, SslCtxFree>> tls_context(const FeedConfig& config) {
-    std::unique_ptr<SSL_CTX, SslCtxFree> ctx(::SSL_CTX_new(TLS_server_method()));
-    if (!ctx) return runtime_error("feed: SSL_CTX_new: " + tls_error_text());
-    ::SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
-    ::SSL_CTX_set_options(ctx.get(), SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
-    ::SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    if (::SSL_CTX_use_certificate_chain_file(ctx.get(), config.tls_cert.c_str()) != 1)
-        return config_error("feed.tls_cert " + config.tls_cert + ": cannot load the certificate chain: " +
-                            tls_error_text());
-    if (::SSL_CTX_use_PrivateKey_file(ctx.get(), config.tls_key.c_str(), SSL_FILETYPE_PEM) != 1 ||
-        ::SSL_CTX_check_private_key(ctx.get()) != 1)
-        return config_error("feed.tls_key " + config.tls_key + ": cannot load the key, or it does not match " +
-                            "feed.tls_cert: " + tls_error_text());
-    STACK_OF(X509_NAME)* names = ::SSL_load_client_CA_file(config.tls_client_ca.c_str());
-    if (names == nullptr || ::SSL_CTX_load_verify_locations(ctx.get(), config.tls_client_ca.c_str(), nullptr) != 1) {
-        if (names != nullptr) sk_X509_NAME_pop_free(names, X509_NAME_free);
-        return config_error("feed.tls_client_ca " + config.tls_client_ca + ": cannot load the CA bundle: " +
-                            tls_error_text());
-    }
-    ::SSL_CTX_set_client_CA_list(ctx.get(), names);
-    ::SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
-    return ctx;
-}
-
 struct Staged {
     std::unique_ptr<uint8_t[]> bytes;
     size_t used = 0;
@@ -269,7 +233,7 @@ struct Feed::Impl {
     FileKind format = FileKind::pcap;
     uint32_t snaplen = pcap::kMaxSnaplen;
     std::optional<PcapProgram> filter;
-    std::unique_ptr<SSL_CTX, SslCtxFree> tls;  // feed.tls_cert: every consumer speaks TLS
+    SslCtx tls;  // feed.tls_cert: every consumer speaks TLS
     std::string address;
     UniqueFd listener;
     UniqueFd wake;  // eventfd: a block was staged
@@ -549,7 +513,9 @@ Result<std::unique_ptr<Feed>> Feed::create(const Config& config) {
         if (config.feed.carries(port.name)) snaplen = std::max<uint32_t>(snaplen, port.snaplen);
     impl->snaplen = snaplen == 0 ? pcap::kMaxSnaplen : std::min(snaplen, pcap::kMaxSnaplen);
     if (config.feed.tls()) {
-        auto tls = tls_context(config.feed);
+        // TLS 1.2 or later, and a client certificate that chains to feed.tls_client_ca.
+        auto tls = tls_server_context({"feed", config.feed.tls_cert, config.feed.tls_key, config.feed.tls_client_ca},
+                                      ClientCertificate::required);
         if (!tls) return tls.error();
         impl->tls = std::move(tls.value());
     }
