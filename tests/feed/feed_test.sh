@@ -92,7 +92,7 @@ pcap_compare multiset "$TEST_TMPDIR/sent.pcap" "$TEST_TMPDIR/out" || fail "the f
 pcap_compare multiset "$TEST_TMPDIR/sent.pcap" "$TEST_TMPDIR/nc.pcap" || fail "nc | tcpdump did not get the files' packets"
 pcap_compare multiset "$TEST_TMPDIR/sent.pcap" "$TEST_TMPDIR/tshark.pcapng" || fail "tshark did not get the files' packets"
 summary=$(grep 'reached the port' "$LINECAPD_LOG")
-[[ $summary == *"nic_missed=0 nic_error=0 no_mbuf=0 writer_full=0 write_error=0 disk_full=0"* ]] \
+[[ $summary == *"nic_missed=0 nic_error=0 no_mbuf=0 xsk_fill_empty=0 xsk_ring_full=0 writer_full=0 write_error=0 disk_full=0"* ]] \
     || fail "capture dropped packets: $summary"
 ((feed_dropped > 0)) || fail "the stalled consumer dropped nothing (linecap_feed_dropped_packets_total $feed_dropped)"
 # Its drops are its own: one consumer's line says it dropped, the readers' say 0.
