@@ -14,8 +14,9 @@ need_linecap
 EXTCAP_DIR=$(tshark -G folders 2>/dev/null | awk -F'\t' '/^Extcap path:/ { print $2 }')
 [[ -d $EXTCAP_DIR ]] || skip "tshark names no extcap directory"
 make_tmpdir
-api_store "$TEST_TMPDIR/store" 3000
-serve_tls_and_token "$TEST_TMPDIR/store" analyst
+STORE=$TEST_TMPDIR/store
+api_store "$STORE" 3000
+serve_tls_and_token "$STORE" analyst
 
 # What the package installs, where tshark looks (the test's copy is removed at exit).
 INSTALLED=$EXTCAP_DIR/linecap-extcap
