@@ -524,7 +524,7 @@ void ApiServer::Impl::handle_steno_query(const HttpRequest& req, HttpExchange& e
         Params params;
         if (steno->from_ns) params.push_back({"from", store::format_time(steno->from_ns)});
         if (steno->to_ns != UINT64_MAX) params.push_back({"to", store::format_time(steno->to_ns)});
-        if (!steno->filter.empty()) params.push_back({"filter", steno->filter});
+        if (!steno->filter.empty()) params.push_back({"filter", through_vlan_tags(steno->filter)});
         if (bytes.value()) params.push_back({"max_bytes", std::to_string(bytes.value())});
         return parse_query(QueryKind::packets, params);  // the checks /api/v1/packets makes
     }();

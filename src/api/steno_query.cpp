@@ -269,4 +269,10 @@ Result<StenoQuery> compile_steno_query(std::string_view query, uint64_t now_ns) 
     return q;
 }
 
+std::string through_vlan_tags(const std::string& filter) {
+    if (filter.empty()) return filter;
+    const std::string f = "(" + filter + ")";
+    return f + " or (vlan and (" + f + " or (vlan and " + f + ")))";
+}
+
 }  // namespace linecap::api

@@ -10,6 +10,7 @@
 // Stenographer's own are whole files and a minute of slack. A time may only constrain the
 // whole query (a term of the top-level "and" chain): "host a or after T" has no single range
 // and is refused, as are words Stenographer does not know (not, vlan, mpls, hostnames).
+// The server applies the filter through VLAN tags, as Stenographer does (through_vlan_tags).
 #pragma once
 
 #include <cstdint>
@@ -28,5 +29,15 @@ struct StenoQuery {
 
 // NOW_NS anchors "ago". Errors name the word and its position ("at character 12").
 Result<StenoQuery> compile_steno_query(std::string_view query, uint64_t now_ns);
+
+// Stenographer reads a packet's addresses, ports and protocol through up to two VLAN
+// tags (stenotype walks the 802.1Q headers), where a libpcap expression sees only an
+// untagged frame's: "host A" does not match a tagged packet. FILTER as it applies to the
+// frame untagged, behind one tag, or behind two:
+//   (F) or (vlan and ((F) or (vlan and (F))))
+// libpcap's "vlan" moves every later offset past the tag, so each copy of F reads the
+// headers behind the tags checked before it. The store's index plan of the result is
+// F's (its keys are read through the tags as well). "" stays "" (every packet).
+std::string through_vlan_tags(const std::string& filter);
 
 }  // namespace linecap::api

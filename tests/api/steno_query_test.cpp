@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 #include <pcap/pcap.h>
 
+#include <initializer_list>
+#include <vector>
+
 #include "api/steno_query.hpp"
 #include "store/time_spec.hpp"
 
@@ -75,6 +78,45 @@ TEST(StenoQuery, TimesNarrowTheWholeQueryExactly) {
     EXPECT_EQ(compiled("after 2h ago and after 1h ago").from_ns, kNow - 3600 * 1000000000ull);
     // Times inside parentheses of the "and" chain still narrow the whole query.
     EXPECT_EQ(compiled("(host 1.2.3.4 and after 1h ago) and port 1").from_ns, kNow - 3600 * 1000000000ull);
+}
+
+// A UDP packet 10.1.2.3:5353 -> 10.4.5.6:53 behind `tags` 802.1Q tags (VLAN 7, then 8).
+std::vector<uint8_t> udp_frame(int tags, uint8_t last_octet = 3) {
+    std::vector<uint8_t> f;
+    const auto add = [&f](std::initializer_list<uint8_t> bytes) {
+        for (const uint8_t b : bytes) f.push_back(b);
+    };
+    for (int i = 0; i < 12; ++i) f.push_back(0x02);  // locally administered MACs
+    for (int t = 0; t < tags; ++t) add({0x81, 0x00, 0x00, static_cast<uint8_t>(7 + t)});
+    add({0x08, 0x00});
+    add({0x45, 0, 0, 29, 0, 0, 0, 0, 64, 17, 0, 0, 10, 1, 2, last_octet, 10, 4, 5, 6});
+    add({0x14, 0xe9, 0x00, 0x35, 0x00, 0x09, 0x00, 0x00, 0x00});
+    return f;
+}
+
+bool matches(const std::string& filter, const std::vector<uint8_t>& frame) {
+    pcap_t* p = pcap_open_dead(DLT_EN10MB, 65535);
+    bpf_program prog{};
+    EXPECT_EQ(pcap_compile(p, &prog, filter.c_str(), 1, PCAP_NETMASK_UNKNOWN), 0) << filter << ": " << pcap_geterr(p);
+    pcap_pkthdr h{};
+    h.caplen = h.len = static_cast<bpf_u_int32>(frame.size());
+    const bool match = pcap_offline_filter(&prog, &h, frame.data()) != 0;
+    pcap_freecode(&prog);
+    pcap_close(p);
+    return match;
+}
+
+// As Stenographer, a query matches a packet's headers behind its VLAN tags; libpcap's
+// expression alone sees only untagged frames.
+TEST(StenoQuery, FiltersApplyThroughVlanTags) {
+    const std::string filter = compiled("host 10.1.2.3 and port 53").filter;
+    EXPECT_FALSE(matches(filter, udp_frame(1))) << "the plain expression already matched a tagged frame";
+    const std::string through = through_vlan_tags(filter);
+    for (int tags = 0; tags <= 2; ++tags) {
+        EXPECT_TRUE(matches(through, udp_frame(tags))) << tags << " tags";
+        EXPECT_FALSE(matches(through, udp_frame(tags, 9))) << tags << " tags, another host";
+    }
+    EXPECT_EQ(through_vlan_tags(""), "");
 }
 
 TEST(StenoQuery, WhatStenographerDoesNotSayIsRefused) {

@@ -3,7 +3,8 @@
 # certificates it reads are written here as an operator would (/etc/stenographer/config's
 # Host, Port and CertPath, via STENOGRAPHER_CONFIG), and its answers — through its own
 # tcpdump pipe — are compared with tcpdump -r over the whole store for Security Onion's
-# query shapes (host and port, a network, a protocol, absolute and relative times), with
+# query shapes (host and port, a network, a protocol, absolute and relative times; through
+# VLAN tags, as Stenographer reads them), with
 # Stenographer's limit headers, and refused for words it does not know, a query that is
 # not one, and a certificate from another CA. Every query is audited with its text.
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
@@ -27,8 +28,12 @@ export STENOGRAPHER_CONFIG=$T/steno.conf
 
 # The reference: everything, then tcpdump's own filter and editcap's time bounds.
 "$LINECAP" extract --dir "$STORE" -o "$T/all.pcap" 2>/dev/null || fail "linecap extract (everything)"
+# As Stenographer, a query reads the headers behind up to two VLAN tags: BPF as it applies
+# to the frame untagged or behind one or two tags (libpcap's `vlan` shifts what follows).
+through_vlan() { printf '(%s) or (vlan and ((%s) or (vlan and (%s))))' "$1" "$1" "$1"; }
 reference() {  # reference OUT BPF [EDITCAP_ARGS...]
-    local out=$1 bpf=$2
+    local out=$1 bpf
+    bpf=$(through_vlan "$2")
     shift 2
     tcpdump -r "$T/all.pcap" -w "$T/ref-f.pcap" "$bpf" 2>/dev/null || fail "tcpdump -r '$bpf'"
     if (($#)); then editcap "$@" "$T/ref-f.pcap" "$out" || fail "editcap $*"; else mv "$T/ref-f.pcap" "$out"; fi
@@ -63,6 +68,9 @@ same "$T/net.pcap" "$T/net-ref.pcap" "net or icmp"
 steno "$T/udp.pcap" "udp && ip proto 17" || fail "stenoread: $(cat "$T/stenoread.err")"
 reference "$T/udp-ref.pcap" "ip proto 17 or ip6 proto 17"
 same "$T/udp.pcap" "$T/udp-ref.pcap" "udp && ip proto 17"
+tagged=$(tcpdump -r "$T/udp.pcap" vlan 2>/dev/null | wc -l)
+((tagged > 0)) || fail "no VLAN-tagged packet in the udp answer: the store's tagged traffic is not reached"
+log "udp: $tagged of its packets are VLAN-tagged, found through the tags as Stenographer does"
 
 # Absolute times, exact to the nanosecond ([after, before)); the store spans 3 ms from T0.
 AFTER=2026-11-30T02:10:00.000500000Z BEFORE=2026-11-30T02:10:00.002000500Z
