@@ -97,10 +97,27 @@ private:
         if (word == "tcp" || word == "udp") return term("(ip proto " + std::string(word == "tcp" ? "6" : "17") +
                                                         " or ip6 proto " + (word == "tcp" ? "6" : "17") + ")");
         if (word == "icmp") return term("(ip proto 1)");
+        // Tags and labels by their place in the frame (ether[] offsets, which libpcap's
+        // `vlan` does not move: through_vlan_tags can wrap them like every other term).
+        if (word == "vlan") {
+            auto n = number(4095, "VLAN id");
+            if (!n) return n.error();
+            const std::string v = std::to_string(n.value());
+            return term("((ether[12:2] = 0x8100 or ether[12:2] = 0x88a8) and (ether[14:2] & 0xfff = " + v +
+                        " or (ether[16:2] = 0x8100 and ether[18:2] & 0xfff = " + v + ")))");
+        }
+        if (word == "mpls") {
+            auto n = number(1048575, "MPLS label");
+            if (!n) return n.error();
+            const std::string l = std::to_string(n.value());
+            return term("((ether[12:2] = 0x8847 and ether[14:4] >> 12 = " + l +
+                        ") or ((ether[12:2] = 0x8100 or ether[12:2] = 0x88a8) and ether[16:2] = 0x8847 and ether[18:4] >> 12 = " +
+                        l + "))");
+        }
         if (word == "before" || word == "after") return time_term(word == "before");
         if (word.empty()) return fail_at(at, "unexpected '" + std::string(1, text_[at]) + "'");
         return fail_at(at, "'" + word + "' is not a word of Stenographer's query language (host, net, port, ip "
-                               "proto, tcp, udp, icmp, before, after, and, or)");
+                               "proto, tcp, udp, icmp, vlan, mpls, before, after, and, or)");
     }
 
     Result<std::unique_ptr<Node>> network() {

@@ -3,13 +3,14 @@
 //
 //   host 8.8.8.8 | host 2001:db8::1        net 10.0.0.0/8 | net 10.0.0.0 mask 255.0.0.0
 //   port 80 (TCP or UDP)                   ip proto 6 (IPv4 or IPv6) | tcp | udp | icmp
+//   vlan 100 (the outer or inner 802.1Q tag)   mpls 17 (the outermost label, untagged or behind one tag)
 //   before|after 2012-11-03T11:05:00Z      before|after 45m ago (integer s, m, h; "1h30m")
 //   and / &&, or / || — equal precedence, evaluated left to right; parentheses group
 //
 // Times are exact here ([after, before) to the nanosecond, the capture files' own stamps);
 // Stenographer's own are whole files and a minute of slack. A time may only constrain the
 // whole query (a term of the top-level "and" chain): "host a or after T" has no single range
-// and is refused, as are words Stenographer does not know (not, vlan, mpls, hostnames).
+// and is refused, as are words Stenographer does not know (not, hostnames).
 // The server applies the filter through VLAN tags, as Stenographer does (through_vlan_tags).
 #pragma once
 

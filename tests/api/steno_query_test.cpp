@@ -119,6 +119,20 @@ TEST(StenoQuery, FiltersApplyThroughVlanTags) {
     EXPECT_EQ(through_vlan_tags(""), "");
 }
 
+// vlan N: the packet's outer or inner tag is N; it combines with the other terms, which
+// still read through the tags.
+TEST(StenoQuery, VlanIsTheOuterOrInnerTag) {
+    const std::string outer = through_vlan_tags(compiled("vlan 7 and host 10.4.5.6").filter);
+    const std::string inner = through_vlan_tags(compiled("vlan 8 and port 53").filter);
+    EXPECT_FALSE(matches(outer, udp_frame(0)));
+    EXPECT_TRUE(matches(outer, udp_frame(1)));
+    EXPECT_TRUE(matches(outer, udp_frame(2)));
+    EXPECT_FALSE(matches(inner, udp_frame(1)));  // its only tag is 7
+    EXPECT_TRUE(matches(inner, udp_frame(2)));
+    EXPECT_FALSE(matches(through_vlan_tags(compiled("vlan 9").filter), udp_frame(2)));
+    compiled("mpls 17 or mpls 1048575");
+}
+
 TEST(StenoQuery, WhatStenographerDoesNotSayIsRefused) {
     EXPECT_NE(refused("not host 1.2.3.4").find("'not' is not a word of Stenographer's query language"),
               std::string::npos);
@@ -134,7 +148,8 @@ TEST(StenoQuery, WhatStenographerDoesNotSayIsRefused) {
     EXPECT_NE(refused("host 1.2.3.4 port 80").find("unexpected 'port'"), std::string::npos);
     EXPECT_NE(refused("after yesterday").find("at character 7"), std::string::npos);
     EXPECT_NE(refused("after 2d ago").find("units are s, m and h"), std::string::npos);
-    EXPECT_NE(refused("vlan 100").find("'vlan' is not a word"), std::string::npos);
+    EXPECT_NE(refused("vlan 4096").find("invalid VLAN id"), std::string::npos);
+    EXPECT_NE(refused("mpls 1048576").find("invalid MPLS label"), std::string::npos);
     refused("");
     refused(std::string(70000, ' ') + "tcp");
     refused(std::string(100, '(') + "tcp" + std::string(100, ')'));

@@ -72,6 +72,25 @@ tagged=$(tcpdump -r "$T/udp.pcap" vlan 2>/dev/null | wc -l)
 ((tagged > 0)) || fail "no VLAN-tagged packet in the udp answer: the store's tagged traffic is not reached"
 log "udp: $tagged of its packets are VLAN-tagged, found through the tags as Stenographer does"
 
+# vlan N: the outer or the inner 802.1Q tag is N (the reference reads the tags itself).
+python3 - "$T/all.pcap" "$T/vlan-ref.pcap" >"$T/vlan.id" <<'PY' || fail "no VLAN-tagged packet in the store"
+import struct, sys
+from linecap_harness import pcap
+def tags(data):
+    out, off = [], 12
+    while len(out) < 2 and len(data) >= off + 4 and struct.unpack_from(">H", data, off)[0] in (0x8100, 0x88A8):
+        out.append(struct.unpack_from(">H", data, off + 2)[0] & 0xFFF)
+        off += 4
+    return out
+records = pcap.records(sys.argv[1])
+vid = next(t[0] for t in map(lambda r: tags(r.data), records) if t)
+pcap.write_pcap(sys.argv[2], [r for r in records if vid in tags(r.data)])
+print(vid)
+PY
+VID=$(<"$T/vlan.id")
+steno "$T/vlan.pcap" "vlan $VID" || fail "stenoread vlan: $(cat "$T/stenoread.err")"
+same "$T/vlan.pcap" "$T/vlan-ref.pcap" "vlan $VID"
+
 # Absolute times, exact to the nanosecond ([after, before)); the store spans 3 ms from T0.
 AFTER=2026-11-30T02:10:00.000500000Z BEFORE=2026-11-30T02:10:00.002000500Z
 steno "$T/time.pcap" "tcp and after $AFTER and before $BEFORE" || fail "stenoread: $(cat "$T/stenoread.err")"
