@@ -153,31 +153,16 @@ void run_control_loop(CaptureEngine& engine, SignalFd& signals, SystemdNotifier&
 
 void log_capture_summary(const MetricsSnapshot& snapshot) {
     for (const PortSample& port : snapshot.ports) {
-        uint64_t written = 0, filtered = 0, flow_capped = 0, deduplicated = 0;
-        std::vector<std::pair<std::string_view, uint64_t>> drops;  // by reason: the NIC's, then the streams'
-        for_each_port_drop(port.counters, [&](std::string_view reason, uint64_t n) { drops.emplace_back(reason, n); });
-        const size_t nic_reasons = drops.size();
-        for (const StreamSample& s : snapshot.streams) {
-            if (s.port != port.name) continue;
-            written += s.output.written_packets;
-            filtered += s.capture.filtered_packets;
-            flow_capped += s.capture.flow_cap_dropped_packets;
-            deduplicated += s.capture.dedup_packets;
-            size_t i = nic_reasons;
-            for_each_stream_drop(s, [&](std::string_view reason, uint64_t n) {
-                if (i == drops.size()) drops.emplace_back(reason, 0);
-                drops[i++].second += n;
-            });
-        }
+        const PortTotals t = port_totals(snapshot, port);
         std::string by_reason;
-        for (const auto& [reason, n] : drops) by_reason += fmt::format(" {}={}", reason, n);
+        for (const auto& [reason, n] : t.drops) by_reason += fmt::format(" {}={}", reason, n);
         // Policies that keep packets out after the filter, only when they did (the line's
         // beginning is what scripts read).
         std::string policies;
-        if (flow_capped != 0 || deduplicated != 0)
-            policies = fmt::format("; also not written by policy: flow_cap={} dedup={}", flow_capped, deduplicated);
+        if (t.flow_capped != 0 || t.deduplicated != 0)
+            policies = fmt::format("; also not written by policy: flow_cap={} dedup={}", t.flow_capped, t.deduplicated);
         spdlog::info("port {}: {} packets reached the port, {} written, {} filtered, dropped:{}{}", port.name,
-                     received_packets(port.counters), written, filtered, by_reason, policies);
+                     received_packets(port.counters), t.written, t.filtered, by_reason, policies);
     }
     // The feed's losses are its consumers' own, never capture drops: a line of their own.
     if (const auto& feed = snapshot.feed) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "capture/counters.hpp"
@@ -147,6 +148,42 @@ inline uint64_t dropped_packets(const MetricsSnapshot& snapshot) {
     for (const StreamSample& s : snapshot.streams) for_each_stream_drop(s, add);
     for (const PortSample& p : snapshot.ports) for_each_port_drop(p.counters, add);
     return sum;
+}
+
+// One port's share of the accounting: what its queues' streams counted, and its drops by
+// reason in exposition order (the NIC's, then the streams' summed over its queues). Read by
+// the shutdown summary and /status, so both say the same.
+struct PortTotals {
+    uint64_t rx_packets = 0;   // handed to the port's workers (linecap_rx_packets_total)
+    uint64_t rx_bytes = 0;
+    uint64_t written = 0;
+    uint64_t filtered = 0;
+    uint64_t flow_capped = 0;
+    uint64_t deduplicated = 0;
+    std::vector<std::pair<std::string_view, uint64_t>> drops;
+    uint64_t dropped = 0;      // the sum of drops
+};
+
+inline PortTotals port_totals(const MetricsSnapshot& snapshot, const PortSample& port) {
+    PortTotals t;
+    for_each_port_drop(port.counters, [&](std::string_view reason, uint64_t n) { t.drops.emplace_back(reason, n); });
+    const size_t nic_reasons = t.drops.size();
+    for (const StreamSample& s : snapshot.streams) {
+        if (s.port != port.name) continue;
+        t.rx_packets += s.capture.*kRxPacketsMetric.field;
+        t.rx_bytes += s.capture.*kRxBytesMetric.field;
+        t.filtered += s.capture.*kFilteredPacketsMetric.field;
+        t.flow_capped += s.capture.flow_cap_dropped_packets;
+        t.deduplicated += s.capture.dedup_packets;
+        t.written += s.output.*kWrittenPacketsMetric.field;
+        size_t i = nic_reasons;
+        for_each_stream_drop(s, [&](std::string_view reason, uint64_t n) {
+            if (i == t.drops.size()) t.drops.emplace_back(reason, 0);
+            t.drops[i++].second += n;
+        });
+    }
+    for (const auto& [reason, n] : t.drops) t.dropped += n;
+    return t;
 }
 
 }  // namespace linecap
