@@ -408,12 +408,9 @@ void ApiServer::Impl::handle_size(const HttpRequest& req, HttpExchange& ex, Audi
     const auto deadline = started + std::chrono::seconds(config.api.max_duration_s);
     std::atomic<bool> timed_out{false};
     o.should_stop = [&] { return Clock::now() > deadline && (timed_out = true); };
-    const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    const UniqueFd null_fd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
     Result<store::ExtractReport> r = runtime_error("/dev/null: " + errno_text(errno));
-    if (null_fd >= 0) {
-        r = store::extract(o, null_fd);
-        ::close(null_fd);
-    }
+    if (null_fd) r = store::extract(o, null_fd.get());
     slot.release();
     if (!r) return reply(ex, 400, json_error(r.error().message), "application/json", "error: " + r.error().message, a, started);
     nlohmann::ordered_json j;

@@ -46,8 +46,9 @@ Result<std::pair<std::string, uint64_t>> hash_file(const std::string& path) {
         hash.update({chunk.data(), static_cast<size_t>(n)});
         size += static_cast<uint64_t>(n);
     }
+    const Sha256::Digest digest = hash.finish();
     if (!hash.ok()) return runtime_error("sha256 failed");
-    return std::make_pair(Sha256::hex(hash.finish()), size);
+    return std::make_pair(Sha256::hex(digest), size);
 }
 
 // Which counter a failed request goes to.
@@ -259,14 +260,14 @@ ArchiveService::Outcome ArchiveService::archive_file(s3::Client& client, const S
         if (auto failed = put(layout::index_name(file.name), {}, "")) return *failed;
     if (auto failed = put(layout::manifest_name(file.name), {}, "")) return *failed;
 
-    const std::string line = format_utc_ns(utc_now_ns()) + " s3://" + client.bucket() + "/" +
-                             object_layout::object_key(prefix_, file.stored_name) + "\n";
+    const std::string line = format_utc_ns(utc_now_ns()) + " " +
+                             s3::object_url(client.bucket(), object_layout::object_key(prefix_, file.stored_name)) + "\n";
     if (const IoStatus s = layout::atomic_write(dir_fd.get(), layout::archived_marker_name(file.name),
                                                 {reinterpret_cast<const uint8_t*>(line.data()), line.size()}, 0640);
         !s.ok())
         return fail("local", layout::archived_marker_name(file.name) + ": " + s.message());
     // Deleted by retention while it was uploaded (a limit had to win): no marker without its file.
-    if (::faccessat(dir_fd.get(), file.stored_name.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0)
+    if (!layout::exists_at(dir_fd.get(), file.stored_name))
         ::unlinkat(dir_fd.get(), layout::archived_marker_name(file.name).c_str(), 0);
     return out;
 }

@@ -102,7 +102,7 @@ struct ArchiveStore::State {
     uint64_t index_bytes = 0;
     uint64_t index_clock = 0;
 
-    std::string url_of(const std::string& key) const { return "s3://" + where.bucket + "/" + key; }
+    std::string url_of(const std::string& key) const { return s3::object_url(where.bucket, key); }
     std::string prefix_location(const std::string& prefix) const {
         return prefix.empty() ? "s3://" + where.bucket : url_of(prefix);
     }

@@ -334,4 +334,9 @@ IoStatus atomic_write(const std::string& path, std::span<const uint8_t> bytes, m
     return opened.ok() ? file.write_and_commit(bytes) : opened;
 }
 
+bool exists_at(int dir_fd, const std::string& name) {
+    struct stat st {};
+    return ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 }  // namespace linecap::layout

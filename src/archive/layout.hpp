@@ -179,4 +179,7 @@ IoStatus open_parent(const std::string& path, UniqueFd& dir, std::string& name);
 // work starts; commit() checks again.
 std::optional<std::string> not_replaceable(int dir_fd, std::string_view name);
 
+// Whether `name` exists in `dir_fd` (a symlink counts as itself, never followed).
+bool exists_at(int dir_fd, const std::string& name);
+
 }  // namespace linecap::layout

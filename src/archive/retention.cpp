@@ -332,7 +332,7 @@ RetentionManager::Budget RetentionManager::measure(uint64_t room, uint64_t now_n
 }
 
 bool RetentionManager::archived(const std::string& name) const {
-    return ::faccessat(dir_fd_, layout::archived_marker_name(name).c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+    return layout::exists_at(dir_fd_, layout::archived_marker_name(name));
 }
 
 bool RetentionManager::delete_oldest(Budget& b, bool unarchived) {

@@ -31,11 +31,6 @@ constexpr size_t kDirectIoAlignment = 4096;
 constexpr uint64_t kMarkerRecountNs = 60 * 1'000'000'000ull;
 constexpr size_t kMaxStateBytes = 4096;
 
-bool exists_at(int dir_fd, const std::string& name) {
-    struct stat st {};
-    return ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
 // The capture file `name` is stored, plain or compressed.
 bool stored_at(int dir_fd, const std::string& name) {
     return exists_at(dir_fd, name) || exists_at(dir_fd, compressed_name(name));

@@ -33,11 +33,6 @@ bool stat_at(int dir_fd, const std::string& name, bool follow, struct stat& st) 
     return ::fstatat(dir_fd, name.c_str(), &st, follow ? 0 : AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-bool exists_at(int dir_fd, const std::string& name) {
-    struct stat st {};
-    return stat_at(dir_fd, name, false, st);
-}
-
 uint64_t size_at(int dir_fd, const std::string& name) {
     struct stat st {};
     return stat_at(dir_fd, name, false, st) ? static_cast<uint64_t>(st.st_size) : 0;
@@ -197,13 +192,13 @@ Result<StoreInventory> LocalDirectoryStore::list(const ListOptions& options) con
 std::optional<StoredFile> LocalDirectoryStore::find(const std::string& name, const ListOptions& options) const {
     if (dir_fd_ < 0 || !layout::is_capture_name(name)) return std::nullopt;
     const Present present{
-        .plain = exists_at(dir_fd_, name),
-        .compressed = exists_at(dir_fd_, layout::compressed_name(name)),
-        .manifest = exists_at(dir_fd_, layout::manifest_name(name)),
-        .manifest_pending = exists_at(dir_fd_, layout::manifest_pending_name(name)),
-        .index = exists_at(dir_fd_, layout::index_name(name)),
-        .damaged = exists_at(dir_fd_, layout::damaged_marker_name(name)),
-        .archived = exists_at(dir_fd_, layout::archived_marker_name(name)),
+        .plain = layout::exists_at(dir_fd_, name),
+        .compressed = layout::exists_at(dir_fd_, layout::compressed_name(name)),
+        .manifest = layout::exists_at(dir_fd_, layout::manifest_name(name)),
+        .manifest_pending = layout::exists_at(dir_fd_, layout::manifest_pending_name(name)),
+        .index = layout::exists_at(dir_fd_, layout::index_name(name)),
+        .damaged = layout::exists_at(dir_fd_, layout::damaged_marker_name(name)),
+        .archived = layout::exists_at(dir_fd_, layout::archived_marker_name(name)),
     };
     if (!present.plain && !present.compressed) return std::nullopt;
     return describe(dir_fd_, directory_, name, present, options);

@@ -204,7 +204,7 @@ std::string Client::url_for(const std::string& key, const std::string& query) co
 
 Result<Client::Response> Client::perform(const Request& request) {
     failure_ = {};
-    const std::string what = "S3 " + request.method + " s3://" + bucket_ + "/" + request.key;
+    const std::string what = "S3 " + request.method + " " + object_url(bucket_, request.key);
     CURL* c = curl_->easy.get();
     if (!c) return runtime_error(what + ": curl_easy_init failed");
     curl_easy_reset(c);
@@ -352,7 +352,7 @@ Result<std::string> Client::create_multipart_upload(const std::string& key, cons
     auto r = perform({.method = "POST", .key = key, .query = "uploads=", .headers = metadata_headers(metadata)});
     if (!r) return r.error();
     std::string id = xml_value(r->body, "UploadId");
-    if (id.empty()) return runtime_error("S3 POST s3://" + bucket_ + "/" + key + "?uploads: no UploadId in the answer");
+    if (id.empty()) return runtime_error("S3 POST " + object_url(bucket_, key) + "?uploads: no UploadId in the answer");
     return id;
 }
 
@@ -362,7 +362,7 @@ Result<std::string> Client::upload_part(const std::string& key, const std::strin
     auto r = perform({.method = "PUT", .key = key, .query = query, .body = body});
     if (!r) return r.error();
     const auto it = r->headers.find("etag");
-    if (it == r->headers.end()) return runtime_error("S3 PUT s3://" + bucket_ + "/" + key + " part " +
+    if (it == r->headers.end()) return runtime_error("S3 PUT " + object_url(bucket_, key) + " part " +
                                                      std::to_string(part_number) + ": no ETag in the answer");
     return unquote(it->second);
 }
@@ -380,7 +380,7 @@ Status Client::complete_multipart_upload(const std::string& key, const std::stri
     // The store may fail the completion inside a 200 answer.
     if (r->body.find("<Error>") != std::string::npos) {
         failure_ = {.http_status = 200, .code = xml_value(r->body, "Code")};
-        return runtime_error("S3 POST s3://" + bucket_ + "/" + key + " (complete): " + failure_.code + ": " +
+        return runtime_error("S3 POST " + object_url(bucket_, key) + " (complete): " + failure_.code + ": " +
                              xml_value(r->body, "Message"));
     }
     return {};

@@ -115,6 +115,11 @@ private:
     const std::atomic<bool>* cancel_ = nullptr;
 };
 
+// "s3://BUCKET/KEY": how messages name an object.
+inline std::string object_url(std::string_view bucket, std::string_view key) {
+    return "s3://" + std::string(bucket) + "/" + std::string(key);
+}
+
 // AWS's URI encoding: unreserved characters as they are, '/' kept when KEEP_SLASH, every
 // other byte %XX (upper-case hex). Keys in paths, values in query strings.
 std::string uri_encode(std::string_view text, bool keep_slash);

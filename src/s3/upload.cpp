@@ -82,7 +82,7 @@ Status verify(Client& client, const std::string& key, uint64_t size, const Metad
     }
     if (wrong.empty()) return {};
     (void)client.delete_object(key);  // not what was sent: it must not count as archived
-    return runtime_error("S3 s3://" + client.bucket() + "/" + key + ": the stored object differs from the file (" +
+    return runtime_error("S3 " + object_url(client.bucket(), key) + ": the stored object differs from the file (" +
                          wrong + "); deleted");
 }
 
@@ -145,8 +145,9 @@ Result<UploadReport> upload_file(Client& client, const std::string& path, const 
         }
         up.report.parts = unsigned(etags.size());
     }
+    const Sha256::Digest digest = sent.finish();
     if (!sent.ok()) return runtime_error("sha256 failed");
-    up.report.sha256 = Sha256::hex(sent.finish());
+    up.report.sha256 = Sha256::hex(digest);
     if (auto v = verify(client, key, size, metadata, up); !v) return v.error();
     return up.report;
 }

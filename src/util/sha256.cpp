@@ -52,7 +52,6 @@ std::string Sha256::hex(const Digest& digest) {
 std::string Sha256::of(std::span<const uint8_t> bytes) {
     Sha256 h;
     h.update(bytes);
-    if (!h.ok()) return {};
     const Digest d = h.finish();
     return h.ok() ? hex(d) : std::string();
 }
