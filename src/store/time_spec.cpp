@@ -1,6 +1,5 @@
 #include "store/time_spec.hpp"
 
-#include "config/values.hpp"
 #include "util/utc_time.hpp"
 
 namespace linecap::store {
@@ -153,13 +152,17 @@ Result<uint64_t> parse_time(std::string_view s) {
 std::string format_time(uint64_t ns) { return format_utc_ns(ns); }
 
 Result<uint64_t> parse_expiry(std::string_view text, uint64_t now_ns) {
-    // A duration ends in its unit; a time never ends in one of these letters.
-    if (text.empty() || std::string_view("smhdw").find(text.back()) == std::string_view::npos) return parse_time(text);
-    const auto seconds = parse_duration(text);
-    if (!seconds) return config_error("'" + std::string(text) + "': expected a time or N(s|m|h|d)");
-    if (seconds.value() > (UINT64_MAX - now_ns) / 1000000000ull)
-        return config_error("'" + std::string(text) + "': too far in the future");
-    return now_ns + seconds.value() * 1000000000ull;
+    constexpr std::pair<char, uint64_t> kUnits[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
+    for (const auto& [unit, seconds] : kUnits) {
+        if (text.size() < 2 || text.size() > 8 || text.back() != unit) continue;
+        uint64_t n = 0;
+        for (const char c : text.substr(0, text.size() - 1)) {
+            if (c < '0' || c > '9') return config_error("'" + std::string(text) + "': expected a time or N(s|m|h|d)");
+            n = n * 10 + static_cast<uint64_t>(c - '0');
+        }
+        return now_ns + n * seconds * 1000000000ull;
+    }
+    return parse_time(text);
 }
 
 }  // namespace linecap::store
