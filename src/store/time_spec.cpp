@@ -1,5 +1,7 @@
 #include "store/time_spec.hpp"
 
+#include <limits>
+
 #include "util/utc_time.hpp"
 
 namespace linecap::store {
@@ -160,7 +162,12 @@ Result<uint64_t> parse_expiry(std::string_view text, uint64_t now_ns) {
             if (c < '0' || c > '9') return config_error("'" + std::string(text) + "': expected a time or N(s|m|h|d)");
             n = n * 10 + static_cast<uint64_t>(c - '0');
         }
-        return now_ns + n * seconds * 1000000000ull;
+        // At most 8 characters keep n * seconds far from overflowing; the sum in ns
+        // (a uint64 reaches year 2554) is what can.
+        const uint64_t ahead_s = n * seconds;
+        if (ahead_s > (std::numeric_limits<uint64_t>::max() - now_ns) / 1000000000ull)
+            return config_error("'" + std::string(text) + "': too far in the future");
+        return now_ns + ahead_s * 1000000000ull;
     }
     return parse_time(text);
 }

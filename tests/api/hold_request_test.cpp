@@ -56,6 +56,8 @@ TEST(HoldRequest, RefusedWithTheReason) {
     EXPECT_NE(refusal(R"({"reason": "x", "filter": "host"})").find("filter: "), std::string::npos);
     EXPECT_NE(refusal(R"({"reason": "x", "community_id": "1:abc"})").find("community_id: "), std::string::npos);
     EXPECT_NE(refusal(R"({"reason": "x", "filter": "tcp", "expires": "soon"})").find("expires: "), std::string::npos);
+    EXPECT_NE(refusal(R"({"reason": "x", "filter": "tcp", "expires": "9999999d"})").find("too far in the future"),
+              std::string::npos);
     EXPECT_EQ(refusal(R"({"reason": "x", "filter": "tcp", "margin": 5})"), "margin goes with alert");
     EXPECT_EQ(refusal(R"({"reason": "x", "alert": "{}", "filter": "tcp"})"), "filter does not go with alert");
     EXPECT_NE(refusal(R"({"reason": "x", "alert": "{\"src_ip\": \"10.0.0.300\", \"dest_ip\": \"10.0.0.1\"}\n"})")
