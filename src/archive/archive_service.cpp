@@ -106,7 +106,6 @@ struct ArchiveService::Outcome {
     Status status;
     std::string cause;     // when failed
     uint64_t bytes = 0;    // uploaded and verified
-    unsigned retries = 0;
 };
 
 ArchiveService::ArchiveService(ArchiveServiceOptions options, ArchivedHook archived, ArchiveCounters& counters)
@@ -228,7 +227,8 @@ ArchiveService::Outcome ArchiveService::archive_file(s3::Client& client, const S
     s3::UploadOptions upload{.part_bytes = options_.part_bytes,
                              .max_bytes_per_second = options_.archive.max_bytes_per_second /
                                                      std::max(1u, options_.archive.concurrency),
-                             .wait = [this](std::chrono::milliseconds d) { return wait(d); }};
+                             .wait = [this](std::chrono::milliseconds d) { return wait(d); },
+                             .on_retry = [this] { counters_.retries.fetch_add(1, std::memory_order_relaxed); }};
     // One object: hashed here, sent, the bytes sent hashed again; all three the same.
     const auto put = [&](const std::string& name, s3::Metadata metadata,
                          const std::string& expected_sha) -> std::optional<Outcome> {
@@ -247,7 +247,6 @@ ArchiveService::Outcome ArchiveService::archive_file(s3::Client& client, const S
                                                                                      : cause_of(client.last_failure()),
                         message);
         }
-        out.retries += sent->retries;
         if (sent->sha256 != local->first) {
             (void)client.delete_object(key);
             return fail("verify", name + ": the bytes sent (sha256 " + sent->sha256 + ") are not the file's; deleted");
@@ -372,7 +371,6 @@ std::chrono::system_clock::time_point ArchiveService::pass(bool upload) {
         bool store_failed = false;
         for (size_t i = 0; i < batch; ++i) {
             const Outcome& o = outcomes[i];
-            counters_.retries.fetch_add(o.retries, std::memory_order_relaxed);
             if (!o.status) {
                 if (stopping_) continue;  // abandoned, not failed
                 count_failure(o.cause, o.status.error().message);

@@ -28,6 +28,7 @@ public:
             if (result || !client_.last_failure().retryable() || attempt >= options_.attempts) return result;
             if (!wait(backoff)) return result.error().context("stopped while retrying");
             ++report.retries;
+            if (options_.on_retry) options_.on_retry();
             backoff = std::min(backoff * 2, options_.max_backoff);
         }
     }

@@ -29,6 +29,9 @@ struct UploadOptions {
     // Waits before a retry or to keep under the cap; returns false when the caller is
     // stopping (the upload then ends, aborted). Default: sleeps.
     std::function<bool(std::chrono::milliseconds)> wait;
+    // Called before every request sent again, also when the upload fails in the end
+    // (UploadReport::retries is only there when it succeeds). Empty: nobody counts.
+    std::function<void()> on_retry;
 };
 
 struct UploadReport {

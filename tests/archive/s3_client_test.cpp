@@ -241,6 +241,26 @@ TEST_F(S3ClientTest, AnUploadRetriesUntilTheStoreIsBack) {
     ASSERT_TRUE(c.delete_object(prefix + "retried.pcap"));
 }
 
+// A store that stays down: the upload fails once the attempts run out, and every request
+// sent again was told to on_retry (the archiver's retries counter), not only those of
+// uploads that succeeded.
+TEST_F(S3ClientTest, RetriesOfAFailedUploadAreCounted) {
+    const std::string rgw = env("RGW_SH"), dir = env("RGW_DIR");
+    if (rgw.empty() || dir.empty()) GTEST_SKIP() << "RGW_SH/RGW_DIR not set";
+    Client c = client();
+    const std::string path = write_file("never.pcap", random_bytes(1000, 7));
+    ASSERT_EQ(std::system(("bash " + rgw + " stop-rgw " + dir).c_str()), 0);
+    UploadOptions options;
+    options.attempts = 3;
+    options.wait = [](std::chrono::milliseconds) { return true; };
+    unsigned retried = 0;
+    options.on_retry = [&] { ++retried; };
+    auto r = upload_file(c, path, prefix + "never.pcap", {{"sha256", "n"}}, options);
+    ASSERT_EQ(std::system(("bash " + rgw + " restart-rgw " + dir + " >&2").c_str()), 0);
+    EXPECT_FALSE(r);
+    EXPECT_EQ(retried, 2u);
+}
+
 // What a kill -9 between two parts leaves: an unfinished upload, no object. abort_uploads()
 // (run at start) removes it; a caller that stops mid-upload leaves nothing either.
 TEST_F(S3ClientTest, AnUnfinishedUploadIsNoObjectAndIsAbortedAtRestart) {
