@@ -304,6 +304,8 @@ struct ApiServer::Impl final : HttpHandler {
                                   Clock::time_point started);
     std::optional<Admitted> admit(Result<PacketQuery> query, HttpExchange& ex, const AuditRecord& a,
                                   Clock::time_point started);
+    // One of api.max_queries, or the 503 that says they are all taken (an empty slot).
+    Slots::Slot take_slot(HttpExchange& ex, const AuditRecord& a, Clock::time_point started);
     void handle_packets(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
     void handle_steno_query(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
     void stream_packets(Admitted admitted, store::ExtractOptions o, HttpExchange& ex, AuditRecord a,
@@ -311,6 +313,36 @@ struct ApiServer::Impl final : HttpHandler {
     void handle_size(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
     void handle_holds(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
     void handle_files(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
+    void handle_status(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
+    void handle_metrics(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started);
+
+    // Every endpoint behind authentication: its path (ending in '/': everything below it),
+    // the methods it answers (the Allow header of a 405) and its handler.
+    using Handler = void (Impl::*)(const HttpRequest&, HttpExchange&, AuditRecord, Clock::time_point);
+    struct Route {
+        std::string_view path;
+        std::string_view methods;
+        Handler handler;
+        bool matches(std::string_view p) const { return path.ends_with('/') ? p.starts_with(path) : p == path; }
+        bool allows(std::string_view method) const {
+            for (size_t at = 0; at < methods.size();) {
+                const size_t end = std::min(methods.find(", ", at), methods.size());
+                if (methods.substr(at, end - at) == method) return true;
+                at = end + 2;
+            }
+            return false;
+        }
+    };
+    static constexpr Route kRoutes[] = {
+        {"/query", "POST", &Impl::handle_steno_query},  // Stenographer's endpoint: the query in the body
+        {"/api/v1/packets", "GET", &Impl::handle_packets},
+        {"/api/v1/size", "GET", &Impl::handle_size},
+        {"/api/v1/files", "GET", &Impl::handle_files},
+        {"/api/v1/holds", "GET, POST", &Impl::handle_holds},
+        {"/api/v1/holds/", "DELETE", &Impl::handle_holds},
+        {"/api/v1/status", "GET", &Impl::handle_status},
+        {"/metrics", "GET", &Impl::handle_metrics},
+    };
 };
 
 ApiServer::ApiServer() : impl_(std::make_unique<Impl>()) {}
@@ -335,16 +367,13 @@ void ApiServer::Impl::serve(const HttpRequest& req, HttpExchange& ex) {
     const Identity id = identify(req.ssl, req.header("authorization"));
     a.who = id.shown;
     a.credential_refused = id.refused;
-    const bool steno = req.path == "/query";  // Stenographer's endpoint: POST, the query in the body
-    const bool holds = req.path == "/api/v1/holds", one_hold = req.path.starts_with("/api/v1/holds/");
-    const std::string allowed = steno ? "POST" : holds ? "GET, POST" : one_hold ? "DELETE" : "GET";
-    const bool method_ok = steno      ? req.method == "POST"
-                           : holds    ? req.method == "GET" || req.method == "POST"
-                           : one_hold ? req.method == "DELETE"
-                                      : req.method == "GET";
-    if (!method_ok)
-        return reply(ex, 405, json_error("only " + allowed), "application/json", "refused: method " + a.method, a,
-                     started, {{"Allow", allowed}});
+    const Route* route = nullptr;
+    for (const Route& r : kRoutes)
+        if (r.matches(req.path)) route = &r;
+    const std::string_view allowed = route ? route->methods : "GET";  // "/" and unknown paths: GET
+    if (!(route ? route->allows(req.method) : req.method == "GET"))
+        return reply(ex, 405, json_error("only " + std::string(allowed)), "application/json",
+                     "refused: method " + a.method, a, started, {{"Allow", std::string(allowed)}});
     if (req.path == "/") {
         // The page is public: it holds no data, and a browser that authenticates with a
         // token can only send it from the page's own script.
@@ -357,23 +386,29 @@ void ApiServer::Impl::serve(const HttpRequest& req, HttpExchange& ex) {
                      id.refused.empty() ? "refused: no credentials" : "refused: " + why, a, started,
                      {{"WWW-Authenticate", tls && !config.api.tls_client_ca.empty() && !tokens ? "Mutual" : "Bearer realm=\"linecap\""}});
     }
-    if (steno) return handle_steno_query(req, ex, a, started);
-    if (holds || one_hold) return handle_holds(req, ex, a, started);
-    if (req.path == "/api/v1/packets") return handle_packets(req, ex, a, started);
-    if (req.path == "/api/v1/size") return handle_size(req, ex, a, started);
-    if (req.path == "/api/v1/files") return handle_files(req, ex, a, started);
-    if (req.path == "/api/v1/status") {
-        if (!req.query.empty())
-            return reply(ex, 400, json_error("status takes no parameters"), "application/json", "refused: parameters", a, started);
-        return reply(ex, 200, status->json(slots->used(), slots->limit()), "application/json", "complete", a, started);
-    }
-    if (req.path == "/metrics") {
-        static const ArchiveReadBytes none;
-        return reply(ex, 200, archive_read_exposition(store.archive ? store.archive->read_bytes() : none),
-                     "text/plain; version=0.0.4", "complete", a, started);
-    }
+    if (route) return (this->*route->handler)(req, ex, std::move(a), started);
     reply(ex, 404, json_error("no such endpoint: " + a.target.substr(0, a.target.find('?'))), "application/json",
           "refused: no such endpoint", a, started);
+}
+
+void ApiServer::Impl::handle_status(const HttpRequest& req, HttpExchange& ex, AuditRecord a, Clock::time_point started) {
+    if (!req.query.empty())
+        return reply(ex, 400, json_error("status takes no parameters"), "application/json", "refused: parameters", a, started);
+    reply(ex, 200, status->json(slots->used(), slots->limit()), "application/json", "complete", a, started);
+}
+
+void ApiServer::Impl::handle_metrics(const HttpRequest&, HttpExchange& ex, AuditRecord a, Clock::time_point started) {
+    static const ArchiveReadBytes none;
+    reply(ex, 200, archive_read_exposition(store.archive ? store.archive->read_bytes() : none),
+          "text/plain; version=0.0.4", "complete", a, started);
+}
+
+Slots::Slot ApiServer::Impl::take_slot(HttpExchange& ex, const AuditRecord& a, Clock::time_point started) {
+    Slots::Slot slot = slots->try_take();
+    if (!slot)
+        reply(ex, 503, json_error("busy: " + std::to_string(slots->limit()) + " queries are running (api.max_queries)"),
+              "application/json", "refused: busy", a, started, {{"Retry-After", "5"}});
+    return slot;
 }
 
 std::optional<ApiServer::Impl::Admitted> ApiServer::Impl::admit(const HttpRequest& req, HttpExchange& ex,
@@ -389,12 +424,8 @@ std::optional<ApiServer::Impl::Admitted> ApiServer::Impl::admit(Result<PacketQue
         reply(ex, 400, json_error(q.error().message), "application/json", "refused: " + q.error().message, a, started);
         return std::nullopt;
     }
-    Slots::Slot slot = slots->try_take();
-    if (!slot) {
-        reply(ex, 503, json_error("busy: " + std::to_string(slots->limit()) + " queries are running (api.max_queries)"),
-              "application/json", "refused: busy", a, started, {{"Retry-After", "5"}});
-        return std::nullopt;
-    }
+    Slots::Slot slot = take_slot(ex, a, started);
+    if (!slot) return std::nullopt;
     return Admitted{std::move(q.value()), std::move(slot)};
 }
 
@@ -473,10 +504,8 @@ void ApiServer::Impl::handle_holds(const HttpRequest& req, HttpExchange& ex, Aud
     if (auto parsed = parse_hold_request(req.body, now, request); !parsed)
         return reply(ex, 400, json_error(parsed.error().message), "application/json",
                      "refused: " + parsed.error().message + expired, a, started);
-    Slots::Slot slot = slots->try_take();
-    if (!slot)
-        return reply(ex, 503, json_error("busy: " + std::to_string(slots->limit()) + " queries are running (api.max_queries)"),
-                     "application/json", "refused: busy", a, started, {{"Retry-After", "5"}});
+    Slots::Slot slot = take_slot(ex, a, started);
+    if (!slot) return;
     const auto deadline = started + std::chrono::seconds(config.api.max_duration_s);
     request.query.should_stop = [&] { return Clock::now() > deadline; };
     auto made = store::create_hold(request, now);
