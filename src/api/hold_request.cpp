@@ -4,9 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "packet/community_id.hpp"
+#include "api/query.hpp"
 #include "store/alert_records.hpp"
-#include "store/filter_plan.hpp"
 #include "store/time_spec.hpp"
 
 namespace linecap::api {
@@ -27,15 +26,6 @@ Status parse_hold_request(const std::string& body, uint64_t now_ns, store::HoldR
         if (it == j.end()) return std::string();
         if (!it->is_string()) return config_error(std::string(key) + ": expected a string");
         return it->get<std::string>();
-    };
-    auto time_at = [&](const char* key, uint64_t& out) -> Status {
-        auto t = text(key);
-        if (!t) return t.error();
-        if (t->empty()) return {};
-        auto parsed = store::parse_time(*t);
-        if (!parsed) return config_error(std::string(key) + ": " + parsed.error().message);
-        out = parsed.value();
-        return {};
     };
     auto reason = text("reason");
     if (!reason) return reason.error();
@@ -70,19 +60,20 @@ Status parse_hold_request(const std::string& body, uint64_t now_ns, store::HoldR
         return {};
     }
     if (j.contains("margin")) return config_error("margin goes with alert");
-    if (auto s = time_at("from", q.from_ns); !s) return s;
-    if (auto s = time_at("to", q.to_ns); !s) return s;
-    if (q.from_ns > q.to_ns) return config_error("from is after to");
-    auto filter = text("filter");
-    if (!filter) return filter.error();
-    if (auto compiled = store::CompiledFilter::compile(*filter); !compiled)
-        return config_error("filter: " + compiled.error().message);
-    q.filter = *filter;
-    auto community_id = text("community_id");
-    if (!community_id) return community_id.error();
-    if (!community_id->empty())
-        if (auto id = parse_community_id(*community_id); !id) return config_error("community_id: " + id.error().message);
-    q.community_id = *community_id;
+    // The query itself is checked as /api/v1/packets checks its parameters, with the same
+    // messages.
+    Params params;
+    for (const char* key : {"from", "to", "filter", "community_id"}) {
+        auto value = text(key);
+        if (!value) return value.error();
+        if (!value->empty()) params.emplace_back(key, std::move(*value));
+    }
+    auto parsed = parse_query(QueryKind::packets, params);
+    if (!parsed) return config_error(parsed.error().message);
+    q.from_ns = parsed->from_ns;
+    q.to_ns = parsed->to_ns;
+    q.filter = parsed->filter;
+    q.community_id = parsed->community_id;
     request.origin = "POST /api/v1/holds";
     return {};
 }

@@ -53,8 +53,8 @@ TEST(HoldRequest, RefusedWithTheReason) {
     EXPECT_NE(refusal(R"({"reason": "x", "from": "yesterday"})").find("from: "), std::string::npos);
     EXPECT_EQ(refusal(R"({"reason": "x", "from": "2026-11-30T03:00:00Z", "to": "2026-11-30T02:00:00Z"})"),
               "from is after to");
-    EXPECT_NE(refusal(R"({"reason": "x", "filter": "host"})").find("filter: "), std::string::npos);
-    EXPECT_NE(refusal(R"({"reason": "x", "community_id": "1:abc"})").find("community_id: "), std::string::npos);
+    EXPECT_NE(refusal(R"({"reason": "x", "filter": "host"})").find("filter 'host'"), std::string::npos);
+    EXPECT_NE(refusal(R"({"reason": "x", "community_id": "1:abc"})").find("community id '1:abc'"), std::string::npos);
     EXPECT_NE(refusal(R"({"reason": "x", "filter": "tcp", "expires": "soon"})").find("expires: "), std::string::npos);
     EXPECT_NE(refusal(R"({"reason": "x", "filter": "tcp", "expires": "9999999d"})").find("too far in the future"),
               std::string::npos);
