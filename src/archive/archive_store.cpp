@@ -271,17 +271,24 @@ struct ArchiveStore::State {
 
 namespace {
 
-// A capture object's bytes, read by range as its reader asks for them.
+// A capture object's bytes, read by range as its reader asks for them. With the object's
+// index (version 2: block CRCs), a read that touches indexed blocks fetches those blocks
+// whole and checks each against its CRC-32C before any byte of it is returned.
 class ObjectSource final : public format::OpenFile {
 public:
-    ObjectSource(std::shared_ptr<ArchiveStore::State> state, std::string key, uint64_t size, int64_t mtime_ns)
-        : state_(std::move(state)), key_(std::move(key)), path_(state_->url_of(key_)), size_(size), mtime_ns_(mtime_ns) {}
+    ObjectSource(std::shared_ptr<ArchiveStore::State> state, std::string key, uint64_t size, int64_t mtime_ns,
+                 std::optional<Index> checks = std::nullopt)
+        : state_(std::move(state)), key_(std::move(key)), path_(state_->url_of(key_)), size_(size), mtime_ns_(mtime_ns),
+          checks_(std::move(checks)) {}
 
-    // -1 with errno EIO when the store does not answer (why: last_error()).
+    // -1 with errno EIO when the store does not answer or a block fails its check (why:
+    // last_error()).
     ssize_t read_at(void* dst, size_t n, uint64_t offset) const override {
         if (offset >= size_ || n == 0) return 0;
         n = static_cast<size_t>(std::min<uint64_t>(n, size_ - offset));
-        if (!state_->read_range(key_, size_, static_cast<uint8_t*>(dst), n, offset, last_error_)) {
+        const bool ok = checks_ ? read_checked(static_cast<uint8_t*>(dst), n, offset)
+                                : state_->read_range(key_, size_, static_cast<uint8_t*>(dst), n, offset, last_error_);
+        if (!ok) {
             errno = EIO;
             return -1;
         }
@@ -294,21 +301,51 @@ public:
     bool compressed() const override { return false; }
     void advise_sequential() const override {}
     void advise_random() const override {}
+    bool small_reads_cheap() const override { return false; }
     const std::string& last_error() const { return last_error_; }
 
 private:
+    // [offset, offset + n) widened to the indexed blocks it touches, fetched (or found in
+    // the range cache), every whole block in it checked.
+    bool read_checked(uint8_t* dst, size_t n, uint64_t offset) const {
+        const auto blocks = checks_->blocks();
+        auto first = std::upper_bound(blocks.begin(), blocks.end(), offset,
+                                      [](uint64_t at, const BlockEntry& e) { return at < e.offset; });
+        if (first != blocks.begin() && std::prev(first)->offset + std::prev(first)->length > offset) --first;
+        auto last = first;
+        while (last != blocks.end() && last->offset < offset + n) ++last;
+        if (first == last) return state_->read_range(key_, size_, dst, n, offset, last_error_);
+        const uint64_t begin = std::min(offset, first->offset);
+        const uint64_t end = std::max<uint64_t>(offset + n, std::prev(last)->offset + std::prev(last)->length);
+        std::vector<uint8_t> bytes(end - begin);
+        if (!state_->read_range(key_, size_, bytes.data(), bytes.size(), begin, last_error_)) return false;
+        for (auto b = first; b != last; ++b) {
+            const auto i = static_cast<uint32_t>(b - blocks.begin());
+            if (!checks_->block_matches(i, bytes.data() + (b->offset - begin))) {
+                last_error_ = path_ + ": block " + std::to_string(i) + " (" + std::to_string(b->length) +
+                              " bytes at offset " + std::to_string(b->offset) +
+                              ") does not match its index checksum: the object is damaged";
+                return false;
+            }
+        }
+        std::memcpy(dst, bytes.data() + (offset - begin), n);
+        return true;
+    }
+
     std::shared_ptr<ArchiveStore::State> state_;
     std::string key_;
     std::string path_;
     uint64_t size_;
     int64_t mtime_ns_;
     mutable std::string last_error_;
+    std::optional<Index> checks_;
 };
 
+// `checks`: a plain object's index with block CRCs, its blocks checked as they are read.
 Result<std::unique_ptr<format::OpenFile>> open_object(const std::shared_ptr<ArchiveStore::State>& state,
                                                       const std::string& key, uint64_t size, int64_t mtime_ns,
-                                                      bool compressed) {
-    auto object = std::make_unique<ObjectSource>(state, key, size, mtime_ns);
+                                                      bool compressed, std::optional<Index> checks = std::nullopt) {
+    auto object = std::make_unique<ObjectSource>(state, key, size, mtime_ns, std::move(checks));
     if (!compressed) return std::unique_ptr<format::OpenFile>(std::move(object));
     const ObjectSource& raw = *object;
     auto source = format::SeekableSource::open(std::move(object));
@@ -404,8 +441,16 @@ std::optional<StoredFile> ArchiveStore::find(const std::string& name, const List
 }
 
 Result<std::unique_ptr<format::OpenFile>> ArchiveStore::open(const StoredFile& file) const {
+    // A plain object is checked block by block against its index's CRCs (a compressed one
+    // by zstd's frame checksums); the index is fetched once and cached, as load_index() does
+    // for the query's plan.
+    std::optional<Index> checks;
+    if (!file.compressed && file.index) {
+        LoadedIndex li = load_index(file, file.stored_size, file.mtime_ns);
+        if (li.state == IndexState::valid && li.index.block_crc(0)) checks = std::move(li.index);
+    }
     return open_object(state_, state_->key_dir(file) + file.stored_name, file.stored_size, file.mtime_ns,
-                       file.compressed);
+                       file.compressed, std::move(checks));
 }
 
 LoadedIndex ArchiveStore::load_index(const StoredFile& file, uint64_t capture_size, int64_t) const {

@@ -506,10 +506,12 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
         std::fprintf(stderr, "linecap: filter plan: %s\n", r.plan.c_str());
         std::fprintf(stderr,
                      "linecap: %llu packets written; files: %zu in store, %zu in time range, %zu indexed "
-                     "(%llu of %llu blocks read, %zu files skipped), %zu scanned; %llu packets / %.1f MiB examined\n",
+                     "(%llu of %llu blocks read, %llu records of them alone, %zu files skipped), %zu scanned; %llu "
+                     "packets / %.1f MiB examined\n",
                      static_cast<unsigned long long>(r.packets_written), r.files_in_store, r.files_selected,
                      r.files_indexed, static_cast<unsigned long long>(r.blocks_read),
-                     static_cast<unsigned long long>(r.blocks_total), r.files_skipped_by_index, r.files_scanned,
+                     static_cast<unsigned long long>(r.blocks_total),
+                     static_cast<unsigned long long>(r.records_read_alone), r.files_skipped_by_index, r.files_scanned,
                      static_cast<unsigned long long>(r.packets_examined), static_cast<double>(r.bytes_read) / (1 << 20));
         if (store.archive) print_archive_bytes(store.archive->read_bytes(), r.bytes_read);
     }
