@@ -12,8 +12,9 @@
 #     both, every pcapng interface named after its appliance;
 #  4. --dir with --archive is one store: half the files local, the rest only archived;
 #  5. missing index objects: still exact (those files scanned); a damaged index object:
-#     named, the file scanned, still exact; a damaged zstd frame: an error naming the file,
-#     exit 1, no packet that is not in the answer;
+#     named, the file scanned, still exact; a damaged zstd frame, and a flipped byte in a
+#     plain object's block (caught by the index's block CRC-32C, index version 2): an error
+#     naming the file, exit 1, no packet that is not in the answer;
 #  6. `linecap serve --archive`: the API's answer is extract's, its /metrics counts the
 #     bytes fetched (linecap_archive_read_bytes_total);
 #  7. refusals, one line each and nothing written to -o: a bad URL (64), an endpoint that
@@ -198,6 +199,31 @@ got = Counter((r.ts_ns, bytes(r.data)) for r in pcap.Capture(sys.argv[2]))
 sys.exit(0 if not got - want and sum(got.values()) < sum(want.values()) else 1)
 PY
 log "a damaged zstd frame: $(grep -m1 error: "$T/stderr")"
+
+# A flipped byte in a plain object whose index is intact: its block fails the index's
+# CRC-32C when it is fetched; nothing of that block is returned.
+p=${names[2]}
+python3 - "$T/store/$p" "$T/bad.pcap" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[2000] ^= 0x01  # inside block 0 (the first 256 KiB of records)
+open(sys.argv[2], "wb").write(b)
+PY
+s3 put "$T/bad.pcap" "$BUCKET/sensor-a/$p"
+rc=0
+"$LINECAP" extract --archive "$BUCKET/sensor-a" "${ACCESS[@]}" -o "$T/damaged.pcap" 2>"$T/stderr" || rc=$?
+((rc == 1)) || fail "a damaged plain block: exit $rc, expected 1: $(cat "$T/stderr")"
+grep -q "error: $BUCKET/sensor-a/$p: " "$T/stderr" || fail "the damaged plain object is not named: $(cat "$T/stderr")"
+python3 - "$T/want-all.pcap" "$T/damaged.pcap" "$T/bad.pcap" <<'PY' || fail "a damaged plain block: packets that are not in the answer"
+import sys
+from collections import Counter
+from linecap_harness import pcap
+want = Counter((r.ts_ns, bytes(r.data)) for r in pcap.Capture(sys.argv[1]))
+got = Counter((r.ts_ns, bytes(r.data)) for r in pcap.Capture(sys.argv[2]))
+sys.exit(0 if not got - want and sum(got.values()) < sum(want.values()) else 1)
+PY
+s3 put "$T/store/$p" "$BUCKET/sensor-a/$p"  # mended
+log "a damaged plain block: $(grep -m1 error: "$T/stderr")"
 
 # 6. `linecap serve --archive`: the API answers over the archive as extract does, and its
 # /metrics counts the bytes fetched.
