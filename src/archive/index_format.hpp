@@ -7,8 +7,8 @@
 // that is smaller). Chosen over per-block Bloom filters by measurement: see
 // doc/store.md and bench/store/index_variants.cpp.
 //
-// Version 2 (written since issue 32; version 1 files are still read, `linecap index
-// --force` upgrades them) adds, so that a query reads the records it needs and not the
+// Version 2 (written since issue 32; version 1 files are still read, and `linecap
+// index` and the daemon's start-up sweep rebuild them) adds, so that a query reads the records it needs and not the
 // 256 KiB blocks around them, and so that every block read from the archive tier is
 // checked:
 //   - per block the CRC-32C of its bytes (section block_crcs);

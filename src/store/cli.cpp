@@ -173,8 +173,8 @@ constexpr CommandHelp kCommands[] = {
      R"(  linecap index   --dir DIR [--force] [--jobs N] [--block-kb N] [-v]
 )",
      R"(Builds NAME.pcap.idx (NAME.pcapng.idx) for every finished capture file
-          whose index is missing, stale or damaged (--force: all), and removes indexes
-          whose capture file is gone. --jobs N files at a time (default 1); --block-kb
+          whose index is missing, stale, damaged or of an older version (--force:
+          all), and removes indexes whose capture file is gone. --jobs N files at a time (default 1); --block-kb
           N index block size (default 256).
 )"},
     {"stats",
@@ -564,11 +564,13 @@ int cmd_index(const Cli& cli) {
     for (const auto& f : catalog->files) {
         if (!force) {
             LoadedIndex li = store.load_index(f, f.size, f.mtime_ns);
-            if (li.state == IndexState::valid) {
+            if (li.state == IndexState::valid && li.index.version() >= kIndexVersion) {
                 ++up_to_date;
                 continue;
             }
-            if (verbose && li.state != IndexState::missing)
+            if (verbose && li.state == IndexState::valid)
+                print_line("info", f.path + ": index version " + std::to_string(li.index.version()) + ", upgrading");
+            else if (verbose && li.state != IndexState::missing)
                 print_line("info", f.path + ": index " + (li.state == IndexState::stale ? "stale" : "damaged") + " (" +
                                        li.problem + "), rebuilding");
         }
