@@ -292,15 +292,15 @@ public:
         : state_(std::move(state)), key_(std::move(key)), path_(state_->url_of(key_)), size_(size), mtime_ns_(mtime_ns),
           checks_(std::move(checks)) {}
 
-    // -1 with errno EIO when the store does not answer or a block fails its check (why:
-    // last_error()).
+    // -1 with errno EIO when the store does not answer, EBADMSG when a block fails its
+    // check (as a zstd frame that does not decompress); why: last_error().
     ssize_t read_at(void* dst, size_t n, uint64_t offset) const override {
         if (offset >= size_ || n == 0) return 0;
         n = static_cast<size_t>(std::min<uint64_t>(n, size_ - offset));
         const bool ok = checks_ ? read_checked(static_cast<uint8_t*>(dst), n, offset)
                                 : state_->read_range(key_, size_, static_cast<uint8_t*>(dst), n, offset, last_error_);
         if (!ok) {
-            errno = EIO;
+            errno = damaged_ ? EBADMSG : EIO;
             return -1;
         }
         return static_cast<ssize_t>(n);
@@ -355,6 +355,7 @@ private:
                 const auto i = static_cast<uint32_t>(b - blocks.begin());
                 const auto* at = reinterpret_cast<const uint8_t*>(body->data()) + (b->offset - from);
                 if (!checks_->block_matches(i, at)) {
+                    damaged_ = true;
                     last_error_ = path_ + ": block " + std::to_string(i) + " (" + std::to_string(b->length) +
                                   " bytes at offset " + std::to_string(b->offset) +
                                   ") does not match its index checksum: the object is damaged";
@@ -375,6 +376,7 @@ private:
     uint64_t size_;
     int64_t mtime_ns_;
     mutable std::string last_error_;
+    mutable bool damaged_ = false;  // a block failed its check
     std::optional<Index> checks_;
 };
 

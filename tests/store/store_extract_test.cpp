@@ -377,6 +377,31 @@ int cli(std::vector<std::string> args, std::string* err = nullptr) {
 }
 }  // namespace
 
+// `linecap index` rebuilds a version-1 index as version 2 (without --force), and leaves a
+// current one alone.
+TEST(Cli, IndexUpgradesVersion1Indexes) {
+    TempDir dir;
+    const auto files = make_streams(dir.path(), false);
+    IndexBuildOptions v1{4096};
+    v1.version = 1;
+    for (const auto& f : files) ASSERT_TRUE(build_index(dir / f.name, v1).ok());
+    auto version = [&](const StoreFile& f) {
+        struct stat st {};
+        EXPECT_EQ(::stat((dir / f.name).c_str(), &st), 0);
+        const LoadedIndex li = load_index(dir / f.name, uint64_t(st.st_size),
+                                          int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
+        EXPECT_EQ(li.state, IndexState::valid);
+        return li.index.version();
+    };
+    EXPECT_EQ(version(files[0]), 1u);
+    std::string err;
+    ASSERT_EQ(cli({"index", "--dir", dir.path()}, &err), 0) << err;
+    EXPECT_NE(err.find(std::to_string(files.size()) + " indexed, 0 up to date"), std::string::npos) << err;
+    for (const auto& f : files) EXPECT_EQ(version(f), 2u) << f.name;
+    ASSERT_EQ(cli({"index", "--dir", dir.path()}, &err), 0) << err;
+    EXPECT_NE(err.find("0 indexed, " + std::to_string(files.size()) + " up to date"), std::string::npos) << err;
+}
+
 // Integrity at query time: one address byte changed with the mtime
 // kept. The index, built before, says the host is absent; extract sees that the file
 // changed after it was indexed (ctime), scans it and reports it. A file the scrub marked
