@@ -25,6 +25,11 @@
 #   bench/run.sh manifest-ab [--baseline OLD/linecapd] --fs tmpfs --sizes 64,1514 --repeat 3
 #                                     manifest on/off (shipped defaults vs manifest off) of this
 #                                     tree's linecapd (and OLD's), alternated in one run, medians
+#   bench/run.sh query                the query table (bench/store/query_table.sh): linecap
+#                                     extract vs tcpdump -r over a generated store (BENCH_GB,
+#                                     default 10), a spread and a clustered conversation and a
+#                                     query matching nothing, cold and warm, answers compared,
+#                                     index size and bytes read ÷ returned
 #   bench/run.sh api                  the retrieval API (bench/api/run.sh): time to first
 #                                     byte / total for one conversation from a 10 GB store
 #                                     (API vs linecap extract vs tcpdump -r, cold = page
@@ -59,7 +64,7 @@ BUILD=${LINECAP_BUILD:-$ROOT/build-bench}
 export LINECAP_BUILD=$BUILD
 mode=suite
 case ${1:-} in
-    suite | soak | micro | rfc2544 | peers | ab | manifest-ab | api | feed) mode=$1; shift ;;
+    suite | soak | micro | rfc2544 | peers | ab | manifest-ab | api | feed | query) mode=$1; shift ;;
 esac
 if [[ $mode == ab ]]; then
     [[ $# -ge 1 ]] || { echo "usage: bench/run.sh ab REV [bench.py options]" >&2; exit 2; }
@@ -109,8 +114,13 @@ fi
 log "building linecapd and the bench programs in $BUILD"
 targets=(src/linecapd bench/linecap_fsbench)
 grep -q 'bench/linecap_micro' "$BUILD/build.ninja" && targets+=(bench/linecap_micro)
-[[ $mode == api ]] && targets+=(src/linecap bench/store/store_gen)
+[[ $mode == api || $mode == query ]] && targets+=(src/linecap bench/store/store_gen)
 ninja -C "$BUILD" "${targets[@]}" >&2
+
+if [[ $mode == query ]]; then
+    # No hugepages, no mounts: a generated store on the disk, its own cleanup.
+    exec "$ROOT/bench/store/query_table.sh" "$BUILD" "$@"
+fi
 
 if [[ $mode == ab ]]; then
     # The baseline's build is cached by commit (bench/baseline.sh).

@@ -9,10 +9,12 @@
 // time), both directions; IPv4/IPv6, TCP/UDP, 8 % VLAN-tagged, some ICMP and ARP; full-size
 // data segments and small ACKs/requests. Timestamps advance at --gbps across the store.
 //
-// One known conversation is injected into stream p0/q1 in a 5-second window at the middle
-// of the capture: 198.18.77.77:41000 <-> 198.19.88.88:5555/tcp, 1000 packets. Its
-// description is printed on stdout as shell variables (CONV_FILTER, CONV_FROM_NS,
-// CONV_TO_NS, CONV_PACKETS) for bench/store/run_bench.sh.
+// Two known conversations are injected, 1000 packets each: into stream p0/q1 in a
+// 5-second window at the middle of the capture ("clustered"), 198.18.77.77:41000 <->
+// 198.19.88.88:5555/tcp; and into stream p0/q0 evenly over the whole capture ("spread":
+// a beacon, a slow exfiltration), 198.18.66.66:42000 <-> 198.19.99.99:6666/tcp. Their
+// descriptions are printed on stdout as shell variables (CONV_FILTER, CONV_FROM_NS,
+// CONV_TO_NS, CONV_PACKETS; SPREAD_FILTER, SPREAD_PACKETS) for bench/store/run_bench.sh.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -163,14 +165,15 @@ public:
         return n;
     }
 
-    void make_conversation(Flow& f) {
+    void make_conversation(Flow& f, bool spread = false) {
         f = Flow{};
         f.kind = Kind::tcp4;
         const uint8_t a[4] = {198, 18, 77, 77}, b[4] = {198, 19, 88, 88};
-        std::memcpy(f.a, a, 4);
-        std::memcpy(f.b, b, 4);
-        f.sport = 41000;
-        f.dport = 5555;
+        const uint8_t sa[4] = {198, 18, 66, 66}, sb[4] = {198, 19, 99, 99};
+        std::memcpy(f.a, spread ? sa : a, 4);
+        std::memcpy(f.b, spread ? sb : b, 4);
+        f.sport = spread ? 42000 : 41000;
+        f.dport = spread ? 6666 : 5555;
         f.remaining = UINT32_MAX;
     }
 
@@ -287,6 +290,10 @@ int main(int argc, char** argv) {
     Flow conv{};
     streams[std::min<size_t>(1, streams.size() - 1)].gen.make_conversation(conv);
     uint64_t conv_written = 0, next_conv_ts = conv_from;
+    // The spread one: stream 0 (p0/q0), 1000 packets evenly over the whole capture.
+    Flow spread{};
+    streams[0].gen.make_conversation(spread, true);
+    uint64_t spread_written = 0, next_spread_ts = start_ns;
 
     const linecap::FileTemplate file_template = linecap::FileTemplate::compile(linecap::kDefaultFileTemplate).value();
     Rng rng{seed + 99};
@@ -297,10 +304,17 @@ int main(int argc, char** argv) {
         uint32_t len;
         const bool conv_now = &s == &streams[std::min<size_t>(1, streams.size() - 1)] && conv_written < conv_packets &&
                               ts >= next_conv_ts;
+        const bool spread_now = &s == &streams[0] && !conv_now && spread_written < conv_packets &&
+                                ts >= next_spread_ts;
         if (conv_now) {
             len = s.gen.frame(conv, (conv_written & 1) != 0, frame);
             ++conv_written;
             next_conv_ts = conv_from + (conv_to - conv_from) / conv_packets * conv_written;
+        } else if (spread_now) {
+            len = s.gen.frame(spread, (spread_written & 1) != 0, frame);
+            ++spread_written;
+            // The last one a little before the end (the end is where the byte budget runs out).
+            next_spread_ts = start_ns + duration_ns / (conv_packets + 2) * spread_written;
         } else {
             len = s.gen.next(frame);
         }
@@ -334,5 +348,7 @@ int main(int argc, char** argv) {
     std::printf("CONV_FILTER='host 198.18.77.77 and host 198.19.88.88 and tcp port 5555'\n");
     std::printf("CONV_FROM_NS=%" PRIu64 "\nCONV_TO_NS=%" PRIu64 "\nCONV_PACKETS=%" PRIu64 "\n", conv_from, conv_to + 1,
                 conv_written);
+    std::printf("SPREAD_FILTER='host 198.18.66.66 and host 198.19.99.99 and tcp port 6666'\nSPREAD_PACKETS=%" PRIu64 "\n",
+                spread_written);
     return 0;
 }

@@ -219,19 +219,49 @@ struct ArchiveStore::State {
         return listing;
     }
 
+    // [offset, offset + n) of `key` from the range cache into dst; false when not cached.
+    bool cached(const std::string& key, uint8_t* dst, size_t n, uint64_t offset) {
+        std::lock_guard lock(range_mu);
+        for (auto it = ranges.begin(); it != ranges.end(); ++it) {
+            if (it->key != key || offset < it->offset || offset + n > it->offset + it->bytes.size()) continue;
+            std::memcpy(dst, it->bytes.data() + (offset - it->offset), n);
+            ranges.splice(ranges.begin(), ranges, it);
+            return true;
+        }
+        return false;
+    }
+    void keep(const std::string& key, uint64_t offset, std::string body) {
+        if (body.size() > access.range_cache_bytes / 4) return;
+        std::lock_guard lock(range_mu);
+        range_bytes += body.size();
+        ranges.push_front({key, offset, std::move(body)});
+        while (range_bytes > access.range_cache_bytes && !ranges.empty()) {
+            range_bytes -= ranges.back().bytes.size();
+            ranges.pop_back();
+        }
+    }
+    // One Range GET of [begin, begin + length), counted; the body holds at least `need`
+    // bytes, else an error.
+    Result<std::string> fetch(const std::string& key, uint64_t begin, uint64_t length, uint64_t need) {
+        Result<std::string> body = runtime_error("not fetched");
+        {
+            std::lock_guard lock(client_mu);
+            bytes.requests.fetch_add(1, std::memory_order_relaxed);
+            body = client->get_range(key, begin, length);
+        }
+        if (!body) return body;
+        bytes.data.fetch_add(body->size(), std::memory_order_relaxed);
+        if (body->size() < need)
+            return runtime_error(url_of(key) + ": " + std::to_string(body->size()) + " bytes at offset " +
+                                 std::to_string(begin) + " where the listing promised " + std::to_string(length));
+        return body;
+    }
+
     // [offset, offset + n) of object `key` (of `object_size` bytes) into dst; false (why
     // in `error`) when the store does not give them.
     bool read_range(const std::string& key, uint64_t object_size, uint8_t* dst, size_t n, uint64_t offset,
                     std::string& error) {
-        {
-            std::lock_guard lock(range_mu);
-            for (auto it = ranges.begin(); it != ranges.end(); ++it) {
-                if (it->key != key || offset < it->offset || offset + n > it->offset + it->bytes.size()) continue;
-                std::memcpy(dst, it->bytes.data() + (offset - it->offset), n);
-                ranges.splice(ranges.begin(), ranges, it);
-                return true;
-            }
-        }
+        if (cached(key, dst, n, offset)) return true;
         // At least kMinFetchBytes, moved back from the object's end when it would pass it:
         // the header and the seek table are one request each.
         uint64_t begin = offset, length = std::max<uint64_t>(n, kMinFetchBytes);
@@ -239,50 +269,38 @@ struct ArchiveStore::State {
             length = std::max<uint64_t>(object_size - begin, std::min<uint64_t>(object_size, kMinFetchBytes));
             begin = object_size - length;
         }
-        Result<std::string> body = runtime_error("not fetched");
-        {
-            std::lock_guard lock(client_mu);
-            bytes.requests.fetch_add(1, std::memory_order_relaxed);
-            body = client->get_range(key, begin, length);
-        }
+        auto body = fetch(key, begin, length, offset + n - begin);
         if (!body) {
             error = body.error().message;
             return false;
         }
-        bytes.data.fetch_add(body->size(), std::memory_order_relaxed);
-        if (body->size() < offset + n - begin) {
-            error = url_of(key) + ": " + std::to_string(body->size()) + " bytes at offset " + std::to_string(begin) +
-                    " where the listing promised " + std::to_string(length);
-            return false;
-        }
         std::memcpy(dst, body->data() + (offset - begin), n);
-        if (body->size() <= access.range_cache_bytes / 4) {
-            std::lock_guard lock(range_mu);
-            range_bytes += body->size();
-            ranges.push_front({key, begin, std::move(body.value())});
-            while (range_bytes > access.range_cache_bytes && !ranges.empty()) {
-                range_bytes -= ranges.back().bytes.size();
-                ranges.pop_back();
-            }
-        }
+        keep(key, begin, std::move(body.value()));
         return true;
     }
 };
 
 namespace {
 
-// A capture object's bytes, read by range as its reader asks for them.
+// A capture object's bytes, read by range as its reader asks for them. With the object's
+// index (version 2: block CRCs), a read that touches indexed blocks fetches those blocks
+// whole and checks each against its CRC-32C before any byte of it is returned.
 class ObjectSource final : public format::OpenFile {
 public:
-    ObjectSource(std::shared_ptr<ArchiveStore::State> state, std::string key, uint64_t size, int64_t mtime_ns)
-        : state_(std::move(state)), key_(std::move(key)), path_(state_->url_of(key_)), size_(size), mtime_ns_(mtime_ns) {}
+    ObjectSource(std::shared_ptr<ArchiveStore::State> state, std::string key, uint64_t size, int64_t mtime_ns,
+                 std::optional<Index> checks = std::nullopt)
+        : state_(std::move(state)), key_(std::move(key)), path_(state_->url_of(key_)), size_(size), mtime_ns_(mtime_ns),
+          checks_(std::move(checks)) {}
 
-    // -1 with errno EIO when the store does not answer (why: last_error()).
+    // -1 with errno EIO when the store does not answer, EBADMSG when a block fails its
+    // check (as a zstd frame that does not decompress); why: last_error().
     ssize_t read_at(void* dst, size_t n, uint64_t offset) const override {
         if (offset >= size_ || n == 0) return 0;
         n = static_cast<size_t>(std::min<uint64_t>(n, size_ - offset));
-        if (!state_->read_range(key_, size_, static_cast<uint8_t*>(dst), n, offset, last_error_)) {
-            errno = EIO;
+        const bool ok = checks_ ? read_checked(static_cast<uint8_t*>(dst), n, offset)
+                                : state_->read_range(key_, size_, static_cast<uint8_t*>(dst), n, offset, last_error_);
+        if (!ok) {
+            errno = damaged_ ? EBADMSG : EIO;
             return -1;
         }
         return static_cast<ssize_t>(n);
@@ -294,21 +312,79 @@ public:
     bool compressed() const override { return false; }
     void advise_sequential() const override {}
     void advise_random() const override {}
+    bool small_reads_cheap() const override { return false; }
     const std::string& last_error() const { return last_error_; }
 
 private:
+    // [offset, offset + n), the indexed blocks it touches whole: each from the range cache
+    // (checked when it was fetched) or, consecutive missing ones in one request, fetched,
+    // checked and cached one by one (a block a read ends in is not fetched again by the
+    // next read); bytes outside the blocks (the file header) as read_range() gives them.
+    bool read_checked(uint8_t* dst, size_t n, uint64_t offset) const {
+        const auto blocks = checks_->blocks();
+        auto first = std::upper_bound(blocks.begin(), blocks.end(), offset,
+                                      [](uint64_t at, const BlockEntry& e) { return at < e.offset; });
+        if (first != blocks.begin() && std::prev(first)->offset + std::prev(first)->length > offset) --first;
+        auto last = first;
+        while (last != blocks.end() && last->offset < offset + n) ++last;
+        if (first == last) return state_->read_range(key_, size_, dst, n, offset, last_error_);
+        const uint64_t begin = first->offset, end = std::prev(last)->offset + std::prev(last)->length;
+        if (offset < begin && !state_->read_range(key_, size_, dst, begin - offset, offset, last_error_)) return false;
+        if (offset + n > end && !state_->read_range(key_, size_, dst + (end - offset), offset + n - end, end, last_error_))
+            return false;
+        std::vector<uint8_t> bytes(end - begin);
+        for (auto b = first; b != last;) {
+            if (state_->cached(key_, bytes.data() + (b->offset - begin), b->length, b->offset)) {
+                ++b;
+                continue;
+            }
+            auto run = b;
+            std::vector<uint8_t> probe;
+            while (run != last) {
+                probe.resize(run->length);
+                if (run != b && state_->cached(key_, probe.data(), run->length, run->offset)) break;
+                ++run;
+            }
+            const uint64_t from = b->offset, to = std::prev(run)->offset + std::prev(run)->length;
+            auto body = state_->fetch(key_, from, to - from, to - from);
+            if (!body) {
+                last_error_ = body.error().message;
+                return false;
+            }
+            for (; b != run; ++b) {
+                const auto i = static_cast<uint32_t>(b - blocks.begin());
+                const auto* at = reinterpret_cast<const uint8_t*>(body->data()) + (b->offset - from);
+                if (!checks_->block_matches(i, at)) {
+                    damaged_ = true;
+                    last_error_ = path_ + ": block " + std::to_string(i) + " (" + std::to_string(b->length) +
+                                  " bytes at offset " + std::to_string(b->offset) +
+                                  ") does not match its index checksum: the object is damaged";
+                    return false;
+                }
+                std::memcpy(bytes.data() + (b->offset - begin), at, b->length);
+                state_->keep(key_, b->offset, std::string(reinterpret_cast<const char*>(at), b->length));
+            }
+        }
+        const uint64_t lo = std::max(offset, begin), hi = std::min<uint64_t>(offset + n, end);
+        std::memcpy(dst + (lo - offset), bytes.data() + (lo - begin), hi - lo);
+        return true;
+    }
+
     std::shared_ptr<ArchiveStore::State> state_;
     std::string key_;
     std::string path_;
     uint64_t size_;
     int64_t mtime_ns_;
     mutable std::string last_error_;
+    mutable bool damaged_ = false;  // a block failed its check
+    std::optional<Index> checks_;
 };
 
+// `checks`: a plain object's index with block CRCs, its blocks checked as they are read.
 Result<std::unique_ptr<format::OpenFile>> open_object(const std::shared_ptr<ArchiveStore::State>& state,
                                                       const std::string& key, uint64_t size, int64_t mtime_ns,
-                                                      bool compressed) {
-    auto object = std::make_unique<ObjectSource>(state, key, size, mtime_ns);
+                                                      bool compressed, std::optional<Index> checks = std::nullopt) {
+    auto object = std::make_unique<ObjectSource>(state, key, size, mtime_ns, std::move(checks));
     if (!compressed) return std::unique_ptr<format::OpenFile>(std::move(object));
     const ObjectSource& raw = *object;
     auto source = format::SeekableSource::open(std::move(object));
@@ -404,8 +480,16 @@ std::optional<StoredFile> ArchiveStore::find(const std::string& name, const List
 }
 
 Result<std::unique_ptr<format::OpenFile>> ArchiveStore::open(const StoredFile& file) const {
+    // A plain object is checked block by block against its index's CRCs (a compressed one
+    // by zstd's frame checksums); the index is fetched once and cached, as load_index() does
+    // for the query's plan.
+    std::optional<Index> checks;
+    if (!file.compressed && file.index) {
+        LoadedIndex li = load_index(file, file.stored_size, file.mtime_ns);
+        if (li.state == IndexState::valid && li.index.block_crc(0)) checks = std::move(li.index);
+    }
     return open_object(state_, state_->key_dir(file) + file.stored_name, file.stored_size, file.mtime_ns,
-                       file.compressed);
+                       file.compressed, std::move(checks));
 }
 
 LoadedIndex ArchiveStore::load_index(const StoredFile& file, uint64_t capture_size, int64_t) const {

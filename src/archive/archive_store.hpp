@@ -12,9 +12,15 @@
 //                   listing_ttl and taken again after it.
 //   open()          a format::ByteSource that reads with Range GETs only what its reader
 //                   asks for (at least kMinFetchBytes at a time), through a small bounded
-//                   cache of recent ranges shared by the store's files; a .zst object is read
+//                   cache of recent ranges shared by the store's files; a plain object
+//                   whose index has block CRCs (version 2) is read in whole index blocks,
+//                   each checked against its CRC-32C before a byte of it is used (a
+//                   mismatch is a read error naming the block); a .zst object is read
 //                   through format::SeekableSource over it, so every frame fetched is
 //                   checked against zstd's own content checksum when it is decompressed.
+//                   Queries read archived files block by block, never record by record
+//                   (small_reads_cheap() is false): a request per record would cost more
+//                   than the block, and could not be checked.
 //   load_index()    the NAME.idx object, fetched whole once and kept (within
 //                   index_cache_bytes), checked by Index::parse (every section's CRC-32C):
 //                   a damaged one is "corrupt" naming the object, and the file is scanned.

@@ -29,6 +29,12 @@ constexpr size_t kKeySize[4] = {1, 2, 4, 16};  // by IndexKey::Kind
 constexpr SectionType kKindSection[4] = {SectionType::protos, SectionType::ports, SectionType::addr4,
                                          SectionType::addr6};
 constexpr uint32_t kBitmapFlag = 1u << 31;
+constexpr uint32_t kRecordsFlag = 1u << 30;  // version 2: the key's records follow its block list
+constexpr uint32_t kCountMask = kRecordsFlag - 1;
+// Version 2 lists the records of a key in at most 1 in kSelectiveRecords of the file's
+// records: enough to lead a query to a sparse flow's packets, while a key in most records
+// (a popular server's port) costs nothing beyond its block list.
+constexpr uint64_t kSelectiveRecords = 8;
 
 constexpr mode_t kIndexMode = 0644;  // derived data anyone who may read the directory may use
 
@@ -67,10 +73,23 @@ bool get_varint(const uint8_t* p, uint64_t size, uint64_t* pos, uint32_t* out) {
     return false;
 }
 
-// Encodes the block lists of one key kind, keys ascending, each list ascending.
+// Appends an ascending list, delta+varint coded (the first entry as it is).
+void put_deltas(std::vector<uint8_t>& out, const std::vector<uint32_t>& ids) {
+    uint32_t prev = 0;
+    for (size_t k = 0; k < ids.size(); ++k) {
+        put_varint(out, k == 0 ? ids[k] : ids[k] - prev);
+        prev = ids[k];
+    }
+}
+
+// Encodes the block lists of one key kind, keys ascending, each list ascending; with
+// `with_records`, the block list of a key in few of the `packets` records is followed by
+// those records (count, then the ordinals delta-coded) and flagged kRecordsFlag.
 template <typename K>
-void encode_table(const PostingsTable<K>& table, uint32_t block_count, size_t key_size,
-                  std::vector<uint8_t>& section, std::vector<uint8_t>& postings, uint64_t* count) {
+void encode_table(const PostingsTable<K>& table, uint32_t block_count, uint64_t packets, size_t key_size,
+                  bool with_records,
+                  std::vector<uint8_t>& section, std::vector<uint8_t>& postings, uint64_t* count,
+                  uint64_t* record_entries) {
     std::vector<uint8_t> keys;
     std::vector<PostingRef> refs;
     const size_t bitmap_bytes = (block_count + 7) / 8;
@@ -84,16 +103,18 @@ void encode_table(const PostingsTable<K>& table, uint32_t block_count, size_t ke
         }
         PostingRef ref{static_cast<uint32_t>(postings.size()), static_cast<uint32_t>(ids.size())};
         if (vsize <= bitmap_bytes) {
-            prev = 0;
-            for (size_t k = 0; k < ids.size(); ++k) {
-                put_varint(postings, k == 0 ? ids[k] : ids[k] - prev);
-                prev = ids[k];
-            }
+            put_deltas(postings, ids);
         } else {
             ref.count_enc |= kBitmapFlag;
             const size_t base = postings.size();
             postings.resize(base + bitmap_bytes, 0);
             for (uint32_t id : ids) postings[base + id / 8] |= static_cast<uint8_t>(1u << (id % 8));
+        }
+        if (with_records && entry.records->size() * kSelectiveRecords <= packets) {
+            ref.count_enc |= kRecordsFlag;
+            put_varint(postings, static_cast<uint32_t>(entry.records->size()));
+            put_deltas(postings, *entry.records);
+            *record_entries += entry.records->size();
         }
         const auto* kp = reinterpret_cast<const uint8_t*>(&entry.key);
         keys.insert(keys.end(), kp, kp + key_size);
@@ -174,9 +195,12 @@ void IndexBuilder::add(const format::Record& r, const format::Interface& interfa
     if (!cur_open_) {
         cur_ = BlockEntry{next_offset_, 0, 0, r.ts_ns, r.ts_ns};
         cur_open_ = true;
+        first_length_.push_back(static_cast<uint32_t>(lengths_.size()));
     }
     const uint64_t size = r.end - next_offset_;  // the record and any non-packet blocks before it
     next_offset_ = r.end;
+    const bool records = options_.version >= 2;
+    if (records) put_varint(lengths_, static_cast<uint32_t>(size));  // < 2^31: see above
     cur_.length = static_cast<uint32_t>(r.end - cur_.offset);
     cur_.packets += 1;
     cur_.min_ts_ns = std::min(cur_.min_ts_ns, r.ts_ns);
@@ -190,10 +214,11 @@ void IndexBuilder::add(const format::Record& r, const format::Interface& interfa
 
     extract_keys(r.data, r.caplen, keys_);
     const auto block = static_cast<uint32_t>(blocks_.size());  // the open block's number
+    const uint32_t record = records ? static_cast<uint32_t>(packets_ - 1) : PostingsTable<uint8_t>::kNoRecord;
     for (unsigned i = 0; i < keys_.n_protos; ++i) protos_.add(keys_.protos[i], block);
-    for (unsigned i = 0; i < keys_.n_ports; ++i) ports_.add(keys_.ports[i], block);
-    for (unsigned i = 0; i < keys_.n_addr4; ++i) addr4_.add(keys_.addr4[i], block);
-    for (unsigned i = 0; i < keys_.n_addr6; ++i) addr6_.add(keys_.addr6[i], block);
+    for (unsigned i = 0; i < keys_.n_ports; ++i) ports_.add(keys_.ports[i], block, record);
+    for (unsigned i = 0; i < keys_.n_addr4; ++i) addr4_.add(keys_.addr4[i], block, record);
+    for (unsigned i = 0; i < keys_.n_addr6; ++i) addr6_.add(keys_.addr6[i], block, record);
     if (cur_.length >= options_.block_bytes) close_block();
 }
 
@@ -203,28 +228,68 @@ void IndexBuilder::close_block() {
     cur_open_ = false;
 }
 
+bool IndexBuilder::checksum_blocks(const format::ByteSource& source) {
+    close_block();
+    block_crcs_.clear();
+    std::vector<uint8_t> chunk(1u << 20);
+    for (const BlockEntry& b : blocks_) {
+        uint32_t crc = 0;
+        for (uint64_t at = b.offset, end = b.offset + b.length; at < end;) {
+            const size_t want = static_cast<size_t>(std::min<uint64_t>(chunk.size(), end - at));
+            const ssize_t got = source.read_at(chunk.data(), want, at);
+            if (got <= 0) return false;
+            crc = crc32c_extend(crc, chunk.data(), static_cast<size_t>(got));
+            at += static_cast<uint64_t>(got);
+        }
+        block_crcs_.push_back(crc);
+    }
+    return true;
+}
+
+std::vector<uint8_t> IndexBuilder::records_section() const {
+    std::vector<uint8_t> out(first_length_.size() * sizeof(uint32_t));
+    if (!first_length_.empty()) std::memcpy(out.data(), first_length_.data(), out.size());
+    out.insert(out.end(), lengths_.begin(), lengths_.end());
+    return out;
+}
+
 std::vector<uint8_t> IndexBuilder::finish(uint64_t pcap_size, int64_t pcap_mtime_ns, uint64_t data_end,
                                           uint32_t flags, uint64_t damage_at, IndexStats* stats) {
     close_block();
     const auto block_count = static_cast<uint32_t>(blocks_.size());
+    const uint32_t version = options_.version >= 2 ? kIndexVersion : 1;
+    const uint32_t section_count = index_section_count(version);
+    const bool records = version >= 2;
 
     std::vector<uint8_t> sections[kSectionCount];
     uint64_t counts[kSectionCount] = {};
+    uint64_t record_entries = 0;
     {
         const auto* bp = reinterpret_cast<const uint8_t*>(blocks_.data());
         sections[0].assign(bp, bp + blocks_.size() * sizeof(BlockEntry));
         counts[0] = blocks_.size();
     }
     std::vector<uint8_t>& postings = sections[5];
-    encode_table(protos_, block_count, 1, sections[1], postings, &counts[1]);
-    encode_table(ports_, block_count, 2, sections[2], postings, &counts[2]);
-    encode_table(addr4_, block_count, 4, sections[3], postings, &counts[3]);
-    encode_table(addr6_, block_count, 16, sections[4], postings, &counts[4]);
+    encode_table(protos_, block_count, packets_, 1, false, sections[1], postings, &counts[1], &record_entries);
+    encode_table(ports_, block_count, packets_, 2, records, sections[2], postings, &counts[2], &record_entries);
+    encode_table(addr4_, block_count, packets_, 4, records, sections[3], postings, &counts[3], &record_entries);
+    encode_table(addr6_, block_count, packets_, 16, records, sections[4], postings, &counts[4], &record_entries);
     counts[5] = postings.size();
+    if (records) {
+        // Without checksum_blocks() (a builder fed records only) the CRCs are of nothing
+        // read: 0, which the archive reader would refuse. build_from_source always sets them.
+        std::vector<uint32_t> crcs = block_crcs_;
+        crcs.resize(block_count, 0);
+        const auto* cp = reinterpret_cast<const uint8_t*>(crcs.data());
+        sections[6].assign(cp, cp + crcs.size() * sizeof(uint32_t));
+        counts[6] = block_count;
+        sections[7] = records_section();
+        counts[7] = block_count;
+    }
 
     IndexHeader h{};
     std::memcpy(h.magic, kIndexMagic, sizeof h.magic);
-    h.version = kIndexVersion;
+    h.version = version;
     h.header_size = sizeof(IndexHeader);
     h.pcap_size = pcap_size;
     h.pcap_mtime_ns = pcap_mtime_ns;
@@ -242,11 +307,12 @@ std::vector<uint8_t> IndexBuilder::finish(uint64_t pcap_size, int64_t pcap_mtime
     h.damage_at = damage_at;
     h.block_target = options_.block_bytes;
     h.block_count = block_count;
-    h.section_count = kSectionCount;
+    h.section_count = section_count;
 
     SectionEntry table[kSectionCount];
-    uint64_t offset = sizeof(IndexHeader) + sizeof table;
-    for (uint32_t i = 0; i < kSectionCount; ++i) {
+    const size_t table_bytes = section_count * sizeof(SectionEntry);
+    uint64_t offset = sizeof(IndexHeader) + table_bytes;
+    for (uint32_t i = 0; i < section_count; ++i) {
         sections[i].resize(align8(sections[i].size()), 0);
         table[i] = SectionEntry{i + 1, crc32c(sections[i].data(), sections[i].size()), offset, sections[i].size(),
                                 counts[i]};
@@ -257,10 +323,10 @@ std::vector<uint8_t> IndexBuilder::finish(uint64_t pcap_size, int64_t pcap_mtime
     h.header_crc = 0;
     out.insert(out.end(), reinterpret_cast<const uint8_t*>(&h), reinterpret_cast<const uint8_t*>(&h) + sizeof h);
     out.insert(out.end(), reinterpret_cast<const uint8_t*>(table),
-               reinterpret_cast<const uint8_t*>(table) + sizeof table);
+               reinterpret_cast<const uint8_t*>(table) + table_bytes);
     const uint32_t crc = crc32c(out.data(), out.size());
     std::memcpy(out.data() + offsetof(IndexHeader, header_crc), &crc, sizeof crc);
-    for (auto& s : sections) out.insert(out.end(), s.begin(), s.end());
+    for (uint32_t i = 0; i < section_count; ++i) out.insert(out.end(), sections[i].begin(), sections[i].end());
 
     if (stats) {
         stats->packets = packets_;
@@ -269,6 +335,7 @@ std::vector<uint8_t> IndexBuilder::finish(uint64_t pcap_size, int64_t pcap_mtime
         stats->index_bytes = out.size();
         stats->keys = counts[1] + counts[2] + counts[3] + counts[4];
         stats->postings_entries = protos_.entries() + ports_.entries() + addr4_.entries() + addr6_.entries();
+        stats->record_entries = record_entries;
     }
     return out;
 }
@@ -289,15 +356,16 @@ Result<Index> Index::parse(const uint8_t* data, size_t data_size, std::shared_pt
     ix.size_ = data_size;
     const uint8_t* base = data;
     const uint64_t size = data_size;
-    constexpr uint64_t kFixed = sizeof(IndexHeader) + kSectionCount * sizeof(SectionEntry);
     if (size < 8 || std::memcmp(base, kIndexMagic, 8) != 0) return runtime_error("bad magic (not a linecap index)");
     if (size < sizeof(IndexHeader)) return runtime_error("truncated header (" + std::to_string(size) + " bytes)");
     IndexHeader& h = ix.header_;
     std::memcpy(&h, base, sizeof h);
-    if (h.version != kIndexVersion)
+    if (h.version < kIndexVersionOldest || h.version > kIndexVersion)
         return runtime_error("unsupported index version " + std::to_string(h.version) + " (this linecap reads " +
-                             std::to_string(kIndexVersion) + ")");
-    if (h.header_size != sizeof(IndexHeader) || h.section_count != kSectionCount)
+                             std::to_string(kIndexVersionOldest) + " to " + std::to_string(kIndexVersion) + ")");
+    const uint32_t nsections = index_section_count(h.version);
+    const uint64_t kFixed = sizeof(IndexHeader) + nsections * sizeof(SectionEntry);
+    if (h.header_size != sizeof(IndexHeader) || h.section_count != nsections)
         return runtime_error("unexpected header or section table size");
     if (size < kFixed) return runtime_error("truncated section table");
     {
@@ -306,11 +374,11 @@ Result<Index> Index::parse(const uint8_t* data, size_t data_size, std::shared_pt
         if (crc32c(copy.data(), copy.size()) != h.header_crc) return runtime_error("checksum mismatch in header");
     }
     const SectionEntry* found[kSectionCount] = {};
-    for (uint32_t i = 0; i < kSectionCount; ++i) {
+    for (uint32_t i = 0; i < nsections; ++i) {
         const auto* e = reinterpret_cast<const SectionEntry*>(base + sizeof(IndexHeader)) + i;
         SectionEntry s;
         std::memcpy(&s, e, sizeof s);
-        if (s.type < 1 || s.type > kSectionCount || found[s.type - 1])
+        if (s.type < 1 || s.type > nsections || found[s.type - 1])
             return runtime_error("bad section table (entry " + std::to_string(i) + ")");
         if (s.offset < kFixed || s.offset > size || s.size > size - s.offset)
             return runtime_error("section " + std::to_string(s.type) + " lies outside the index file (truncated?)");
@@ -326,6 +394,7 @@ Result<Index> Index::parse(const uint8_t* data, size_t data_size, std::shared_pt
 
     // Blocks: contiguous from data_begin to data_end <= pcap_size.
     const SectionEntry bs = section(SectionType::blocks);
+    if (h.block_count >= kRecordsFlag) return runtime_error("too many blocks");
     if (bs.count != h.block_count || bs.size != bs.count * sizeof(BlockEntry))
         return runtime_error("block table size does not match the block count");
     const uint64_t data_begin = data_begin_of(h);
@@ -354,6 +423,28 @@ Result<Index> Index::parse(const uint8_t* data, size_t data_size, std::shared_pt
         return runtime_error("block table does not add up to the header's totals");
     if (packets && (min_ts != h.min_ts_ns || max_ts != h.max_ts_ns))
         return runtime_error("block time spans do not match the header's");
+    ix.first_record_.resize(ix.blocks_.size() + 1);
+    for (size_t i = 0; i < ix.blocks_.size(); ++i) ix.first_record_[i + 1] = ix.first_record_[i] + ix.blocks_[i].packets;
+
+    if (h.version >= 2) {
+        const SectionEntry cs = section(SectionType::block_crcs);
+        if (cs.count != h.block_count || cs.size != align8(cs.count * sizeof(uint32_t)))
+            return runtime_error("block checksum table size does not match the block count");
+        ix.block_crcs_ = base + cs.offset;
+        const SectionEntry rs = section(SectionType::records);
+        const uint64_t starts = rs.count * sizeof(uint32_t);
+        if (rs.count != h.block_count || rs.size < starts)
+            return runtime_error("record table size does not match the block count");
+        ix.record_starts_ = base + rs.offset;
+        ix.record_lengths_ = base + rs.offset + starts;
+        ix.record_lengths_size_ = rs.size - starts;
+        for (uint64_t i = 0; i < rs.count; ++i) {
+            const auto at = load<uint32_t>(ix.record_starts_ + i * sizeof(uint32_t));
+            if (at > ix.record_lengths_size_ ||
+                (i > 0 && at < load<uint32_t>(ix.record_starts_ + (i - 1) * sizeof(uint32_t))))
+                return runtime_error("record table: bad start of block " + std::to_string(i));
+        }
+    }
 
     const SectionEntry ps = section(SectionType::postings);
     ix.postings_ = base + ps.offset;
@@ -383,18 +474,19 @@ Result<Index> Index::parse(const uint8_t* data, size_t data_size, std::shared_pt
             }
             PostingRef ref;
             std::memcpy(&ref, t.refs + i * sizeof ref, sizeof ref);
-            const uint32_t n = ref.count_enc & ~kBitmapFlag;
-            if (n == 0 || n > h.block_count || ref.offset > ix.postings_size_)
+            const uint32_t n = ref.count_enc & kCountMask;
+            if (n == 0 || n > h.block_count || ref.offset > ix.postings_size_ ||
+                ((ref.count_enc & kRecordsFlag) && (h.version < 2 || kind == 0)))
                 return runtime_error("key table " + std::to_string(s.type) + ": bad postings reference");
         }
     }
     return ix;
 }
 
-BlockSet Index::decode(const PostingRef& ref) const {
+BlockSet Index::decode(const PostingRef& ref, uint64_t* end) const {
     const uint32_t count = header_.block_count;
     BlockSet set(count, false);
-    const uint32_t n = ref.count_enc & ~kBitmapFlag;
+    const uint32_t n = ref.count_enc & kCountMask;
     bool ok = true;
     if (ref.count_enc & kBitmapFlag) {
         const uint64_t nbytes = (uint64_t{count} + 7) / 8;
@@ -406,6 +498,7 @@ BlockSet Index::decode(const PostingRef& ref) const {
                 ++pop;
             }
         ok = ok && pop == n && !((count & 7) && (postings_[ref.offset + nbytes - 1] >> (count & 7)));
+        if (end) *end = ref.offset + nbytes;
     } else {
         uint64_t pos = ref.offset, prev = 0;
         for (uint32_t k = 0; ok && k < n; ++k) {
@@ -416,8 +509,10 @@ BlockSet Index::decode(const PostingRef& ref) const {
             if (ok) set.set(static_cast<uint32_t>(id));
             prev = id;
         }
+        if (end) *end = pos;
     }
     if (!ok) {
+        if (end) *end = UINT64_MAX;
         // Only a crafted file gets here (the checksums matched): answer conservatively.
         *damaged_ = true;
         return BlockSet(count, true);
@@ -425,7 +520,7 @@ BlockSet Index::decode(const PostingRef& ref) const {
     return set;
 }
 
-BlockSet Index::lookup(const IndexKey& key) const {
+const uint8_t* Index::find(const IndexKey& key, PostingRef* out) const {
     const int kind = static_cast<int>(key.kind);
     const Table& t = tables_[kind];
     const size_t ks = kKeySize[kind];
@@ -455,11 +550,89 @@ BlockSet Index::lookup(const IndexKey& key) const {
         else hi = mid;
     }
     if (lo < t.count && !less(want, t.keys + lo * ks)) {
-        PostingRef ref;
-        std::memcpy(&ref, t.refs + lo * sizeof ref, sizeof ref);
-        return decode(ref);
+        std::memcpy(out, t.refs + lo * sizeof *out, sizeof *out);
+        return t.keys + lo * ks;
     }
-    return BlockSet(header_.block_count, false);
+    return nullptr;
+}
+
+BlockSet Index::lookup(const IndexKey& key) const {
+    PostingRef ref;
+    if (!find(key, &ref)) return BlockSet(header_.block_count, false);
+    return decode(ref);
+}
+
+std::optional<std::vector<uint32_t>> Index::lookup_records(const IndexKey& key) const {
+    if (header_.version < 2 || key.kind == IndexKey::Kind::proto) return std::nullopt;
+    PostingRef ref;
+    if (!find(key, &ref)) return std::vector<uint32_t>{};
+    if (!(ref.count_enc & kRecordsFlag)) return std::nullopt;  // in many records: blocks only
+    uint64_t pos = 0;
+    const BlockSet blocks = decode(ref, &pos);
+    if (pos == UINT64_MAX) return std::nullopt;  // decode() marked the index damaged
+    // Every record in a listed block, ascending, no more than the file holds.
+    uint32_t n = 0;
+    bool ok = get_varint(postings_, postings_size_, &pos, &n) && n >= (ref.count_enc & kCountMask) &&
+              n <= header_.packets;
+    std::vector<uint32_t> out;
+    if (ok) out.reserve(n);
+    uint64_t prev = 0;
+    for (uint32_t k = 0; ok && k < n; ++k) {
+        uint32_t v = 0;
+        ok = get_varint(postings_, postings_size_, &pos, &v) && (k == 0 || v > 0);
+        const uint64_t id = k == 0 ? v : prev + v;
+        ok = ok && id < header_.packets && blocks.test(block_of_record(id));
+        out.push_back(static_cast<uint32_t>(id));
+        prev = id;
+    }
+    if (!ok) {
+        *damaged_ = true;
+        return std::nullopt;
+    }
+    return out;
+}
+
+std::optional<uint32_t> Index::block_crc(uint32_t b) const {
+    if (!block_crcs_ || b >= header_.block_count) return std::nullopt;
+    return load<uint32_t>(block_crcs_ + uint64_t{b} * sizeof(uint32_t));
+}
+
+bool Index::block_matches(uint32_t b, const uint8_t* bytes) const {
+    const std::optional<uint32_t> crc = block_crc(b);
+    return !crc || crc32c(bytes, blocks_[b].length) == *crc;
+}
+
+uint32_t Index::block_of_record(uint64_t ordinal) const {
+    const auto it = std::upper_bound(first_record_.begin(), first_record_.end(), ordinal);
+    return static_cast<uint32_t>(it - first_record_.begin()) - 1;
+}
+
+bool Index::record_extents(uint32_t b, std::span<const uint32_t> ordinals,
+                           std::vector<std::pair<uint64_t, uint64_t>>& out) const {
+    if (!record_starts_ || b >= header_.block_count) return false;
+    const BlockEntry& e = blocks_[b];
+    uint64_t pos = load<uint32_t>(record_starts_ + uint64_t{b} * sizeof(uint32_t));
+    uint64_t at = e.offset;
+    const uint64_t end = e.offset + e.length, first = first_record_[b];
+    std::vector<std::pair<uint64_t, uint64_t>> got;
+    got.reserve(ordinals.size());
+    size_t next = 0;
+    bool ok = true;
+    for (uint32_t k = 0; ok && k < e.packets; ++k) {
+        uint32_t len = 0;
+        ok = get_varint(record_lengths_, record_lengths_size_, &pos, &len) && len > 0 && len <= end - at;
+        if (ok && next < ordinals.size() && ordinals[next] == first + k) {
+            got.emplace_back(at, at + len);
+            ++next;
+        }
+        at += len;
+    }
+    if (!ok || at != end || next != ordinals.size()) {
+        *damaged_ = true;
+        return false;
+    }
+    out.insert(out.end(), got.begin(), got.end());
+    return true;
 }
 
 uint64_t Index::key_count() const {
@@ -513,6 +686,8 @@ Result<BuildOutcome> build_from_source(const format::ByteSource& source, const f
         default: flags |= kIndexCorruptTail; break;
     }
     if (reader.failed()) out.stats.warning = reader.error() + "; indexed up to it";
+    if (options.version >= 2 && !builder.checksum_blocks(source))
+        return runtime_error("cannot read the file back to checksum its blocks");
     out.bytes = builder.finish(source.size(), mtime_ns, data_end, flags, reader.failed() ? reader.position() : 0,
                                &out.stats);
     return out;

@@ -7,27 +7,52 @@
 // that is smaller). Chosen over per-block Bloom filters by measurement: see
 // doc/store.md and bench/store/index_variants.cpp.
 //
+// Version 2 (written since issue 32; version 1 files are still read, and `linecap
+// index` and the daemon's start-up sweep rebuild them) adds, so that a query reads the records it needs and not the
+// 256 KiB blocks around them, and so that every block read from the archive tier is
+// checked:
+//   - per block the CRC-32C of its bytes (section block_crcs);
+//   - per record its length (section records: per block the position of its first
+//     length, then one varint per record), so a record's byte range is known without
+//     reading its block;
+//   - for each port and address in at most 1 in 8 of the file's records, the records
+//     that hold it: right after the key's block list in the postings section (its
+//     PostingRef flagged, bit 30 of count_enc), varint count then delta+varint record
+//     ordinals (the n-th packet of the file is ordinal n). Keys in more records and
+//     protocols stay block-level: a query intersects the record lists of its selective
+//     keys and keeps the records whose blocks the other keys allow.
+//
 // Layout (little-endian, all offsets from the start of the index file):
 //
 //   IndexHeader      128 bytes: magic "LCAPIDX\n", version, what was indexed (pcap size
 //                    and mtime, for staleness), summary (packets, time span, snaplen), and
 //                    the CRC-32C of header + section table
 //   SectionEntry[n]  32 bytes each: type, CRC-32C of the section, offset, size, count
-//   sections         blocks:   BlockEntry[count] (32 bytes each), contiguous, in file order
-//                    protos:   u8 key[count],  pad to 8,  PostingRef[count]
-//                    ports:    u16 key[count], pad to 8,  PostingRef[count]
-//                    addr4:    u32 key[count], pad to 8,  PostingRef[count]
-//                    addr6:    16-byte key[count],        PostingRef[count]
-//                    postings: the block lists the PostingRefs point into
+//                    (n = 6 in version 1, 8 in version 2)
+//   sections         blocks:     BlockEntry[count] (32 bytes each), contiguous, in file order
+//                    protos:     u8 key[count],  pad to 8,  PostingRef[count]
+//                    ports:      u16 key[count], pad to 8,  PostingRef[count]
+//                    addr4:      u32 key[count], pad to 8,  PostingRef[count]
+//                    addr6:      16-byte key[count],        PostingRef[count]
+//                    postings:   the block lists the PostingRefs point into (v2: each
+//                                delta-coded port/address list followed by its records)
+//                    block_crcs: (v2) u32 crc[count = blocks], pad to 8
+//                    records:    (v2) u32 first[count = blocks] (offset of the block's first
+//                                length from the end of this array), then varint record
+//                                lengths, each the record and any non-packet pcapng blocks
+//                                before it, summing to the block's length
 //
 // Keys are sorted ascending (numeric value; IPv6 bytewise) and unique. The reader
 // verifies every checksum and every structural invariant before it hands out an Index:
 // an index that loads is consistent with itself and lies within the pcap file it names.
+// Record lists and lengths are checked when they are decoded (bounded; against the block
+// lists and block lengths): one that does not decode makes that lookup block-level.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,7 +65,8 @@
 namespace linecap {
 
 inline constexpr char kIndexMagic[8] = {'L', 'C', 'A', 'P', 'I', 'D', 'X', '\n'};
-inline constexpr uint32_t kIndexVersion = 1;
+inline constexpr uint32_t kIndexVersion = 2;        // what the builder writes
+inline constexpr uint32_t kIndexVersionOldest = 1;  // the oldest the reader reads
 inline constexpr uint32_t kDefaultIndexBlockBytes = 256 * 1024;
 
 enum IndexFlags : uint32_t {
@@ -87,8 +113,13 @@ struct IndexHeader {
 };
 static_assert(sizeof(IndexHeader) == 128);
 
-enum class SectionType : uint32_t { blocks = 1, protos = 2, ports = 3, addr4 = 4, addr6 = 5, postings = 6 };
-inline constexpr uint32_t kSectionCount = 6;
+enum class SectionType : uint32_t {
+    blocks = 1, protos = 2, ports = 3, addr4 = 4, addr6 = 5, postings = 6,
+    block_crcs = 7, records = 8,  // version 2
+};
+// Sections of an index of `version`.
+constexpr uint32_t index_section_count(uint32_t version) { return version >= 2 ? 8 : 6; }
+inline constexpr uint32_t kSectionCount = index_section_count(kIndexVersion);
 
 struct SectionEntry {
     uint32_t type;
@@ -111,7 +142,8 @@ static_assert(sizeof(BlockEntry) == 32);
 
 struct PostingRef {
     uint32_t offset;       // into the postings section
-    uint32_t count_enc;    // bit 31: bitmap of block_count bits; bits 0..30: blocks in the list
+    uint32_t count_enc;    // bit 31: bitmap of block_count bits; bit 30 (version 2): the
+                           // key's records follow; bits 0..29: blocks in the list
 };
 static_assert(sizeof(PostingRef) == 8);
 
@@ -149,12 +181,15 @@ struct IndexStats {
     uint64_t index_bytes = 0;
     uint64_t keys = 0;             // distinct keys of all kinds
     uint64_t postings_entries = 0; // (key, block) pairs
+    uint64_t record_entries = 0;   // (key, record) pairs in record lists (version 2)
     double seconds = 0;            // wall time to build
     std::string warning;           // the file ends in a truncated or corrupt record (indexed up to it)
 };
 
 struct IndexBuildOptions {
     uint32_t block_bytes = kDefaultIndexBlockBytes;
+    // kIndexVersion, or 1 (no block CRCs, no record positions: tests, benches comparing them).
+    uint32_t version = kIndexVersion;
 };
 
 // Accumulates the records of one capture file, in file order, and serialises the index.
@@ -168,16 +203,23 @@ public:
     void add(const format::Record& record, const format::Interface& interface);
     // `data_end` = end of the last complete record; `flags` = truncated/corrupt tail,
     // layout after data; `damage_at` = offset of the truncated or corrupt record.
+    // Version 2: the CRC-32C of every block, read back from `source` (the capture file
+    // the records came from) after the last add(); false when it cannot be read.
+    bool checksum_blocks(const format::ByteSource& source);
     std::vector<uint8_t> finish(uint64_t pcap_size, int64_t pcap_mtime_ns, uint64_t data_end,
                                 uint32_t flags, uint64_t damage_at = 0, IndexStats* stats = nullptr);
 
 private:
     void close_block();
+    std::vector<uint8_t> records_section() const;
 
     format::CaptureHeader header_;
     IndexBuildOptions options_;
     uint64_t next_offset_;               // where the next index block starts
     std::vector<BlockEntry> blocks_;
+    std::vector<uint32_t> block_crcs_;     // checksum_blocks()
+    std::vector<uint32_t> first_length_;   // per block: where its first record length is in lengths_
+    std::vector<uint8_t> lengths_;         // varint record lengths, file order
     BlockEntry cur_{};
     bool cur_open_ = false;
     bool monotonic_ = true;
@@ -214,12 +256,33 @@ public:
     std::span<const BlockEntry> blocks() const { return blocks_; }
     // Blocks that contain `key` (empty set when none).
     BlockSet lookup(const IndexKey& key) const;
+    // Version 2: the records (file ordinals, ascending) that contain `key`; nullopt when
+    // the index does not list them for this key (version 1, a protocol, a key in so many
+    // blocks that only its blocks are listed, or a list that does not decode): then only
+    // lookup() says where it is. An empty list when the file does not hold the key.
+    std::optional<std::vector<uint32_t>> lookup_records(const IndexKey& key) const;
+    uint32_t version() const { return header_.version; }
+    // Version 2: the CRC-32C of block `b`'s bytes; nullopt in version 1.
+    std::optional<uint32_t> block_crc(uint32_t b) const;
+    // Whether `bytes` (blocks()[b].length of them) are block `b`'s as indexed: its CRC-32C
+    // matches (version 1: true, there is nothing to check against).
+    bool block_matches(uint32_t b, const uint8_t* bytes) const;
+    // The ordinal of block `b`'s first record (b = block count: the packet count), and
+    // the block holding record `ordinal`.
+    uint64_t first_record(uint32_t b) const { return first_record_[b]; }
+    uint32_t block_of_record(uint64_t ordinal) const;
+    // Version 2: the byte range [begin, end) of each record of block `b` whose ordinal is
+    // in `ordinals` (ascending, all in the block), appended to `out`; false (nothing
+    // appended) when the index has no record lengths or they do not decode.
+    bool record_extents(uint32_t b, std::span<const uint32_t> ordinals,
+                        std::vector<std::pair<uint64_t, uint64_t>>& out) const;
     size_t bytes() const { return size_; }
     uint64_t key_count() const;
     bool damaged() const { return *damaged_; }
 
 private:
-    BlockSet decode(const PostingRef& ref) const;
+    BlockSet decode(const PostingRef& ref, uint64_t* end = nullptr) const;
+    const uint8_t* find(const IndexKey& key, PostingRef* ref) const;
 
     std::shared_ptr<const void> keeper_;  // owns the bytes the tables point into
     const uint8_t* data_ = nullptr;
@@ -234,6 +297,11 @@ private:
     Table tables_[4];  // by IndexKey::Kind
     const uint8_t* postings_ = nullptr;
     uint64_t postings_size_ = 0;
+    std::vector<uint64_t> first_record_;        // per block, and the packet count after them
+    const uint8_t* block_crcs_ = nullptr;       // version 2
+    const uint8_t* record_starts_ = nullptr;    // version 2: u32 per block
+    const uint8_t* record_lengths_ = nullptr;
+    uint64_t record_lengths_size_ = 0;
     std::shared_ptr<bool> damaged_ = std::make_shared<bool>(false);
 };
 

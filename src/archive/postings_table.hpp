@@ -1,5 +1,6 @@
 // The index builder's in-memory inverted list: for each key (IP protocol, port, IPv4 or
-// IPv6 address) the ascending list of blocks it occurs in.
+// IPv6 address) the ascending list of blocks it occurs in, and (index version 2, for
+// ports and addresses) the ascending list of records (file ordinals) it occurs in.
 //
 // Built for the per-packet cost (the daemon indexes every file it writes, and at small
 // frames that is ~15 million packets a second of capture): one probe of an
@@ -24,8 +25,10 @@ class PostingsTable {
 public:
     PostingsTable() { slots_.resize(kInitialSlots); }
 
-    // Records that `key` occurs in `block`. Blocks must be added in ascending order.
-    void add(const K& key, uint32_t block) {
+    // Records that `key` occurs in `block` (and, with `record` != kNoRecord, in that
+    // record). Blocks and records must be added in ascending order.
+    static constexpr uint32_t kNoRecord = UINT32_MAX;
+    void add(const K& key, uint32_t block, uint32_t record = kNoRecord) {
         const size_t mask = slots_.size() - 1;
         for (size_t i = hash(key) & mask;; i = (i + 1) & mask) {
             Slot& s = slots_[i];
@@ -33,7 +36,10 @@ public:
                 s.key = key;
                 s.list = static_cast<uint32_t>(lists_.size());
                 s.last_block = block;
+                s.last_record = record;
                 lists_.push_back({block});
+                records_.emplace_back();
+                if (record != kNoRecord) records_.back().push_back(record);
                 ++entries_;
                 if (lists_.size() * 2 > slots_.size()) grow();
                 return;
@@ -43,6 +49,10 @@ public:
                     s.last_block = block;
                     lists_[s.list].push_back(block);
                     ++entries_;
+                }
+                if (record != kNoRecord && s.last_record != record) {  // a key twice in one record counts once
+                    s.last_record = record;
+                    records_[s.list].push_back(record);
                 }
                 return;
             }
@@ -56,12 +66,13 @@ public:
     struct Entry {
         K key;
         const std::vector<uint32_t>* blocks;
+        const std::vector<uint32_t>* records;  // empty when added without records
     };
     std::vector<Entry> sorted_keys() const {
         std::vector<Entry> out;
         out.reserve(lists_.size());
         for (const Slot& s : slots_)
-            if (s.list != kEmpty) out.push_back({s.key, &lists_[s.list]});
+            if (s.list != kEmpty) out.push_back({s.key, &lists_[s.list], &records_[s.list]});
         std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.key < b.key; });
         return out;
     }
@@ -74,6 +85,7 @@ private:
         K key{};
         uint32_t list = kEmpty;
         uint32_t last_block = 0;
+        uint32_t last_record = kNoRecord;
     };
 
     // Fibonacci hashing of the key's bits: consecutive addresses and ports spread well.
@@ -106,6 +118,7 @@ private:
 
     std::vector<Slot> slots_;
     std::vector<std::vector<uint32_t>> lists_;
+    std::vector<std::vector<uint32_t>> records_;  // parallel to lists_
     size_t entries_ = 0;
 };
 

@@ -95,6 +95,11 @@ public:
     // Tells the kernel the file will be read sequentially (scans) or at random (indexed).
     virtual void advise_sequential() const = 0;
     virtual void advise_random() const = 0;
+    // Whether reading a few hundred bytes costs about what it returns, so that a query
+    // reads single records rather than the index blocks around them: a local plain file.
+    // Not a compressed one (every read decompresses a frame) nor an object in an object
+    // store (a request each, and each block checked whole: archive/archive_store.hpp).
+    virtual bool small_reads_cheap() const { return !compressed(); }
 };
 
 // An open regular file: descriptor, and size and mtime when it was opened.

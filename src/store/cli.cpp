@@ -173,8 +173,8 @@ constexpr CommandHelp kCommands[] = {
      R"(  linecap index   --dir DIR [--force] [--jobs N] [--block-kb N] [-v]
 )",
      R"(Builds NAME.pcap.idx (NAME.pcapng.idx) for every finished capture file
-          whose index is missing, stale or damaged (--force: all), and removes indexes
-          whose capture file is gone. --jobs N files at a time (default 1); --block-kb
+          whose index is missing, stale, damaged or of an older version (--force:
+          all), and removes indexes whose capture file is gone. --jobs N files at a time (default 1); --block-kb
           N index block size (default 256).
 )"},
     {"stats",
@@ -506,10 +506,12 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
         std::fprintf(stderr, "linecap: filter plan: %s\n", r.plan.c_str());
         std::fprintf(stderr,
                      "linecap: %llu packets written; files: %zu in store, %zu in time range, %zu indexed "
-                     "(%llu of %llu blocks read, %zu files skipped), %zu scanned; %llu packets / %.1f MiB examined\n",
+                     "(%llu of %llu blocks read, %llu records of them alone, %zu files skipped), %zu scanned; %llu "
+                     "packets / %.1f MiB examined\n",
                      static_cast<unsigned long long>(r.packets_written), r.files_in_store, r.files_selected,
                      r.files_indexed, static_cast<unsigned long long>(r.blocks_read),
-                     static_cast<unsigned long long>(r.blocks_total), r.files_skipped_by_index, r.files_scanned,
+                     static_cast<unsigned long long>(r.blocks_total),
+                     static_cast<unsigned long long>(r.records_read_alone), r.files_skipped_by_index, r.files_scanned,
                      static_cast<unsigned long long>(r.packets_examined), static_cast<double>(r.bytes_read) / (1 << 20));
         if (store.archive) print_archive_bytes(store.archive->read_bytes(), r.bytes_read);
     }
@@ -562,11 +564,13 @@ int cmd_index(const Cli& cli) {
     for (const auto& f : catalog->files) {
         if (!force) {
             LoadedIndex li = store.load_index(f, f.size, f.mtime_ns);
-            if (li.state == IndexState::valid) {
+            if (li.state == IndexState::valid && li.index.version() >= kIndexVersion) {
                 ++up_to_date;
                 continue;
             }
-            if (verbose && li.state != IndexState::missing)
+            if (verbose && li.state == IndexState::valid)
+                print_line("info", f.path + ": index version " + std::to_string(li.index.version()) + ", upgrading");
+            else if (verbose && li.state != IndexState::missing)
                 print_line("info", f.path + ": index " + (li.state == IndexState::stale ? "stale" : "damaged") + " (" +
                                        li.problem + "), rebuilding");
         }

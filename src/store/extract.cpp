@@ -314,8 +314,39 @@ private:
     format::InterfaceIds output_ids_;
 };
 
-// Selects the blocks of an indexed file to read; false when none can hold a match.
-bool plan_from_index(const Index& ix, FilePlan& p, Reporter& rep, ExtractReport& report) {
+// Ranges of records closer than this are read as one (the bytes between are parsed and
+// filtered like the rest): one read instead of two where they share a page or two.
+constexpr uint64_t kRecordGapBytes = 4096;
+// No coalesced range longer than this.
+constexpr uint64_t kMaxRangeBytes = 8u << 20;
+
+// Appends [begin, end), whose records the index places in blocks spanning [min_ts,
+// max_ts], to the ranges in file order, joined to the last one when the gap between is
+// small (the blocks the gap crosses widen the span, so their records are not mistaken for
+// a changed file).
+void add_range(const Index& ix, std::vector<Range>& ranges, uint64_t begin, uint64_t end, uint64_t min_ts,
+               uint64_t max_ts) {
+    Range* last = ranges.empty() ? nullptr : &ranges.back();
+    if (last && begin >= last->end && begin - last->end <= kRecordGapBytes && end - last->begin <= kMaxRangeBytes) {
+        const auto blocks = ix.blocks();
+        auto b = std::upper_bound(blocks.begin(), blocks.end(), last->end,
+                                  [](uint64_t at, const BlockEntry& e) { return at < e.offset; });
+        for (--b; b != blocks.end() && b->offset < begin; ++b) {
+            last->min_ts = std::min(last->min_ts, b->min_ts_ns);
+            last->max_ts = std::max(last->max_ts, b->max_ts_ns);
+        }
+        last->end = end;
+        last->min_ts = std::min(last->min_ts, min_ts);
+        last->max_ts = std::max(last->max_ts, max_ts);
+        return;
+    }
+    ranges.push_back({begin, end, min_ts, max_ts});
+}
+
+// Selects the blocks of an indexed file to read — with `by_record` and a version-2 index,
+// only the records in them that may match, where it lists them — false when none can hold
+// a match.
+bool plan_from_index(const Index& ix, FilePlan& p, bool by_record, Reporter& rep, ExtractReport& report) {
     const auto [from, to] = envelope(p.selections);
     const IndexHeader& h = ix.header();
     const std::string& path = p.info->path;
@@ -328,30 +359,48 @@ bool plan_from_index(const Index& ix, FilePlan& p, Reporter& rep, ExtractReport&
     if (h.packets == 0 || h.max_ts_ns < from || h.min_ts_ns >= to) return false;
     const auto entries = ix.blocks();
     // A block is read when, for some selection, it may hold a match and its span meets the
-    // selection's range.
+    // selection's range: whole, or (by_record) only the records the index says may match.
     BlockSet blocks(static_cast<uint32_t>(entries.size()), false);
+    std::vector<uint32_t> records;  // file ordinals, in blocks not read whole
+    auto meets = [&](const CompiledSelection* s, uint32_t b) {
+        return entries[b].max_ts_ns >= s->from_ns && entries[b].min_ts_ns < s->to_ns;
+    };
     for (const CompiledSelection* s : p.selections) {
         if (h.max_ts_ns < s->from_ns || h.min_ts_ns >= s->to_ns) continue;
-        const BlockSet candidates = candidate_blocks(ix, s->plan);
+        if (!by_record || ix.version() < 2) {
+            const BlockSet candidates = candidate_blocks(ix, s->plan);
+            for (uint32_t b = 0; b < entries.size(); ++b)
+                if (candidates.test(b) && meets(s, b)) blocks.set(b);
+            continue;
+        }
+        const CandidateRecords candidates = candidate_records(ix, s->plan);
         for (uint32_t b = 0; b < entries.size(); ++b)
-            if (candidates.test(b) && entries[b].max_ts_ns >= s->from_ns && entries[b].min_ts_ns < s->to_ns) blocks.set(b);
+            if (candidates.whole.test(b) && meets(s, b)) blocks.set(b);
+        for (uint32_t r : candidates.records)
+            if (meets(s, ix.block_of_record(r))) records.push_back(r);
     }
+    std::sort(records.begin(), records.end());
+    records.erase(std::unique(records.begin(), records.end()), records.end());
     if (ix.damaged())
         rep.warning(path + ": index postings damaged; reading every block in the time range "
                            "(rebuild with 'linecap index --force')");
     uint64_t first_ts = UINT64_MAX;
+    std::vector<std::pair<uint64_t, uint64_t>> extents;
+    size_t next = 0;  // into records
     for (uint32_t b = 0; b < entries.size(); ++b) {
         const BlockEntry& e = entries[b];
-        if (!blocks.test(b)) continue;
+        const size_t first = next;
+        while (next < records.size() && ix.block_of_record(records[next]) == b) ++next;
+        const bool some = next > first && !blocks.test(b);
+        if (!blocks.test(b) && !some) continue;
         ++report.blocks_read;
         first_ts = std::min(first_ts, e.min_ts_ns);
-        Range* last = p.ranges.empty() ? nullptr : &p.ranges.back();
-        if (last && last->end == e.offset && last->end - last->begin < (8u << 20)) {
-            last->end = e.offset + e.length;
-            last->min_ts = std::min(last->min_ts, e.min_ts_ns);
-            last->max_ts = std::max(last->max_ts, e.max_ts_ns);
+        extents.clear();
+        if (some && ix.record_extents(b, std::span(records).subspan(first, next - first), extents)) {
+            report.records_read_alone += next - first;
+            for (const auto& [begin, end] : extents) add_range(ix, p.ranges, begin, end, e.min_ts_ns, e.max_ts_ns);
         } else {
-            p.ranges.push_back({e.offset, e.offset + e.length, e.min_ts_ns, e.max_ts_ns});
+            add_range(ix, p.ranges, e.offset, e.offset + e.length, e.min_ts_ns, e.max_ts_ns);
         }
     }
     if (p.ranges.empty()) return false;
@@ -488,7 +537,7 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
         if (li.state == IndexState::valid) {
             p.indexed = true;
             ++report.files_indexed;
-            if (!plan_from_index(li.index, p, rep, report)) {
+            if (!plan_from_index(li.index, p, file.value()->small_reads_cheap(), rep, report)) {
                 ++report.files_skipped_by_index;
                 continue;
             }

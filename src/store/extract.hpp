@@ -4,7 +4,9 @@
 //
 // Plan: the store inventory's name-derived time bounds select the files whose span meets
 // [from, to); a file's valid index narrows that to the blocks whose time span meets the
-// range and that may match the filter (store/filter_plan.hpp); a file without a usable
+// range and that may match the filter (store/filter_plan.hpp) — for a local plain file
+// with a version-2 index, to the records in them that may match, read by their byte
+// ranges (records closer than 4 KiB read as one); a file without a usable
 // index (missing, stale, corrupt) is scanned, with a warning naming it. Execution: one
 // cursor per file, opened only when the merge reaches the file's first possible
 // timestamp; each cursor yields the packets with from <= ts < to that the filter accepts
@@ -112,6 +114,7 @@ struct ExtractReport {
     size_t files_skipped_by_index = 0;  // no block can match
     uint64_t blocks_total = 0;     // in the indexed files
     uint64_t blocks_read = 0;
+    uint64_t records_read_alone = 0;  // of those blocks, records read by their own byte range
     uint64_t bytes_read = 0;       // record bytes parsed
     uint64_t packets_examined = 0;
     uint64_t packets_written = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <utility>
@@ -375,6 +376,39 @@ BlockSet candidate_blocks(const Index& index, const FilterPlan& plan) {
         any.unite(all);
     }
     return any;
+}
+
+CandidateRecords candidate_records(const Index& index, const FilterPlan& plan) {
+    const uint32_t n = index.header().block_count;
+    CandidateRecords out{BlockSet(n, !plan.prunable), {}};
+    if (!plan.prunable) return out;
+    for (const auto& alt : plan.alternatives) {
+        BlockSet all(n, true);
+        std::optional<std::vector<uint32_t>> records;  // of the alternative's listed keys
+        for (const IndexKey& k : alt) {
+            all.intersect(index.lookup(k));
+            auto listed = index.lookup_records(k);
+            if (!listed) continue;
+            if (!records) {
+                records = std::move(listed);
+                continue;
+            }
+            std::vector<uint32_t> both;
+            std::set_intersection(records->begin(), records->end(), listed->begin(), listed->end(),
+                                  std::back_inserter(both));
+            records = std::move(both);
+        }
+        if (!records) {
+            out.whole.unite(all);
+            continue;
+        }
+        for (uint32_t r : *records)
+            if (all.test(index.block_of_record(r))) out.records.push_back(r);
+    }
+    std::sort(out.records.begin(), out.records.end());
+    out.records.erase(std::unique(out.records.begin(), out.records.end()), out.records.end());
+    std::erase_if(out.records, [&](uint32_t r) { return out.whole.test(index.block_of_record(r)); });
+    return out;
 }
 
 }  // namespace linecap::store

@@ -61,4 +61,15 @@ private:
 // The blocks of `index` that may hold a packet matching `plan` (all when not prunable).
 BlockSet candidate_blocks(const Index& index, const FilterPlan& plan);
 
+// The same at record level where the index allows it (version 2): an alternative with a
+// key whose records are listed (a port or address in few blocks) contributes the records
+// holding all of its listed keys, in blocks holding all of its keys; any other
+// alternative contributes its blocks whole. Never less than candidate_blocks() allows:
+// every record of `whole`, and `records`, together cover every packet that may match.
+struct CandidateRecords {
+    BlockSet whole;                 // blocks to read whole
+    std::vector<uint32_t> records;  // file ordinals, ascending, unique, none in `whole`
+};
+CandidateRecords candidate_records(const Index& index, const FilterPlan& plan);
+
 }  // namespace linecap::store

@@ -12,8 +12,9 @@
 #     both, every pcapng interface named after its appliance;
 #  4. --dir with --archive is one store: half the files local, the rest only archived;
 #  5. missing index objects: still exact (those files scanned); a damaged index object:
-#     named, the file scanned, still exact; a damaged zstd frame: an error naming the file,
-#     exit 1, no packet that is not in the answer;
+#     named, the file scanned, still exact; a damaged zstd frame, and a flipped byte in a
+#     plain object's block (caught by the index's block CRC-32C, index version 2): an error
+#     naming the file, exit 1, no packet that is not in the answer;
 #  6. `linecap serve --archive`: the API's answer is extract's, its /metrics counts the
 #     bytes fetched (linecap_archive_read_bytes_total);
 #  7. refusals, one line each and nothing written to -o: a bad URL (64), an endpoint that
@@ -177,19 +178,22 @@ grep -q "warning: $BUCKET/sensor-a/${names[1]}: index unusable ($BUCKET/sensor-a
     "$T/stderr" || fail "the damaged index object is not named: $(cat "$T/stderr")"
 log "missing and damaged index objects: still exact (scanned), each named"
 
-z=${names[2]}.zst
-python3 - "$T/zstore/$z" "$T/bad.zst" <<'PY'
+# damaged_object WHAT ORIGINAL URL NAME OFFSET XOR: the object NAME under URL replaced by
+# ORIGINAL with one byte changed; then every packet over URL: exit 1, an error naming the
+# object, only packets of the answer and fewer.
+damaged_object() {
+    local what=$1 original=$2 url=$3 name=$4 rc=0
+    python3 - "$original" "$T/bad.obj" "$5" "$6" <<'PY'
 import sys
 b = bytearray(open(sys.argv[1], "rb").read())
-b[2000] ^= 0x5A  # inside the first frame
+b[int(sys.argv[3])] ^= int(sys.argv[4], 0)
 open(sys.argv[2], "wb").write(b)
 PY
-s3 put "$T/bad.zst" "$BUCKET/site/sensor-z/$z"
-rc=0
-"$LINECAP" extract --archive "$BUCKET/site/sensor-z" "${ACCESS[@]}" -o "$T/damaged.pcap" 2>"$T/stderr" || rc=$?
-((rc == 1)) || fail "a damaged zstd frame: exit $rc, expected 1: $(cat "$T/stderr")"
-grep -q "error: $BUCKET/site/sensor-z/${names[2]}: " "$T/stderr" || fail "the damaged object is not named: $(cat "$T/stderr")"
-python3 - "$T/want-all.pcap" "$T/damaged.pcap" <<'PY' || fail "a damaged zstd frame: packets that are not in the answer"
+    s3 put "$T/bad.obj" "$url/$name"
+    "$LINECAP" extract --archive "$url" "${ACCESS[@]}" -o "$T/damaged.pcap" 2>"$T/stderr" || rc=$?
+    ((rc == 1)) || fail "$what: exit $rc, expected 1: $(cat "$T/stderr")"
+    grep -q "error: $url/${name%.zst}: " "$T/stderr" || fail "$what: the damaged object is not named: $(cat "$T/stderr")"
+    python3 - "$T/want-all.pcap" "$T/damaged.pcap" <<'PY' || fail "$what: packets that are not in the answer"
 import sys
 from collections import Counter
 from linecap_harness import pcap
@@ -197,7 +201,14 @@ want = Counter((r.ts_ns, bytes(r.data)) for r in pcap.Capture(sys.argv[1]))
 got = Counter((r.ts_ns, bytes(r.data)) for r in pcap.Capture(sys.argv[2]))
 sys.exit(0 if not got - want and sum(got.values()) < sum(want.values()) else 1)
 PY
-log "a damaged zstd frame: $(grep -m1 error: "$T/stderr")"
+    log "$what: $(grep -m1 error: "$T/stderr")"
+}
+z=${names[2]}.zst
+damaged_object "a damaged zstd frame" "$T/zstore/$z" "$BUCKET/site/sensor-z" "$z" 2000 0x5A  # inside the first frame
+# A flipped byte in a plain object whose index is intact: its block fails the index's
+# CRC-32C when it is fetched; nothing of that block is returned.
+damaged_object "a damaged plain block" "$T/store/${names[2]}" "$BUCKET/sensor-a" "${names[2]}" 2000 1  # block 0
+s3 put "$T/store/${names[2]}" "$BUCKET/sensor-a/${names[2]}"  # mended
 
 # 6. `linecap serve --archive`: the API answers over the archive as extract does, and its
 # /metrics counts the bytes fetched.

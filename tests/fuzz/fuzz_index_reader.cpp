@@ -3,11 +3,14 @@
 // Input byte 0 is a mode: bit 0 set = recompute every checksum before parsing, so the
 // fuzzer gets past the CRCs and exercises the structural checks (bounds, ordering,
 // postings) that stand behind them. An index that loads must answer every lookup without
-// reading outside its buffer, and name only blocks that exist.
+// reading outside its buffer, and name only blocks that exist; version 2's record lists
+// only records that exist, in blocks the key's block list names, and record byte ranges
+// only inside their block.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "archive/crc32c.hpp"
@@ -20,9 +23,13 @@ using namespace linecap::store;
 namespace {
 
 void reseal(std::vector<uint8_t>& ix) {
-    constexpr size_t fixed = sizeof(IndexHeader) + kSectionCount * sizeof(SectionEntry);
+    if (ix.size() < sizeof(IndexHeader)) return;
+    IndexHeader h;
+    std::memcpy(&h, ix.data(), sizeof h);
+    const uint32_t sections = index_section_count(h.version);  // as the reader expects them
+    const size_t fixed = sizeof(IndexHeader) + sections * sizeof(SectionEntry);
     if (ix.size() < fixed) return;
-    for (uint32_t i = 0; i < kSectionCount; ++i) {
+    for (uint32_t i = 0; i < sections; ++i) {
         SectionEntry e;
         uint8_t* p = ix.data() + sizeof(IndexHeader) + i * sizeof e;
         std::memcpy(&e, p, sizeof e);
@@ -65,9 +72,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         std::memcpy(k.addr6.data(), data + i, 16);
         const BlockSet s = index->lookup(k);
         if (s.size() != h.block_count) abort();
+        if (const auto records = index->lookup_records(k)) {
+            for (size_t r = 0; r < records->size(); ++r) {
+                const uint32_t ordinal = (*records)[r];
+                if (ordinal >= h.packets || (r > 0 && ordinal <= (*records)[r - 1])) abort();
+                if (!index->damaged() && !s.test(index->block_of_record(ordinal))) abort();
+            }
+            // Their byte ranges, block by block: inside the block, in order.
+            for (size_t r = 0; r < records->size();) {
+                const uint32_t b = index->block_of_record((*records)[r]);
+                size_t end = r;
+                while (end < records->size() && index->block_of_record((*records)[end]) == b) ++end;
+                std::vector<std::pair<uint64_t, uint64_t>> extents;
+                const BlockEntry& e = index->blocks()[b];
+                if (index->record_extents(b, std::span(*records).subspan(r, end - r), extents)) {
+                    if (extents.size() != end - r) abort();
+                    for (const auto& [begin, stop] : extents)
+                        if (begin < e.offset || stop <= begin || stop > e.offset + e.length) abort();
+                }
+                r = end;
+            }
+        }
         plan.alternatives.push_back({k});
     }
     const BlockSet any = candidate_blocks(index.value(), plan);
     if (any.size() != h.block_count || any.popcount() > h.block_count) abort();
+    const CandidateRecords some = candidate_records(index.value(), plan);
+    if (some.whole.size() != h.block_count) abort();
+    for (uint32_t r : some.records)
+        if (r >= h.packets || some.whole.test(index->block_of_record(r))) abort();
     return 0;
 }
