@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2154  # fs and ext are set by mount_faultfs and mount_loop_ext4
 # Self-test of the file systems that fail on command (tests/lib/common.sh): faultfs
 # (tests/lib/linecap_harness/faultfs.py) and the ext4 loop device. Each fault is seen by a
 # plain writer (dd, python): the errno it gets, what still works (reads; unlink under
@@ -94,7 +95,9 @@ wait_for "! _lc_alive $writer" 5 || fail "ok did not release a stalled write"
 log "stall: a write held ${held}s of 3 while reads went on; ok releases a stall"
 
 [[ $(write_errno "$fs/a") == ok ]] || fail "back to ok: a write failed"
-mkdir "$fs/d" && mv "$fs/a" "$fs/d/a" && [[ -s $fs/d/a ]] || fail "back to ok: mkdir/rename"
+mkdir "$fs/d" || fail "back to ok: mkdir"
+mv "$fs/a" "$fs/d/a" || fail "back to ok: rename"
+[[ -s $fs/d/a ]] || fail "back to ok: the renamed file is empty"
 
 # A failing test's trap unmounts (here with a file held open in a stall), and so does the
 # reaper after a SIGKILL.

@@ -278,7 +278,8 @@ loop_ext4_repair() {
     e2fsck -fy "$img" >/dev/null 2>&1 || rc=$?
     ((rc < 4)) || fail "loop_ext4_repair: e2fsck -fy $img exited $rc"
     _lc_loop_attach "$mnt" "$img"
-    touch "$mnt/.lc-rw-probe" && rm -f "$mnt/.lc-rw-probe" || fail "loop_ext4_repair: $mnt not writable"
+    touch "$mnt/.lc-rw-probe" || fail "loop_ext4_repair: $mnt not writable"
+    rm -f "$mnt/.lc-rw-probe"
 }
 
 # --- polling -------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ Subcommands (exit 0 = ok, 1 = check failed or timed out, 2 = usage/unreadable in
       During a capture: received - written - filtered - dropped must never be negative
       (nothing is counted twice). Prints the value.
 
-  check --scrape FILE --log LOG --out-dir DIR --sent N --kernel-before K --kernel-after K
+  check --scrape FILE --log LOG --out-dir DIR [--out-dir DIR]... --sent N --kernel-before K --kernel-after K
         [--port NAME] [--expect REASON=+|0|*]... [--xdp-drops-visible] [--sent-bytes N]
         [--written N]
       The invariant, exactly, after the drain:
@@ -203,9 +203,9 @@ def read_kernel(path):
         return {k: int(v) for k, v in (item.split("=", 1) for item in f.read().split())}
 
 
-def files_totals(out_dir):
-    finished = pcap.expand([out_dir])
-    hidden = sorted(n for n in os.listdir(out_dir) if n.startswith("."))
+def files_totals(out_dirs):
+    finished = pcap.expand(out_dirs)
+    hidden = sorted(os.path.join(d, n) for d in out_dirs for n in os.listdir(d) if n.startswith("."))
     packets = orig_bytes = file_bytes = 0
     for path in finished:
         file_bytes += os.path.getsize(path)
@@ -417,7 +417,7 @@ def main():
     p = sub.add_parser("check")
     p.add_argument("--scrape", required=True)
     p.add_argument("--log", required=True)
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--out-dir", required=True, action="append", help="the capture directory (again for each volume)")
     p.add_argument("--sent", type=int, required=True)
     p.add_argument("--kernel-before", required=True)
     p.add_argument("--kernel-after", required=True)

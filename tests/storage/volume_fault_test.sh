@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Two capture volumes (output.volumes) under live capture at a fixed rate, one of them
+# failed for real under the daemon's writer, then repaired:
+#
+#   volume_fault_test.sh eio|enospc|erofs   volume A on faultfs (tests/lib/linecap_harness/
+#                                           faultfs.py) whose changes fail with that errno
+#   volume_fault_test.sh remount_ro         volume A on ext4 on a loop device that goes
+#                                           read-only under its writer (errors=remount-ro),
+#                                           repaired by unmount, e2fsck and mount
+#   volume_fault_test.sh stall              volume A on faultfs, every change held 10 s
+#
+# Volume B is a tmpfs. af_packet on a veth, two queues (two streams, spread over both
+# volumes). Three phases at 2000 packets/s: before the fault, during it, after it clears.
+# Checked, exactly, from the daemon's final metrics and its files:
+#   - capture goes on: every packet sent during the fault is accounted, and B's written
+#     packets grow by what A stopped taking; A is marked failed (linecap_volume_healthy 0)
+#   - sent = written + filtered + dropped(reason) across the run (accounting.py check:
+#     also the summary line, /status, the kernel's veth counters and the files' contents)
+#   - every finished file on both volumes reads (pcap module) and its manifest verifies
+#   - `linecap extract --config` over both volumes == tcpdump over all the files
+#   - A is re-admitted (healthy 1, linecap_volume_readmissions_total) and new files land
+#     on it; stall: the worker never stops (rx grows through the stall, nic_missed 0)
+source "${LINECAP_SRC:?}/tests/lib/common.sh"
+source "$LINECAP_SRC/tests/storage/storage_lib.sh"
+source "$LINECAP_SRC/tests/metrics/integration/lib.sh"
+mode=${1:?usage: volume_fault_test.sh eio|enospc|erofs|remount_ro|stall}
+# shellcheck disable=SC2034  # used by common.sh (log lines, temp dir names)
+TEST_NAME="volume-$mode"
+need_root
+need_linecapd
+need_linecap
+need_cmd tcpreplay tcpdump editcap
+need_hugepages 256
+make_tmpdir
+show_on_failure "$TEST_TMPDIR/tcpreplay.log" "$TEST_TMPDIR/check.out"
+
+case $mode in
+    eio | enospc | erofs | stall) mount_faultfs fs_a ;;
+    remount_ro) need_cmd e2fsck; mount_loop_ext4 fs_a 128M ;;
+    *) fail "unknown mode $mode" ;;
+esac
+mount_small_fs fs_b 256m
+# shellcheck disable=SC2154  # fs_a and fs_b are set by the mount helpers
+vol_a="$fs_a/capture" vol_b="$fs_b/capture"
+mkdir "$vol_a" "$vol_b"
+veth_pair "vol-$mode" 1500 2
+
+rate=2000
+fault_packets=6000
+[[ $mode != stall ]] || fault_packets=24000 # 12 s at 2000/s: the 10 s stall and after
+mkdir "$TEST_TMPDIR/sent"
+gen_pcap --count 4000 --mix --size 700 --seed 71 --flows 200 --out "$TEST_TMPDIR/sent/1-before.pcap"
+gen_pcap --count "$fault_packets" --mix --size 700 --seed 72 --flows 200 --out "$TEST_TMPDIR/sent/2-during.pcap"
+gen_pcap --count 6000 --mix --size 700 --seed 73 --flows 200 --out "$TEST_TMPDIR/sent/3-after.pcap"
+
+storage_config "$TEST_TMPDIR/linecap.yaml" "$(af_packet_device 2)" 2 "$vol_a" \
+    output.volumes="[{\"directory\": \"$vol_a\"}, {\"directory\": \"$vol_b\"}]" \
+    output.volume_stall_timeout_ms=2000 output.volume_probe_interval_s=1 \
+    output.rotate.size_mb=1 output.rotate.interval_s=2 output.block_size_kb=64 output.blocks_per_queue=64 \
+    output.manifest=true output.index=true
+URL="http://$METRICS_LISTEN/metrics"
+metrics() { metric_sum "$URL" "$@"; }
+healthy() { metrics linecap_volume_healthy volume="$1"; }
+written_on() { metrics linecap_volume_written_packets_total volume="$1"; }
+accounted() { accounting wait-for "$URL" accounted --at-least "$1" --timeout "${2:-60}" --pid "$LINECAPD_PID"; }
+
+start_capture "$TEST_TMPDIR/linecap.yaml"
+scrape_to "$TEST_TMPDIR/scrape.start"
+grep -q "^linecap_volume_healthy{.*volume=\"$vol_b\"" "$TEST_TMPDIR/scrape.start" \
+    || skip "linecapd does not write output.volumes yet (no linecap_volume_healthy{volume=\"$vol_b\"} in /metrics)"
+(($(healthy "$vol_a") == 1 && $(healthy "$vol_b") == 1)) || fail "a volume is not healthy at the start"
+
+kernel_counters "$TEST_TMPDIR/kernel.before"
+# --- before the fault: both volumes take writes ----------------------------------------
+sent=$(replay_into_ns "$TEST_TMPDIR/sent/1-before.pcap" "$rate")
+accounted "$sent" || fail "the first phase was not accounted for"
+wait_for_linecapd "(( \$(written_on '$vol_a') > 0 && \$(written_on '$vol_b') > 0 ))" 20 \
+    || fail "the two streams are not spread over both volumes"
+a_before=$(written_on "$vol_a") b_before=$(written_on "$vol_b")
+log "before the fault: $a_before packets on A, $b_before on B"
+
+# --- the fault ----------------------------------------------------------------------------
+case $mode in
+    eio | enospc | erofs) faultfs_set "$fs_a" "$mode" ;;
+    stall) faultfs_set "$fs_a" stall 10 ;;
+    remount_ro) loop_ext4_fail "$fs_a" ;;
+esac
+fault_at=$EPOCHREALTIME
+rx0=$(metrics linecap_rx_packets_total)
+replay_bg "$TEST_TMPDIR/sent/2-during.pcap" "$rate"
+if [[ $mode == stall ]]; then
+    # The worker goes on while A's writer is held: rx grows during the stall.
+    wait_for "(( \$(metrics linecap_rx_packets_total) >= rx0 + 6000 ))" 9 \
+        || fail "the worker stopped during the stall: rx $(metrics linecap_rx_packets_total), was $rx0"
+    stalled_for=$(echo "$EPOCHREALTIME - $fault_at" | bc)
+    [[ $("$FAULTFS" status "$fs_a") == mode=stall* ]] \
+        || fail "the stall ended before the worker was seen going on (${stalled_for}s)"
+    log "stall: 6000 packets received ${stalled_for}s into the 10 s stall"
+fi
+wait_for_linecapd "(( \$(healthy '$vol_a') == 0 ))" 20 || fail "volume A was not marked failed"
+replay_wait
+sent=$((sent + SENT))
+accounted "$sent" || fail "packets sent during the fault were not accounted for"
+(($(healthy "$vol_b") == 1)) || fail "volume B was marked failed too"
+b_during=$(written_on "$vol_b")
+((b_during - b_before > fault_packets / 2)) \
+    || fail "capture did not go on on volume B: $((b_during - b_before)) of $fault_packets written there"
+log "during the fault: $((b_during - b_before)) of $fault_packets packets written on B, \
+$(metrics linecap_dropped_packets_total reason=write_error) write_error drops, \
+failures $(metrics linecap_volume_failures_total volume="$vol_a")"
+
+# --- the fault clears: A is re-admitted -------------------------------------------------
+case $mode in
+    eio | enospc | erofs) faultfs_set "$fs_a" ok ;;
+    stall) wait_for "[[ \$('$FAULTFS' status '$fs_a') == mode=ok* ]]" 15 || fail "the stall did not end" ;;
+    remount_ro) loop_ext4_repair "$fs_a" ;;
+esac
+wait_for_linecapd "(( \$(healthy '$vol_a') == 1 ))" 30 || fail "volume A was not re-admitted after the fault cleared"
+(($(metrics linecap_volume_readmissions_total volume="$vol_a") >= 1)) || fail "no re-admission counted"
+a_files_before=$(count_finished "$vol_a")
+a_readmitted=$(written_on "$vol_a")
+sent2=$(replay_into_ns "$TEST_TMPDIR/sent/3-after.pcap" "$rate")
+sent=$((sent + sent2))
+accounted "$sent" || fail "packets sent after the re-admission were not accounted for"
+wait_for_linecapd "(( \$(written_on '$vol_a') > $a_readmitted ))" 20 || fail "nothing written on A after its re-admission"
+
+accounting wait-drained "$URL" --out "$TEST_TMPDIR/scrape.final" --timeout 60 || fail "the daemon did not drain"
+wait_for "[[ -z \$(find '$vol_a' '$vol_b' -name '*.manifest-pending') ]]" 30 || fail "manifests still pending"
+kernel_counters "$TEST_TMPDIR/kernel.after"
+stop_linecapd 60 || fail "linecapd exited $LINECAPD_RC"
+((sent == 4000 + fault_packets + 6000)) || fail "tcpreplay sent $sent of $((4000 + fault_packets + 6000))"
+(($(count_finished "$vol_a") > a_files_before)) || fail "no new file finished on A after its re-admission"
+
+# --- what the run cost, exactly -------------------------------------------------------------
+accounting check --scrape "$TEST_TMPDIR/scrape.final" --log "$LINECAPD_LOG" --out-dir "$vol_a" --out-dir "$vol_b" \
+    --port st --sent "$sent" --kernel-before "$TEST_TMPDIR/kernel.before" --kernel-after "$TEST_TMPDIR/kernel.after" \
+    --expect write_error='*' --expect disk_full='*' --expect writer_full='*' >"$TEST_TMPDIR/check.out" \
+    || fail "the accounting is not exact ($mode): $(grep FAIL "$TEST_TMPDIR/check.out")"
+missed=$(accounting value "$TEST_TMPDIR/scrape.final" linecap_dropped_packets_total reason=nic_missed)
+((missed == 0)) || fail "$missed packets missed at the NIC: the worker was held up"
+grep -q "invariant holds exactly" "$TEST_TMPDIR/check.out" || fail "accounting check: $(cat "$TEST_TMPDIR/check.out")"
+
+# Every finished file on both volumes reads whole and matches its manifest.
+for vol in "$vol_a" "$vol_b"; do
+    pcap_compare validate "$vol" >/dev/null || fail "a finished file on $vol does not validate"
+    for f in "$vol"/*.pcap; do
+        [[ -s $f.manifest ]] || fail "${f##*/} has no manifest"
+    done
+    linecapd_verify "$vol" || true
+    others=$(grep -v "^LOSS \|^verify " "$TEST_TMPDIR/verify.out" || true)
+    [[ -z $others ]] || fail "verify $vol: $others"
+done
+
+# extract over both volumes (the configuration names them) == tcpdump over every file.
+filter="tcp or udp"
+mkdir "$TEST_TMPDIR/want"
+for f in "$vol_a"/*.pcap "$vol_b"/*.pcap; do
+    tcpdump -r "$f" -w "$TEST_TMPDIR/want/$(basename "$(dirname "$(dirname "$f")")")-${f##*/}" "$filter" 2>/dev/null \
+        || fail "tcpdump cannot read $f"
+done
+"$LINECAP" extract --config "$TEST_TMPDIR/linecap.yaml" --filter "$filter" -o "$TEST_TMPDIR/got.pcap" 2>"$TEST_TMPDIR/extract.err" \
+    || fail "linecap extract: $(cat "$TEST_TMPDIR/extract.err")"
+pcap_compare multiset "$TEST_TMPDIR/got.pcap" "$TEST_TMPDIR/want" >"$TEST_TMPDIR/extract.cmp" \
+    || fail "extract over both volumes differs from tcpdump over all files: $(head -n 3 "$TEST_TMPDIR/extract.cmp")"
+# ... and the files hold only what was sent, each packet at most once.
+verdict=$(pcap_compare multiset "$TEST_TMPDIR/sent" "$vol_a" "$vol_b" | head -n 1 || true)
+[[ $verdict == *", extra 0 "* ]] || fail "the files hold packets that were not sent: $verdict"
+log "OK ($mode): $(grep -o 'port st: .*' "$LINECAPD_LOG" | tail -n 1); A: $(count_finished "$vol_a") files, B: $(count_finished "$vol_b")"
