@@ -216,6 +216,9 @@ std::unique_ptr<linecap::MetricsCollector> make_collector(const Capture& capture
         .clock_quality = engine.clock_quality(),
         .feed = {},
     };
+    for (size_t v = 0; v < writer.volume_count(); ++v)
+        views.volumes.push_back(linecap::VolumeView{writer.volume_directory(v), &writer.volume_counters(v),
+                                                    &writer.volume_retention(v), writer.volume_manifest(v)});
     if (const linecap::Feed* feed = capture.feed()) views.feed = [feed] { return feed->counts(); };
     return std::make_unique<linecap::MetricsCollector>(std::move(views), std::make_unique<linecap::EthdevPortStats>(engine.ports()));
 }
