@@ -135,6 +135,29 @@ void MetricsCollector::collect() {
     }
     if (views_.retention != nullptr) next.retention = read_counts(*views_.retention);
     next.manifest = counts_if(views_.manifest);
+    if (!views_.volumes.empty()) {
+        next.retention = {};
+        next.manifest.reset();
+        for (const VolumeView& view : views_.volumes) {
+            VolumeSample& v = next.volumes.emplace_back();
+            v.directory = view.directory;
+            if (view.counters != nullptr) v.counts = read_counts(*view.counters);
+            if (view.retention != nullptr) v.retention = read_counts(*view.retention);
+            if (filesystem_) v.filesystem = filesystem_(view.directory);
+            // The store's retention: sums, but the oldest file of all and "unmet" anywhere.
+            const uint64_t oldest = next.retention.oldest_packet_ns;
+            const uint64_t unmet = next.retention.budget_unmet;
+            RetentionCounts::fields([](uint64_t& sum, const uint64_t& add) { sum += add; }, next.retention, v.retention);
+            next.retention.oldest_packet_ns =
+                oldest == 0 ? v.retention.oldest_packet_ns
+                            : (v.retention.oldest_packet_ns == 0 ? oldest : std::min(oldest, v.retention.oldest_packet_ns));
+            next.retention.budget_unmet = std::max(unmet, v.retention.budget_unmet);
+            if (const std::optional<ManifestCounts> m = counts_if(view.manifest)) {
+                if (!next.manifest) next.manifest = ManifestCounts{};
+                ManifestCounts::fields([](uint64_t& sum, const uint64_t& add) { sum += add; }, *next.manifest, *m);
+            }
+        }
+    }
     next.indexing = counts_if(views_.indexing);
     next.compressing = counts_if(views_.compressing);
     next.scrub = counts_if(views_.scrub);

@@ -59,6 +59,11 @@ struct FakeCapture {
     ManifestCounters manifest;
     bool manifest_on = true;   // output.manifest
     ClockQualityBoard clock{"test-file:fake"};
+    // output.volumes: two capture volumes (off: the views have none, as in a unit test
+    // of a writer-less collector).
+    bool volumes_on = false;
+    VolumeCounters volume[2];
+    RetentionCounters volume_retention[2];
     std::optional<FeedCounts> feed;  // feed.enabled: what the feed reports
     size_t backlog = 0;
 
@@ -93,6 +98,9 @@ struct FakeCapture {
         v.manifest = manifest_on ? &manifest : nullptr;
         v.clock_quality = &clock;
         if (feed) v.feed = [this] { return *feed; };
+        if (volumes_on)
+            v.volumes = {VolumeView{"/captures/a", &volume[0], &volume_retention[0], manifest_on ? &manifest : nullptr},
+                         VolumeView{"/captures/b", &volume[1], &volume_retention[1], nullptr}};
         return v;
     }
 
