@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench/volumes.py (bench/run.sh volumes), shortest form: 1 and 2 volumes on tmpfs and on
 # ext4 over loop devices, one round of 1 s, 32 MiB raw per volume. Checks that every row
-# ran both sides (the raw writer on all volumes together and linecapd over output.volumes),
-# has its ratio, and that no mount or loop device is left. Numbers are not judged here.
+# ran both sides (the raw writer on all volumes together and linecapd over output.volumes,
+# writing to each of them), has its ratio, and that no mount or loop device is left. Numbers are not judged here.
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 need_root
 need_hugepages 512
@@ -27,6 +27,8 @@ python3 - "$TEST_TMPDIR/volumes.json" <<'PY' || fail "a row measured nothing"
 import json, sys
 rows = json.load(open(sys.argv[1]))
 assert len(rows) == 4 and all(r["raw_gbps"] > 0 and r["linecapd_gbps"] > 0 for r in rows), rows
+# linecapd wrote to every volume of the row (output.volumes spreads the two streams).
+assert all(r["volumes_written"] == r["volumes"] for r in rows), [(r["fs"], r["volumes"], r["volumes_written"]) for r in rows]
 PY
 ! grep -q lc-bench-vol /proc/mounts || fail "a volume is still mounted"
 ! losetup -a | grep -qF "$TEST_TMPDIR/work" || fail "a loop device is still attached: $(losetup -a)"

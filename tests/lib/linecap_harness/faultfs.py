@@ -229,54 +229,38 @@ def serve(backing, mountpoint, ready_fd):
         async def releasedir(self, fh):
             pass
 
-        async def mkdir(self, parent, name, mode, ctx):
-            await gate("mkdir")
-            path = self.child(parent, name)
+        async def change(self, op, call, *args):
+            """One changing operation: the mode's gate, then CALL(*ARGS) with its errno."""
+            await gate(op)
             try:
-                os.mkdir(path, mode)
+                return call(*args)
             except OSError as e:
                 raise oserr(e)
+
+        async def mkdir(self, parent, name, mode, ctx):
+            path = self.child(parent, name)
+            await self.change("mkdir", os.mkdir, path, mode)
             return self.attrs(path)
 
         async def mknod(self, parent, name, mode, rdev, ctx):
-            await gate("mknod")
             path = self.child(parent, name)
-            try:
-                os.mknod(path, mode, rdev)
-            except OSError as e:
-                raise oserr(e)
+            await self.change("mknod", os.mknod, path, mode, rdev)
             return self.attrs(path)
 
         async def rmdir(self, parent, name, ctx):
-            await gate("rmdir")
-            try:
-                os.rmdir(self.child(parent, name))
-            except OSError as e:
-                raise oserr(e)
+            await self.change("rmdir", os.rmdir, self.child(parent, name))
 
         async def unlink(self, parent, name, ctx):
-            await gate("unlink")
-            try:
-                os.unlink(self.child(parent, name))
-            except OSError as e:
-                raise oserr(e)
+            await self.change("unlink", os.unlink, self.child(parent, name))
 
         async def symlink(self, parent, name, target, ctx):
-            await gate("symlink")
             path = self.child(parent, name)
-            try:
-                os.symlink(os.fsdecode(target), path)
-            except OSError as e:
-                raise oserr(e)
+            await self.change("symlink", os.symlink, os.fsdecode(target), path)
             return self.attrs(path)
 
         async def link(self, inode, new_parent, new_name, ctx):
-            await gate("link")
             path = self.child(new_parent, new_name)
-            try:
-                os.link(self.path(inode), path)
-            except OSError as e:
-                raise oserr(e)
+            await self.change("link", os.link, self.path(inode), path)
             return self.attrs(path)
 
         async def rename(self, parent_old, name_old, parent_new, name_new, flags, ctx):
@@ -328,21 +312,13 @@ def serve(backing, mountpoint, ready_fd):
                 raise oserr(e)
 
         async def write(self, fh, off, buf):
-            await gate("write")
-            try:
-                return os.pwrite(fh, buf, off)
-            except OSError as e:
-                raise oserr(e)
+            return await self.change("write", os.pwrite, fh, buf, off)
 
         async def flush(self, fh):
             pass
 
         async def fsync(self, fh, datasync):
-            await gate("fsync")
-            try:
-                (os.fdatasync if datasync else os.fsync)(fh)
-            except OSError as e:
-                raise oserr(e)
+            await self.change("fsync", os.fdatasync if datasync else os.fsync, fh)
 
         async def fsyncdir(self, fh, datasync):
             await gate("fsyncdir")
