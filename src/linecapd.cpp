@@ -66,7 +66,7 @@ void print_usage(FILE* out) {
                  "  -h, --help         this text\n"
                  "\n"
                  "Signals: SIGINT/SIGTERM stop (every file finalised, summary logged, exit 0);\n"
-                 "SIGHUP reloads filters and snap lengths and finalises the current files.\n"
+                 "SIGHUP reloads filters and snap lengths, finalises the current files and probes failed volumes.\n"
                  "Exit codes: 0 ok, 1 runtime failure, 64 usage, 78 configuration or machine not ready.\n",
                  LINECAP_SYSCONFDIR);
 }
