@@ -464,6 +464,8 @@ TEST(CollectorVolumes, PerVolumeSeriesAndTheStoreSums) {
     capture.volume_retention[1].oldest_packet_ns.store(3'000'000'000);
     capture.volume_retention[1].budget_unmet.store(1);
     capture.manifest.written_files.store(9);
+    capture.indexing.built_files.store(4);
+    capture.volume_indexing.built_files.store(5);
     auto collector = capture.make_collector();
     collector->collect();
     const Scrape s = scrape(*collector);
@@ -490,6 +492,7 @@ TEST(CollectorVolumes, PerVolumeSeriesAndTheStoreSums) {
     EXPECT_EQ(s.value("linecap_retention_files"), 3);
     EXPECT_EQ(s.value("linecap_retention_budget_unmet"), 1);
     EXPECT_EQ(s.value("linecap_manifest_files_total", {{"result", "written"}}), 9);
+    EXPECT_EQ(s.value("linecap_index_files_total", {{"result", "built"}}), 9) << "each volume's indexer";
 }
 
 TEST(CollectorManifestOff, NoManifestSeries) {
