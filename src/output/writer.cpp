@@ -191,7 +191,7 @@ struct Writer::Impl {
         }
         // Not ours: a file left open here when the stream moved away is finished (as far
         // as it was written; a failed volume may leave it to startup recovery).
-        if (slot.writers[v]->has_open_file()) finish_left(*slot.writers[v], v);
+        if (slot.writers[v]->has_open_file()) finish_left(*slot.writers[v], t);
         return false;
     }
 
@@ -210,14 +210,17 @@ struct Writer::Impl {
         if (!volumes[v]->healthy.load()) volumes[v]->counters.failovers.fetch_add(1);
         slot.owner.store(kNoOwner, std::memory_order_release);
         // Ours alone from here, even though the stream is not: see StreamSlot.
-        if (writer.has_open_file()) finish_left(writer, v);
+        if (writer.has_open_file()) finish_left(writer, t);
     }
 
-    // Finishes the file a stream left open on volume `v`; an error doing so is the
-    // volume's (and is not left behind to fail it again once it is re-admitted).
-    void finish_left(StreamWriter& writer, size_t v) {
+    // Thread `t` finishes the file a stream left open on its volume; an error doing so is
+    // the volume's (and is not left behind to fail it again once it is re-admitted). Timed
+    // by the watchdog like a turn: a thread stuck here must not see its volume re-admitted.
+    void finish_left(StreamWriter& writer, size_t t) {
+        clocks[t].busy_since_ns.store(steady_ns(), std::memory_order_relaxed);
         writer.finish();
-        if (const int error = writer.take_failure(); error != 0) fail_volume(v, error, false);
+        clocks[t].busy_since_ns.store(0, std::memory_order_relaxed);
+        if (const int error = writer.take_failure(); error != 0) fail_volume(volume_of_thread(t), error, false);
     }
 
     // One turn of thread `t` on each stream it serves and may enter: `work(slot, writer)`

@@ -165,6 +165,7 @@ TEST_F(VolumesTest, AReadOnlyVolumeFails) {
     send(0, 2);
     workers_[0]->send_rotation_mark();  // no file left open: the remount needs that
     expect_all_accounted();
+    ASSERT_TRUE(test::wait_until([&] { return writer_->counters(0).files_finalised.load() == 1; }));
     ASSERT_TRUE(mount->remount("size=8m", true));
     // The next file cannot be created: EROFS.
     for (int i = 0; i < 50 && healthy(0); ++i) {
