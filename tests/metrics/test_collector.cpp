@@ -456,6 +456,7 @@ TEST(CollectorVolumes, PerVolumeSeriesAndTheStoreSums) {
     capture.volume[1].failures.store(1);
     capture.volume[1].stalls.store(1);
     capture.volume[1].failovers.store(3);
+    capture.volume[1].probe_failures.store(2);
     capture.volume_retention[0].bytes.store(100);
     capture.volume_retention[0].files.store(1);
     capture.volume_retention[0].oldest_packet_ns.store(5'000'000'000);
@@ -485,6 +486,7 @@ TEST(CollectorVolumes, PerVolumeSeriesAndTheStoreSums) {
     EXPECT_EQ(s.value("linecap_volume_failures_total", b), 1);
     EXPECT_EQ(s.value("linecap_volume_stalls_total", b), 1);
     EXPECT_EQ(s.value("linecap_volume_failovers_total", b), 3);
+    EXPECT_EQ(s.value("linecap_volume_probe_failures_total", b), 2);
     EXPECT_EQ(s.value("linecap_volume_stored_bytes", b), 200);
     EXPECT_EQ(s.value("linecap_volume_free_bytes", a), 600);
     // One store: retention sums over the volumes, the oldest file of all, unmet anywhere.
