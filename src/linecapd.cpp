@@ -66,7 +66,7 @@ void print_usage(FILE* out) {
                  "  -h, --help         this text\n"
                  "\n"
                  "Signals: SIGINT/SIGTERM stop (every file finalised, summary logged, exit 0);\n"
-                 "SIGHUP reloads filters and snap lengths and finalises the current files.\n"
+                 "SIGHUP reloads filters and snap lengths, finalises the current files and probes failed volumes.\n"
                  "Exit codes: 0 ok, 1 runtime failure, 64 usage, 78 configuration or machine not ready.\n",
                  LINECAP_SYSCONFDIR);
 }
@@ -174,8 +174,8 @@ public:
 
     linecap::CaptureEngine& engine() { return *engine_; }
     const linecap::CaptureEngine& engine() const { return *engine_; }
-    // Volume 0's (the one volume of output.directory).
-    const linecap::ArchivePipeline& pipeline() const { return *pipelines_.front(); }
+    // Volume `volume`'s (0: the one volume of output.directory).
+    const linecap::ArchivePipeline& pipeline(size_t volume = 0) const { return *pipelines_.at(volume); }
     const linecap::Feed* feed() const { return feed_.get(); }
 
     void stop() {
@@ -216,9 +216,13 @@ std::unique_ptr<linecap::MetricsCollector> make_collector(const Capture& capture
         .clock_quality = engine.clock_quality(),
         .feed = {},
     };
-    for (size_t v = 0; v < writer.volume_count(); ++v)
+    for (size_t v = 0; v < writer.volume_count(); ++v) {
+        const linecap::ArchivePipeline& pipeline = capture.pipeline(v);
         views.volumes.push_back(linecap::VolumeView{writer.volume_directory(v), &writer.volume_counters(v),
-                                                    &writer.volume_retention(v), writer.volume_manifest(v)});
+                                                    &writer.volume_retention(v), writer.volume_manifest(v),
+                                                    pipeline.indexing(), pipeline.compressing(), pipeline.scrub(),
+                                                    pipeline.archiving()});
+    }
     if (const linecap::Feed* feed = capture.feed()) views.feed = [feed] { return feed->counts(); };
     return std::make_unique<linecap::MetricsCollector>(std::move(views), std::make_unique<linecap::EthdevPortStats>(engine.ports()));
 }

@@ -263,6 +263,18 @@ void add_feed_families(std::vector<MetricFamily>& out, const FeedCounts& feed) {
     }
 }
 
+// A labelled family per capture volume: labels volume and the family's own.
+template <size_t N>
+void volume_family(std::vector<MetricFamily>& out, const FamilyMetric<VolumeCounts, N>& metric,
+                   const std::vector<VolumeSample>& volumes) {
+    MetricFamily f = family(metric.decl);
+    for (const VolumeSample& v : volumes)
+        for (const LabelledField<VolumeCounts>& s : metric.series)
+            add_counter(f, {{"volume", v.directory}, {std::string(metric.label), std::string(s.label_value)}},
+                        v.counts.*s.field);
+    out.push_back(std::move(f));
+}
+
 // One series per capture volume (label `volume`, its directory).
 void add_volume_families(std::vector<MetricFamily>& out, const std::vector<VolumeSample>& volumes) {
     if (volumes.empty()) return;
@@ -272,7 +284,7 @@ void add_volume_families(std::vector<MetricFamily>& out, const std::vector<Volum
     push(out, kVolumesHealthyMetric, static_cast<double>(healthy));
     for (const FieldMetric<VolumeCounts>* metric :
          {&kVolumeHealthyMetric, &kVolumeStreamsMetric, &kVolumeWrittenBytesMetric, &kVolumeWrittenPacketsMetric,
-          &kVolumeFailuresMetric, &kVolumeStallsMetric, &kVolumeFailoversMetric, &kVolumeReadmissionsMetric}) {
+          &kVolumeFailuresMetric, &kVolumeStallsMetric, &kVolumeFailoversMetric, &kVolumeReadmissionsMetric, &kVolumeProbeFailuresMetric}) {
         MetricFamily f = family(metric->decl);
         for (const VolumeSample& v : volumes) {
             if (metric->decl.type == linecap::MetricType::counter) {
@@ -283,22 +295,8 @@ void add_volume_families(std::vector<MetricFamily>& out, const std::vector<Volum
         }
         out.push_back(std::move(f));
     }
-    for (const auto* metric : {&kVolumeDroppedMetric}) {
-        MetricFamily f = family(metric->decl);
-        for (const VolumeSample& v : volumes)
-            for (const auto& s : metric->series)
-                add_counter(f, {{"volume", v.directory}, {std::string(metric->label), std::string(s.label_value)}},
-                            v.counts.*s.field);
-        out.push_back(std::move(f));
-    }
-    {
-        MetricFamily f = family(kVolumeErrorsMetric.decl);
-        for (const VolumeSample& v : volumes)
-            for (const auto& s : kVolumeErrorsMetric.series)
-                add_counter(f, {{"volume", v.directory}, {std::string(kVolumeErrorsMetric.label), std::string(s.label_value)}},
-                            v.counts.*s.field);
-        out.push_back(std::move(f));
-    }
+    volume_family(out, kVolumeDroppedMetric, volumes);
+    volume_family(out, kVolumeErrorsMetric, volumes);
     MetricFamily stored = family(kVolumeStoredBytesMetric);
     MetricFamily free = family(kVolumeFreeMetric);
     for (const VolumeSample& v : volumes) {

@@ -408,7 +408,11 @@ bool StreamWriter::near_rotation(uint64_t bytes) const {
     return !file_.is_open() || (rotate_size > 0 && file_.packets() > 0 && file_.size() + bytes > rotate_size);
 }
 
-void StreamWriter::take_over() { span_ = Span{utc_now_ns(), capture_counts(), 0, 0}; }
+void StreamWriter::take_over() {
+    span_ = Span{utc_now_ns(), capture_counts(), 0, 0};
+    failure_ = 0;
+    full_since_ = {};
+}
 
 void StreamWriter::finish() {
     if (file_.is_open()) finalise_file();

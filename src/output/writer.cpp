@@ -191,7 +191,7 @@ struct Writer::Impl {
         }
         // Not ours: a file left open here when the stream moved away is finished (as far
         // as it was written; a failed volume may leave it to startup recovery).
-        if (slot.writers[v]->has_open_file()) slot.writers[v]->finish();
+        if (slot.writers[v]->has_open_file()) finish_left(*slot.writers[v], t);
         return false;
     }
 
@@ -210,47 +210,57 @@ struct Writer::Impl {
         if (!volumes[v]->healthy.load()) volumes[v]->counters.failovers.fetch_add(1);
         slot.owner.store(kNoOwner, std::memory_order_release);
         // Ours alone from here, even though the stream is not: see StreamSlot.
-        if (writer.has_open_file()) writer.finish();
+        if (writer.has_open_file()) finish_left(writer, t);
+    }
+
+    // Thread `t` finishes the file a stream left open on its volume; an error doing so is
+    // the volume's (and is not left behind to fail it again once it is re-admitted). Timed
+    // by the watchdog like a turn: a thread stuck here must not see its volume re-admitted.
+    void finish_left(StreamWriter& writer, size_t t) {
+        clocks[t].busy_since_ns.store(steady_ns(), std::memory_order_relaxed);
+        writer.finish();
+        clocks[t].busy_since_ns.store(0, std::memory_order_relaxed);
+        if (const int error = writer.take_failure(); error != 0) fail_volume(volume_of_thread(t), error, false);
+    }
+
+    // One turn of thread `t` on each stream it serves and may enter: `work(slot, writer)`
+    // with the stream's writer for the thread's volume, timed by the watchdog, and a
+    // failure it met fails the volume.
+    template <class Work>
+    void each_turn(size_t t, Work&& work) {
+        const size_t step = threads_per_volume();
+        const size_t v = volume_of_thread(t);
+        for (size_t i = t % step; i < slots.size(); i += step) {
+            StreamSlot& slot = *slots[i];
+            if (!enter(slot, t)) continue;
+            clocks[t].busy_since_ns.store(steady_ns(), std::memory_order_relaxed);
+            work(slot, *slot.writers[v]);
+            if (const int error = slot.writers[v]->take_failure(); error != 0) fail_volume(v, error, false);
+            clocks[t].busy_since_ns.store(0, std::memory_order_relaxed);
+            leave(slot, t);
+        }
     }
 
     // One round over the streams thread `t` serves, one block each so a busy stream
     // cannot starve the others. Returns whether any was found.
     bool pass(size_t t) {
         bool found = false;
-        const size_t step = threads_per_volume();
-        const size_t v = volume_of_thread(t);
-        for (size_t i = t % step; i < slots.size(); i += step) {
-            StreamSlot& slot = *slots[i];
-            if (!enter(slot, t)) continue;
-            clocks[t].busy_since_ns.store(steady_ns(), std::memory_order_relaxed);
-            if (WriteBlock* block = slot.stream.full_blocks.pop(); block != nullptr) {
-                found = true;
-                slot.writers[v]->process(block);
-                if (block_written) block_written(slot.stream, *block);
-                block->reset();
-                // Cannot fail: the free ring has room for every block of the stream.
-                slot.stream.free_blocks.push(block);
-            }
-            if (const int error = slot.writers[v]->take_failure(); error != 0) fail_volume(v, error, false);
-            clocks[t].busy_since_ns.store(0, std::memory_order_relaxed);
-            leave(slot, t);
-        }
+        each_turn(t, [&](StreamSlot& slot, StreamWriter& writer) {
+            WriteBlock* block = slot.stream.full_blocks.pop();
+            if (block == nullptr) return;
+            found = true;
+            writer.process(block);
+            if (block_written) block_written(slot.stream, *block);
+            block->reset();
+            // Cannot fail: the free ring has room for every block of the stream.
+            slot.stream.free_blocks.push(block);
+        });
         return found;
     }
 
     void tick(size_t t) {
         const auto now = std::chrono::steady_clock::now();
-        const size_t step = threads_per_volume();
-        const size_t v = volume_of_thread(t);
-        for (size_t i = t % step; i < slots.size(); i += step) {
-            StreamSlot& slot = *slots[i];
-            if (!enter(slot, t)) continue;
-            clocks[t].busy_since_ns.store(steady_ns(), std::memory_order_relaxed);
-            slot.writers[v]->tick(now);
-            if (const int error = slot.writers[v]->take_failure(); error != 0) fail_volume(v, error, false);
-            clocks[t].busy_since_ns.store(0, std::memory_order_relaxed);
-            leave(slot, t);
-        }
+        each_turn(t, [&](StreamSlot&, StreamWriter& writer) { writer.tick(now); });
     }
 
     // At stop: everything queued is written by the stream's owner, and every file open

@@ -172,6 +172,11 @@ inline constexpr FieldMetric<VolumeCounts> kVolumeReadmissionsMetric{
      MetricType::counter},
     &VolumeCounts::readmissions};
 
+inline constexpr FieldMetric<VolumeCounts> kVolumeProbeFailuresMetric{
+    {"linecap_volume_probe_failures_total", "Probes of the failed volume that found it still not working.",
+     MetricType::counter},
+    &VolumeCounts::probe_failures};
+
 // A test seam: makes the volume's writes fail with `error` (0: off) or sleep `stall_ms`
 // first, as a failing or stalled device would. Checked once per block written.
 struct VolumeFault {

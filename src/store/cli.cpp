@@ -778,6 +778,9 @@ int cmd_hold(const Cli& cli, const std::vector<std::string>& operands) {
     o.on_warning = [](const std::string& m) { print_line("warning", m); };
     o.on_error = [](const std::string& m) { print_line("error", m); };
     o.on_concern = [](const FileConcern& f) { print_line("integrity", f.path + ": " + f.reason); };
+    // The bundle is kept in the first volume; its packets come from every volume.
+    const std::unique_ptr<StoreBackend> volumes = open_volumes(c.dirs);
+    o.store = volumes.get();
     HoldRequest request;
     request.query = o;
     request.origin = cli.get("--alert") ? "alert records of " + *cli.get("--alert") : "linecap hold create";

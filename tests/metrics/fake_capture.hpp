@@ -64,6 +64,7 @@ struct FakeCapture {
     bool volumes_on = false;
     VolumeCounters volume[2];
     RetentionCounters volume_retention[2];
+    IndexingCounters volume_indexing;  // volume b's indexer (volume a's is `indexing`)
     std::optional<FeedCounts> feed;  // feed.enabled: what the feed reports
     size_t backlog = 0;
 
@@ -99,8 +100,10 @@ struct FakeCapture {
         v.clock_quality = &clock;
         if (feed) v.feed = [this] { return *feed; };
         if (volumes_on)
-            v.volumes = {VolumeView{"/captures/a", &volume[0], &volume_retention[0], manifest_on ? &manifest : nullptr},
-                         VolumeView{"/captures/b", &volume[1], &volume_retention[1], nullptr}};
+            v.volumes = {VolumeView{"/captures/a", &volume[0], &volume_retention[0], manifest_on ? &manifest : nullptr,
+                                    v.indexing, v.compressing, v.scrub, v.archiving},
+                         VolumeView{"/captures/b", &volume[1], &volume_retention[1], nullptr, &volume_indexing, nullptr,
+                                    nullptr, nullptr}};
         return v;
     }
 

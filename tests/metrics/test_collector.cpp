@@ -456,6 +456,7 @@ TEST(CollectorVolumes, PerVolumeSeriesAndTheStoreSums) {
     capture.volume[1].failures.store(1);
     capture.volume[1].stalls.store(1);
     capture.volume[1].failovers.store(3);
+    capture.volume[1].probe_failures.store(2);
     capture.volume_retention[0].bytes.store(100);
     capture.volume_retention[0].files.store(1);
     capture.volume_retention[0].oldest_packet_ns.store(5'000'000'000);
@@ -464,6 +465,8 @@ TEST(CollectorVolumes, PerVolumeSeriesAndTheStoreSums) {
     capture.volume_retention[1].oldest_packet_ns.store(3'000'000'000);
     capture.volume_retention[1].budget_unmet.store(1);
     capture.manifest.written_files.store(9);
+    capture.indexing.built_files.store(4);
+    capture.volume_indexing.built_files.store(5);
     auto collector = capture.make_collector();
     collector->collect();
     const Scrape s = scrape(*collector);
@@ -483,6 +486,7 @@ TEST(CollectorVolumes, PerVolumeSeriesAndTheStoreSums) {
     EXPECT_EQ(s.value("linecap_volume_failures_total", b), 1);
     EXPECT_EQ(s.value("linecap_volume_stalls_total", b), 1);
     EXPECT_EQ(s.value("linecap_volume_failovers_total", b), 3);
+    EXPECT_EQ(s.value("linecap_volume_probe_failures_total", b), 2);
     EXPECT_EQ(s.value("linecap_volume_stored_bytes", b), 200);
     EXPECT_EQ(s.value("linecap_volume_free_bytes", a), 600);
     // One store: retention sums over the volumes, the oldest file of all, unmet anywhere.
@@ -490,6 +494,7 @@ TEST(CollectorVolumes, PerVolumeSeriesAndTheStoreSums) {
     EXPECT_EQ(s.value("linecap_retention_files"), 3);
     EXPECT_EQ(s.value("linecap_retention_budget_unmet"), 1);
     EXPECT_EQ(s.value("linecap_manifest_files_total", {{"result", "written"}}), 9);
+    EXPECT_EQ(s.value("linecap_index_files_total", {{"result", "built"}}), 9) << "each volume's indexer";
 }
 
 TEST(CollectorManifestOff, NoManifestSeries) {

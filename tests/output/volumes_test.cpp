@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "archive/layout.hpp"
+#include "archive/verify.hpp"
 #include "output/writer.hpp"
 #include "output_test_support.hpp"
 
@@ -164,6 +165,7 @@ TEST_F(VolumesTest, AReadOnlyVolumeFails) {
     send(0, 2);
     workers_[0]->send_rotation_mark();  // no file left open: the remount needs that
     expect_all_accounted();
+    ASSERT_TRUE(test::wait_until([&] { return writer_->counters(0).files_finalised.load() == 1; }));
     ASSERT_TRUE(mount->remount("size=8m", true));
     // The next file cannot be created: EROFS.
     for (int i = 0; i < 50 && healthy(0); ++i) {
@@ -239,6 +241,35 @@ TEST_F(VolumesTest, AStalledWriteFailsTheVolumeAndTheOtherStreamsMoveAtOnce) {
     ASSERT_TRUE(test::wait_until([&] { return healthy(0); }, std::chrono::seconds(10)));
     writer_->stop();
     EXPECT_EQ(packets_in(dirs_[0].path()) + packets_in(dirs_[1].path()), 7 * kPacketsPerBlock);
+}
+
+// The files of a stream that moved are one sequence across the volumes: verify over both
+// finds them all in their manifests and no gap; over one alone, the other's are missing.
+TEST_F(VolumesTest, AStreamsFilesAreOneSequenceAcrossTheVolumes) {
+    config_.manifest = true;
+    start(1);
+    send(0, 2);
+    expect_all_accounted();
+    writer_->volume_fault(0)->error.store(EIO);
+    send(0);
+    ASSERT_TRUE(test::wait_until([&] { return writer_->stream_volume(0) == 1; }));
+    send(0, 2);
+    expect_all_accounted();
+    writer_->stop();
+    std::vector<std::string> lines;
+    const auto keep = [&](const std::string& line) { lines.push_back(line); };
+    const Result<VerifyReport> both = verify_volumes({}, {dirs_[0].path(), dirs_[1].path()}, keep);
+    ASSERT_TRUE(both.ok()) << both.error().message;
+    EXPECT_EQ(both->files, 2u);
+    EXPECT_EQ(both->verified, 2u);
+    EXPECT_EQ(both->gaps, 0u) << testing::PrintToString(lines);
+    // The block lost to the error is in the span of the file that was open on volume 0.
+    EXPECT_EQ(both->losses, 1u);
+    VerifyOptions one;
+    one.directory = dirs_[1].path();
+    const Result<VerifyReport> alone = verify_directory(one, keep);
+    ASSERT_TRUE(alone.ok());
+    EXPECT_EQ(alone->files, 1u);
 }
 
 // With every volume failed capture goes on counting what it loses; SIGHUP's probe
