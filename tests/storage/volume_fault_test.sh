@@ -159,13 +159,28 @@ stop_linecapd 60 || fail "linecapd exited $LINECAPD_RC"
 (($(count_finished "$vol_a") > a_files_before)) || fail "no new file finished on A after its re-admission"
 
 # --- what the run cost, exactly -------------------------------------------------------------
+# The file open on A when its fault hit is finished as far as it was written, or (when
+# even that fails) left under its in-progress name for recovery: its records count as
+# written, and the next start recovers it (below).
 accounting check --scrape "$TEST_TMPDIR/scrape.final" --log "$LINECAPD_LOG" --out-dir "$vol_a" --out-dir "$vol_b" \
     --port st --sent "$sent" --kernel-before "$TEST_TMPDIR/kernel.before" --kernel-after "$TEST_TMPDIR/kernel.after" \
-    --expect write_error='*' --expect disk_full='*' --expect writer_full='*' >"$TEST_TMPDIR/check.out" \
+    --expect write_error='*' --expect disk_full='*' --expect writer_full='*' --left-for-recovery >"$TEST_TMPDIR/check.out" \
     || fail "the accounting is not exact ($mode): $(grep FAIL "$TEST_TMPDIR/check.out")"
 missed=$(accounting value "$TEST_TMPDIR/scrape.final" linecap_dropped_packets_total reason=nic_missed)
 ((missed == 0)) || fail "$missed packets missed at the NIC: the worker was held up"
 grep -q "invariant holds exactly" "$TEST_TMPDIR/check.out" || fail "accounting check: $(cat "$TEST_TMPDIR/check.out")"
+[[ -z $(find "$vol_b" -name '.*.part') ]] || fail "a file on the healthy volume B was left in progress"
+mapfile -t left < <(find "$vol_a" -name '.*.part')
+if ((${#left[@]} > 0)); then
+    log "left for recovery on A: ${left[*]##*/}; starting linecapd again to recover them"
+    in_parts=$(python3 -m linecap_harness.pcap count "${left[@]}")
+    before_files=$(pcap_compare count -q "$vol_a")
+    start_capture "$TEST_TMPDIR/linecap.yaml"
+    stop_linecapd 60 || fail "linecapd exited $LINECAPD_RC after the recovery start"
+    [[ -z $(find "$vol_a" -name '.*.part') ]] || fail "the next start did not recover ${left[*]##*/}"
+    (($(pcap_compare count -q "$vol_a") == before_files + in_parts)) \
+        || fail "the recovered files do not hold the $in_parts packets of ${left[*]##*/}"
+fi
 
 # Every finished file on both volumes reads whole and has its manifest, and `linecapd
 # verify` finds each file as its manifest says. verify reads one directory; a stream's
@@ -181,7 +196,7 @@ for vol in "$vol_a" "$vol_b"; do
     done
 done
 linecapd_verify "$TEST_TMPDIR/store" || true
-others=$(grep -v "^LOSS \|^verify " "$TEST_TMPDIR/verify.out" || true)
+others=$(grep -v "^LOSS \|^verify \|^RECOVERED " "$TEST_TMPDIR/verify.out" || true)
 [[ -z $others ]] || fail "verify over both volumes: $others"
 grep -q "^verify $TEST_TMPDIR/store: $(($(count_finished "$vol_a") + $(count_finished "$vol_b"))) capture files" "$TEST_TMPDIR/verify.out" \
     || fail "verify did not check every file: $(tail -n 1 "$TEST_TMPDIR/verify.out")"
