@@ -468,8 +468,9 @@ def cmd_umount(args):
                 os.kill(pid, 9)
             except ProcessLookupError:
                 pass
+    for leftover in (pidfile, control_path(mountpoint)):  # a killed server leaves its socket
         try:
-            os.unlink(pidfile)
+            os.unlink(leftover)
         except FileNotFoundError:
             pass
     if _mounted(mountpoint):
