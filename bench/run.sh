@@ -43,6 +43,11 @@
 #                                     with one reading and one stalled feed consumer against
 #                                     none, fixed offered rate, windows alternating in one run;
 #                                     --rounds, --window, --pps
+#   bench/run.sh volumes              the aggregate written rate with 1, 2 and 4 capture volumes
+#                                     (output.volumes; tmpfs and ext4 on loop devices) against
+#                                     the raw write speed of the same volumes written together,
+#                                     alternated in one run (bench/volumes.py: --fs, --volumes,
+#                                     --seconds, --repeat); writes bench/results/volumes.json
 #   bench/run.sh ab REV               this tree's linecapd against the one built from git
 #                                     revision REV, alternated in one run (64 B and IMIX, one
 #                                     worker, tmpfs, 5 repetitions each); REV's build is cached
@@ -64,7 +69,7 @@ BUILD=${LINECAP_BUILD:-$ROOT/build-bench}
 export LINECAP_BUILD=$BUILD
 mode=suite
 case ${1:-} in
-    suite | soak | micro | rfc2544 | peers | ab | manifest-ab | api | feed | query) mode=$1; shift ;;
+    suite | soak | micro | rfc2544 | peers | ab | manifest-ab | api | feed | query | volumes) mode=$1; shift ;;
 esac
 if [[ $mode == ab ]]; then
     [[ $# -ge 1 ]] || { echo "usage: bench/run.sh ab REV [bench.py options]" >&2; exit 2; }
@@ -173,6 +178,8 @@ mkdir -p "$ROOT/bench/results"
 if [[ $mode == rfc2544 ]]; then
     "$PY" "$ROOT/bench/rfc2544.py" --out-dir "$TMPFS_DIR" --disk-dir "$DISK_DIR" --workdir "$WORKDIR" \
         --json "$ROOT/bench/results/rfc2544-table.json" --md "$ROOT/bench/results/rfc2544-table.md" "$@"
+elif [[ $mode == volumes ]]; then
+    "$PY" "$ROOT/bench/volumes.py" --workdir "$WORKDIR" --json "$ROOT/bench/results/volumes.json" "$@"
 elif [[ $mode == feed ]]; then
     "$PY" "$ROOT/bench/feed/capture_rate.py" --out-dir "$TMPFS_DIR" --workdir "$WORKDIR" \
         --json "$ROOT/bench/results/feed-capture.json" "$@"

@@ -20,6 +20,9 @@ PACKAGES=(
     # the archive tier's tests: a real single-node Ceph RGW (tests/archive/rgw.sh) and s3cmd
     # to cross-check what linecap stored there
     ceph-mon ceph-osd radosgw ceph-common s3cmd
+    # disk faults under capture: the FUSE file system that fails on command
+    # (tests/lib/linecap_harness/faultfs.py) and e2fsck for the ext4 loop device's repair
+    fuse3 python3-pyfuse3 e2fsprogs
 )
 
 # missing_packages PKG...: prints the ones dpkg does not have installed (one query for all).

@@ -5,6 +5,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -65,7 +66,7 @@ void print_usage(FILE* out) {
                  "  -h, --help         this text\n"
                  "\n"
                  "Signals: SIGINT/SIGTERM stop (every file finalised, summary logged, exit 0);\n"
-                 "SIGHUP reloads filters and snap lengths and finalises the current files.\n"
+                 "SIGHUP reloads filters and snap lengths, finalises the current files and probes failed volumes.\n"
                  "Exit codes: 0 ok, 1 runtime failure, 64 usage, 78 configuration or machine not ready.\n",
                  LINECAP_SYSCONFDIR);
 }
@@ -135,15 +136,30 @@ public:
                 f->offer(stream, block);
             };
         }
-        // The hooks run on the stages' threads, which start once the engine exists; files
-        // finished before that wait in the indexer's queue.
-        capture->pipeline_ = std::make_unique<linecap::ArchivePipeline>(
-            config.output, [self](const std::string& name) { self->engine_->sidecar_changed(name); });
-        auto engine = linecap::CaptureEngine::start(config, capture->pipeline_->finished_hook(), &clock_quality,
+        // One pipeline per capture volume: a finished file is indexed, compressed, archived
+        // and scrubbed in the volume it lives in. The hooks run on the stages' threads,
+        // which start once the engine exists; files finished before that wait in the
+        // indexer's queue.
+        std::vector<linecap::ArchivePipeline::NameHook> finished;
+        const std::vector<linecap::VolumeConfig> volumes = config.output.volume_list();
+        for (size_t v = 0; v < volumes.size(); ++v) {
+            linecap::OutputConfig output = config.output;
+            output.directory = volumes[v].directory;
+            output.retention = volumes[v].retention;
+            capture->pipelines_.push_back(std::make_unique<linecap::ArchivePipeline>(
+                output, [self, v](const std::string& name) { self->engine_->sidecar_changed(v, name); }));
+            finished.push_back(capture->pipelines_.back()->finished_hook());
+        }
+        linecap::CaptureEngine::FileFinishedHook file_finished;
+        if (std::any_of(finished.begin(), finished.end(), [](const auto& hook) { return bool(hook); }))
+            file_finished = [finished](size_t volume, const std::string& name) {
+                if (finished[volume]) finished[volume](name);
+            };
+        auto engine = linecap::CaptureEngine::start(config, std::move(file_finished), &clock_quality,
                                                     std::move(block_written));
         if (!engine) return engine.error();
         capture->engine_ = std::move(engine.value());
-        capture->pipeline_->start();
+        for (auto& pipeline : capture->pipelines_) pipeline->start();
         if (capture->feed_) {
             if (linecap::Status s = capture->feed_->start(); !s) return s.error();
         }
@@ -151,21 +167,22 @@ public:
     }
     ~Capture() {
         stop();
-        pipeline_.reset();
+        pipelines_.clear();
         engine_.reset();
         feed_.reset();
     }
 
     linecap::CaptureEngine& engine() { return *engine_; }
     const linecap::CaptureEngine& engine() const { return *engine_; }
-    const linecap::ArchivePipeline& pipeline() const { return *pipeline_; }
+    // Volume `volume`'s (0: the one volume of output.directory).
+    const linecap::ArchivePipeline& pipeline(size_t volume = 0) const { return *pipelines_.at(volume); }
     const linecap::Feed* feed() const { return feed_.get(); }
 
     void stop() {
-        if (pipeline_) pipeline_->stop_scrub();
+        for (auto& pipeline : pipelines_) pipeline->stop_scrub();
         if (engine_) engine_->stop();
         if (feed_) feed_->stop();
-        if (pipeline_) pipeline_->stop();
+        for (auto& pipeline : pipelines_) pipeline->stop();
     }
 
 private:
@@ -173,7 +190,7 @@ private:
 
     std::unique_ptr<linecap::Feed> feed_;                 // before engine_: the writer's hook calls it
     std::unique_ptr<linecap::CaptureEngine> engine_;
-    std::unique_ptr<linecap::ArchivePipeline> pipeline_;  // after engine_: its hooks call the engine
+    std::vector<std::unique_ptr<linecap::ArchivePipeline>> pipelines_;  // after engine_: their hooks call it
 };
 
 // The collector over the engine's views, the indexer's, the compressor's and the scrub's
@@ -199,6 +216,13 @@ std::unique_ptr<linecap::MetricsCollector> make_collector(const Capture& capture
         .clock_quality = engine.clock_quality(),
         .feed = {},
     };
+    for (size_t v = 0; v < writer.volume_count(); ++v) {
+        const linecap::ArchivePipeline& pipeline = capture.pipeline(v);
+        views.volumes.push_back(linecap::VolumeView{writer.volume_directory(v), &writer.volume_counters(v),
+                                                    &writer.volume_retention(v), writer.volume_manifest(v),
+                                                    pipeline.indexing(), pipeline.compressing(), pipeline.scrub(),
+                                                    pipeline.archiving()});
+    }
     if (const linecap::Feed* feed = capture.feed()) views.feed = [feed] { return feed->counts(); };
     return std::make_unique<linecap::MetricsCollector>(std::move(views), std::make_unique<linecap::EthdevPortStats>(engine.ports()));
 }

@@ -800,10 +800,18 @@ int serve_main(const std::string& config_path, const std::string& dir_override, 
     if (option_value(options, "--archive")) {
         // The archive alone, unless --dir names local files to join it: the configuration's
         // directory may be another machine's (an analyst serving an archive).
-        if (const int rc = store::open_query_store(options, dir_override, store); rc != kExitOk) return rc;
+        std::vector<std::string> local;
+        if (!dir_override.empty()) local.push_back(dir_override);
+        if (const int rc = store::open_query_store(options, local, store); rc != kExitOk) return rc;
     } else {
         for (const auto& [name, value] : options)
             if (store::is_archive_option(name)) return store::print_usage_error(name + " goes with --archive"), kExitUsage;
+        // Several capture volumes are one store (a --dir names one directory instead).
+        if (dir_override.empty() && config->output.volumes.size() > 1) {
+            std::vector<std::string> volumes;
+            for (const VolumeConfig& volume : config->output.volumes) volumes.push_back(volume.directory);
+            store.backend = open_volumes(volumes);
+        }
     }
     // Everything this process does is for people asking questions, never for capture:
     // idle CPU and I/O class for this thread and every thread it starts.

@@ -619,4 +619,11 @@ LoadedIndex StoreUnion::load_index(const StoredFile& file, uint64_t capture_size
 
 ManifestRead StoreUnion::read_manifest(const StoredFile& file) const { return owner(file).read_manifest(file); }
 
+std::unique_ptr<StoreBackend> open_volumes(const std::vector<std::string>& directories) {
+    std::unique_ptr<StoreBackend> store = open_store(directories.at(0));
+    for (size_t i = 1; i < directories.size(); ++i)
+        store = std::make_unique<StoreUnion>(std::move(store), open_store(directories[i]));
+    return store;
+}
+
 }  // namespace linecap

@@ -122,4 +122,8 @@ private:
     std::string location_;
 };
 
+// The capture volumes `directories` (output.volumes, `--dir` given several times) as one
+// store: the first alone, or a StoreUnion of them all. Not empty.
+std::unique_ptr<StoreBackend> open_volumes(const std::vector<std::string>& directories);
+
 }  // namespace linecap

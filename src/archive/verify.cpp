@@ -120,14 +120,15 @@ std::vector<std::string> compressed_differences(const Manifest& manifest, const 
 
 namespace {
 
-// One verify run over one directory: the report, the lines, and what is kept across files.
+// One verify run over one directory: the report, the lines, and what is kept across files
+// (the report and the streams across the directories of one store, too).
 struct Verification {
     const VerifyOptions& options;
     const std::function<void(const std::string&)>& out;
     int dir_fd;
-    VerifyReport report;
+    VerifyReport& report;
     std::set<std::string> manifests;             // not yet matched with their capture file: orphans at the end
-    std::map<std::string, std::vector<Link>> streams;
+    std::map<std::string, std::vector<Link>>& streams;
 
     void invalid(const std::string& line) {
         ++report.invalid;
@@ -297,35 +298,49 @@ std::string summary(const std::string& directory, const VerifyReport& report) {
 }  // namespace
 
 Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::function<void(const std::string&)>& out) {
-    const LocalDirectoryStore store(options.directory);
-    const Result<StoreInventory> inventory = store.list({});
-    if (!inventory) return inventory.error();
-    Verification v{.options = options, .out = out, .dir_fd = store.directory_fd()};
-    v.report.in_progress = inventory->in_progress;
-    // Every manifest: a file's is matched when the file is checked (not when it cannot be
-    // read back at all); what is left is an orphan.
-    v.manifests.insert(inventory->orphan_manifests.begin(), inventory->orphan_manifests.end());
-    for (const StoredFile& f : inventory->files)
-        if (f.manifest) v.manifests.insert(layout::manifest_name(f.name));
+    return verify_volumes(options, {options.directory}, out);
+}
 
-    for (const StoredFile& f : inventory->files) verify_file(v, store, f);
-    for (const std::string& orphan : v.manifests) {
-        ++v.report.orphan_manifests;
-        out("ORPHAN " + orphan + ": its capture file " + *layout::capture_name_of_manifest(orphan) + " is missing");
+Result<VerifyReport> verify_volumes(const VerifyOptions& options, const std::vector<std::string>& directories,
+                                    const std::function<void(const std::string&)>& out) {
+    VerifyReport report;
+    std::map<std::string, std::vector<Link>> streams;
+    std::string all;
+    for (const std::string& directory : directories) {
+        all += (all.empty() ? "" : " and ") + directory;
+        VerifyOptions one = options;
+        one.directory = directory;
+        const LocalDirectoryStore store(directory);
+        const Result<StoreInventory> inventory = store.list({});
+        if (!inventory) return inventory.error();
+        Verification v{.options = one, .out = out, .dir_fd = store.directory_fd(), .report = report, .streams = streams};
+        v.report.in_progress += inventory->in_progress;
+        // Every manifest: a file's is matched when the file is checked (not when it cannot be
+        // read back at all); what is left is an orphan.
+        v.manifests.insert(inventory->orphan_manifests.begin(), inventory->orphan_manifests.end());
+        for (const StoredFile& f : inventory->files)
+            if (f.manifest) v.manifests.insert(layout::manifest_name(f.name));
+
+        for (const StoredFile& f : inventory->files) verify_file(v, store, f);
+        for (const std::string& orphan : v.manifests) {
+            ++v.report.orphan_manifests;
+            out("ORPHAN " + orphan + ": its capture file " + *layout::capture_name_of_manifest(orphan) + " is missing");
+        }
     }
-    for (auto& [stream, links] : v.streams) check_stream(stream, links, options, v.report, out);
+    // A stream's files are in sequence across the volumes (it moves when one fails).
+    for (auto& [stream, links] : streams) check_stream(stream, links, options, report, out);
 
-    if (v.report.in_progress > 0)
-        out("note: " + std::to_string(v.report.in_progress) +
+    if (report.in_progress > 0)
+        out("note: " + std::to_string(report.in_progress) +
             " in-progress file(s): being written, or left by a crash until the daemon's next start");
-    out(summary(options.directory, v.report));
-    return v.report;
+    out(summary(all, report));
+    return report;
 }
 
 int verify_command(int argc, char** argv) {
     const auto usage = [](FILE* f) {
         std::fprintf(f,
-                     "Usage: linecapd verify [--max-gap DURATION] [--verbose] DIR\n"
+                     "Usage: linecapd verify [--max-gap DURATION] [--verbose] DIR...\n"
                      "\n"
                      "Checks every finished capture file in DIR against its manifest (size, SHA-256,\n"
                      "packets, first and last packet time), and reports files without manifest,\n"
@@ -366,12 +381,12 @@ int verify_command(int argc, char** argv) {
         usage(stderr);
         return kExitUsage;
     }
-    if (args.operands.size() != 1) {
+    if (args.operands.empty()) {
         usage(stderr);
         return kExitUsage;
     }
     options.directory = args.operands[0];
-    const Result<VerifyReport> report = verify_directory(options, [](const std::string& line) {
+    const Result<VerifyReport> report = verify_volumes(options, args.operands, [](const std::string& line) {
         std::fputs(line.c_str(), stdout);
         std::fputc('\n', stdout);
     });

@@ -77,6 +77,10 @@ std::vector<std::string> compressed_differences(const Manifest& manifest, const 
 
 // Writes the finding lines and the summary through `out` (one line each, no newline).
 Result<VerifyReport> verify_directory(const VerifyOptions& options, const std::function<void(const std::string&)>& out);
+// The capture volumes of one store (output.volumes): each directory's files checked, a
+// stream's sequence followed across them (a stream moves when its volume fails).
+Result<VerifyReport> verify_volumes(const VerifyOptions& options, const std::vector<std::string>& directories,
+                                    const std::function<void(const std::string&)>& out);
 
 // The command line: argv[0] is "verify". Returns the exit status.
 int verify_command(int argc, char** argv);

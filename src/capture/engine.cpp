@@ -303,8 +303,10 @@ Status CaptureEngine::build_writer(const ThreadPlacement& placement) {
     // manifest marked "recovered") before new ones are written next to them.
     RecoveryOptions recovery;
     recovery.write_manifests = config_.output.manifest;
-    auto recovered = recover_in_progress(config_.output.directory, recovery);
-    if (!recovered) return recovered.error();
+    for (const VolumeConfig& volume : config_.output.volume_list()) {
+        auto recovered = recover_in_progress(volume.directory, recovery);
+        if (!recovered) return recovered.error();
+    }
 
     size_t streams = 0;
     for (const PortConfig& pc : config_.ports) streams += pc.rx_queues;
@@ -352,9 +354,12 @@ Status CaptureEngine::build_writer(const ThreadPlacement& placement) {
                             ", output.writer_priority " + to_string(config_.output.writer_priority) + ": " +
                             started.error().message);
     }
+    std::string directories;
+    for (const VolumeConfig& volume : config_.output.volume_list())
+        directories += (directories.empty() ? "" : ", ") + volume.directory;
     spdlog::info("output {}: {} streams × {} blocks of {} KiB, rotate at {} MiB / {} s, format {}; writer on the {} "
                  "CPUs {}, priority {}",
-                 config_.output.directory, specs.size(), config_.output.blocks_per_queue,
+                 directories, specs.size(), config_.output.blocks_per_queue,
                  config_.output.block_size_kb, config_.output.rotate_size_bytes >> 20,
                  config_.output.rotate_interval_s, to_string(config_.output.format),
                  config_.output.writer_cpus == WriterCpus::workers ? "workers'" : "control lcore's",

@@ -33,9 +33,9 @@ struct CapturePlan;
 
 class CaptureEngine {
 public:
-    // Called on a writer thread with the name (in output.directory) of every file the
-    // writer finished; main wires the background indexer to it.
-    using FileFinishedHook = std::function<void(const std::string& name)>;
+    // Called on a writer thread with the volume and the name (in the volume's directory)
+    // of every file the writer finished; main wires the volume's pipeline to it.
+    using FileFinishedHook = Writer::FileFinishedHook;
 
     // Initialises EAL and everything below it, launches the workers. On error, whatever
     // was built is torn down in order before returning. The hook is in place before the
@@ -71,9 +71,11 @@ public:
     const std::vector<PortView>& ports() const { return port_views_; }
     const std::vector<WorkerView>& workers() const { return worker_views_; }
     const Writer& writer() const { return *writer_; }
-    // A sidecar (an index) of the finished file `name` was written: retention counts it.
-    // Any thread.
-    void sidecar_changed(const std::string& name) { writer_->sidecar_changed(name); }
+    // A sidecar (an index) of the finished file `name` on `volume` was written: retention
+    // counts it. Any thread.
+    void sidecar_changed(size_t volume, const std::string& name) { writer_->sidecar_changed(volume, name); }
+    // SIGHUP: failed capture volumes are probed now (Writer::probe_failed_volumes).
+    void probe_failed_volumes() { writer_->probe_failed_volumes(); }
     const Config& config() const { return config_; }
     uint64_t tsc_hz() const { return tsc_hz_; }
     const ClockQualityBoard* clock_quality() const { return clock_quality_; }

@@ -45,10 +45,11 @@ constexpr std::string_view kFlowCapKeys[] = {"enabled",       "ports", "filter",
                                              "packets",       "snaplen_after", "flows", "idle_timeout"};
 constexpr std::string_view kDedupKeys[] = {"enabled", "ports", "window_us", "entries"};
 constexpr std::string_view kOutputKeys[] = {
-    "directory",         "format",         "file_template", "rotate", "block_size_kb", "blocks_per_queue",
+    "directory",         "volumes",        "volume_stall_timeout_ms", "volume_probe_interval_s", "format",         "file_template", "rotate", "block_size_kb", "blocks_per_queue",
     "flush_interval_ms", "writer_threads", "writer_cpus",   "writer_priority", "o_direct", "fsync",
     "manifest",          "index",          "scrub",         "retention",       "compress",
     "archive"};
+constexpr std::string_view kVolumeKeys[] = {"directory", "retention"};
 constexpr std::string_view kRotateKeys[] = {"size_mb", "interval_s"};
 constexpr std::string_view kScrubKeys[] = {"enabled", "period"};
 constexpr std::string_view kCompressKeys[] = {"enabled", "after", "level"};
@@ -607,8 +608,9 @@ ArchiveConfig read_archive(const YamlMap& archive) {
     return config;
 }
 
-RetentionConfig read_retention(const YamlMap& retention) {
-    RetentionConfig config;
+// Keys not given keep `base`'s values (a volume's retention falls back to output.retention).
+RetentionConfig read_retention(const YamlMap& retention, RetentionConfig base = {}) {
+    RetentionConfig config = std::move(base);
     if (const auto v = retention.get("max_bytes")) config.max_bytes = v->parsed_by(parse_size);
     if (const auto v = retention.get("max_percent")) config.max_percent = v->as_number(0, 100);
     if (const auto v = retention.get("min_free_bytes")) config.min_free_bytes = v->parsed_by(parse_size);
@@ -635,10 +637,38 @@ void check_writer_below_workers(const YamlValue& value, const OutputConfig& outp
     }
 }
 
+// output.volumes: each item { directory: PATH, retention: {...} }, directories distinct.
+std::vector<VolumeConfig> read_volumes(const YamlValue& value, const RetentionConfig& retention) {
+    std::vector<VolumeConfig> volumes;
+    UniqueNames directories("each volume needs a directory of its own");
+    for (const YamlValue& item : value.as_list()) {
+        const YamlMap volume = item.as_map(kVolumeKeys);
+        const YamlValue directory = volume.require("directory", "the absolute path of the volume's capture directory");
+        VolumeConfig config;
+        config.directory = read_absolute_path(directory, "the volume's capture directory");
+        while (config.directory.size() > 1 && config.directory.back() == '/') config.directory.pop_back();
+        directories.claim(config.directory, directory);
+        config.retention = read_retention(volume.section("retention", kRetentionKeys), retention);
+        volumes.push_back(std::move(config));
+    }
+    return volumes;
+}
+
 OutputConfig read_output(const YamlMap& output, const CaptureConfig& capture) {
     OutputConfig config;
-    config.directory = read_absolute_path(output.require("directory", "the absolute path of the capture directory"),
-                                          "the capture directory");
+    const std::optional<YamlValue> volumes = output.get("volumes");
+    const bool several = volumes && !volumes->as_list().empty();
+    if (several) {
+        if (const auto v = output.get("directory")) {
+            v->fail("give output.directory (one volume) or output.volumes (several), not both");
+        }
+    } else {
+        config.directory = read_absolute_path(
+            output.require("directory", "the absolute path of the capture directory (or output.volumes)"),
+            "the capture directory");
+    }
+    if (const auto v = output.get("volume_stall_timeout_ms")) config.volume_stall_timeout_ms = v->as_uint(100, 600000);
+    if (const auto v = output.get("volume_probe_interval_s")) config.volume_probe_interval_s = v->as_uint(1, 3600);
     if (const auto v = output.get("format")) config.format = v->as_one_of<FileKind>(kFileFormats);
     if (const auto v = output.get("file_template")) config.file_template = read_file_template(*v);
     const YamlMap rotate = output.section("rotate", kRotateKeys);
@@ -676,6 +706,10 @@ OutputConfig read_output(const YamlMap& output, const CaptureConfig& capture) {
         if (const auto v = archive.get("url")) v->fail("output.archive needs output.manifest: true");
     }
     config.retention = read_retention(output.section("retention", kRetentionKeys));
+    if (several) {
+        config.volumes = read_volumes(*volumes, config.retention);
+        config.directory = config.volumes.front().directory;
+    }
     return config;
 }
 

@@ -177,8 +177,26 @@ struct ArchiveConfig {
     bool operator==(const ArchiveConfig&) const = default;
 };
 
+// One capture volume (output.volumes[]): a directory on its own file system, with its
+// own retention budget. A volume's retention keys not given take output.retention's.
+struct VolumeConfig {
+    std::string directory;
+    RetentionConfig retention;
+
+    bool operator==(const VolumeConfig&) const = default;
+};
+
 struct OutputConfig {
+    // The one-volume form (output.directory). With output.volumes it is the first
+    // volume's directory, for what reads one directory only.
     std::string directory = "/var/lib/linecap";
+    // output.volumes; empty: the one volume `directory` with `retention` (volume_list()).
+    std::vector<VolumeConfig> volumes;
+    // A write on a volume that has not returned after this long marks the volume failed
+    // (a stalled device); its streams move to the other volumes.
+    unsigned volume_stall_timeout_ms = 5000;
+    // How often a failed volume is probed (a small write, fsync, unlink) to re-admit it.
+    unsigned volume_probe_interval_s = 5;
     FileKind format = FileKind::pcap;
     // File name template without extension (config/file_template.hpp); FileTemplate::compile
     // accepts it. The extension is added by format.
@@ -201,6 +219,10 @@ struct OutputConfig {
     ArchiveConfig archive;
     RetentionConfig retention;
 
+    // The volumes written: output.volumes, or the one volume output.directory.
+    std::vector<VolumeConfig> volume_list() const {
+        return volumes.empty() ? std::vector<VolumeConfig>{{directory, retention}} : volumes;
+    }
     bool operator==(const OutputConfig&) const = default;
 };
 

@@ -97,7 +97,7 @@ Totals totals(const MetricsSnapshot& snapshot) {
 
 void reload(CaptureEngine& engine, SystemdNotifier& notifier, const std::string& config_path) {
     notifier.reloading();
-    spdlog::info("SIGHUP: reloading filters from {} and rotating files", config_path);
+    spdlog::info("SIGHUP: reloading filters from {}, rotating files, probing failed volumes", config_path);
     auto config = load_config(config_path);
     if (!config) {
         spdlog::error("reload rejected, keeping the running configuration: {}", config.error().message);
@@ -105,6 +105,7 @@ void reload(CaptureEngine& engine, SystemdNotifier& notifier, const std::string&
         spdlog::error("reload rejected, keeping the running filters: {}", s.error().message);
     }
     engine.rotate_files();
+    engine.probe_failed_volumes();  // a failed volume fixed by hand comes back now
     notifier.ready();
 }
 

@@ -345,23 +345,40 @@ void check_hugepages(const Config& config, const PreflightOptions& options, cons
     }
 }
 
-// Returns true when the directory is usable (the disk probe needs that).
-bool check_output_directory(const Config& config, Findings& f) {
-    const std::string& dir = config.output.directory;
+// A capture volume and the key that names it in findings: output.directory, or
+// output.volumes[N].directory.
+struct NamedVolume {
+    std::string key;
+    VolumeConfig volume;
+};
+
+std::vector<NamedVolume> named_volumes(const OutputConfig& output) {
+    std::vector<NamedVolume> named;
+    for (const VolumeConfig& volume : output.volume_list())
+        named.push_back({output.volumes.empty() ? std::string("output.directory")
+                                                : "output.volumes[" + std::to_string(named.size()) + "].directory",
+                         volume});
+    return named;
+}
+
+// Returns true when the volume's directory is usable (the disk probe needs that).
+bool check_output_directory(const Config& config, const NamedVolume& volume, Findings& f) {
+    const std::string& dir = volume.volume.directory;
+    const std::string& key = volume.key;
     struct stat st{};
     if (stat(dir.c_str(), &st) != 0) {
-        error(f, "output.directory " + dir + ": " + strerror(errno) + "; create it (mkdir -p " + dir + ")");
+        error(f, key + " " + dir + ": " + strerror(errno) + "; create it (mkdir -p " + dir + ")");
         return false;
     }
     if (!S_ISDIR(st.st_mode)) {
-        error(f, "output.directory " + dir + ": not a directory");
+        error(f, key + " " + dir + ": not a directory");
         return false;
     }
     // access(W_OK) says yes to root on a read-only mount; creating a file is the real test.
     const std::string probe = dir + "/.linecap-write-probe";
     int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
-        error(f, "output.directory " + dir + ": cannot create files there: " + strerror(errno) +
+        error(f, key + " " + dir + ": cannot create files there: " + strerror(errno) +
                      "; fix permissions or the mount (read-only?)");
         return false;
     }
@@ -373,11 +390,11 @@ bool check_output_directory(const Config& config, Findings& f) {
         const uint64_t free_bytes = uint64_t(vfs.f_bavail) * vfs.f_frsize;
         const uint64_t need = config.output.rotate_size_bytes * 2;
         if (free_bytes < need) {
-            const std::string what = "output.directory " + dir + ": only " + std::to_string(free_bytes >> 20) +
+            const std::string what = key + " " + dir + ": only " + std::to_string(free_bytes >> 20) +
                                      " MiB free, less than two rotated files (" + std::to_string(need >> 20) + " MiB)";
             // With a retention budget the daemon makes room itself (a disk kept full by
             // retention is its normal state), so a restart must not be refused.
-            if (config.output.retention.any_budget()) {
+            if (volume.volume.retention.any_budget()) {
                 warning(f, what + "; retention will delete the oldest files to make room");
             } else {
                 error(f, what + "; free space or lower output.rotate.size_mb");
@@ -424,7 +441,7 @@ void check_filters(const Config& config, Findings& f) {
 
 // Writes `bytes` into the output directory (O_DIRECT when the filesystem takes it), fsyncs,
 // deletes, and compares the rate with what the ports can deliver at line rate.
-void probe_disk_speed(const Config& config, const PreflightOptions& options, Findings& f) {
+void probe_disk_speed(const Config& config, const NamedVolume& volume, const PreflightOptions& options, Findings& f) {
     // Line rate of the PCI ports (vdevs have none worth comparing with).
     uint64_t line_bits = 0;
     std::string rates;
@@ -438,11 +455,11 @@ void probe_disk_speed(const Config& config, const PreflightOptions& options, Fin
     }
     if (line_bits == 0) return;  // only virtual devices
 
-    const std::string& dir = config.output.directory;
+    const std::string& dir = volume.volume.directory;
     const uint64_t bytes = std::max<uint64_t>(options.disk_probe_bytes, 4 * kMiB) / (4 * kMiB) * (4 * kMiB);
     struct statvfs vfs{};
     if (statvfs(dir.c_str(), &vfs) == 0 && uint64_t(vfs.f_bavail) * vfs.f_frsize < bytes * 4) {
-        warning(f, "output.directory " + dir + ": too little free space for the " + mib(bytes) +
+        warning(f, volume.key + " " + dir + ": too little free space for the " + mib(bytes) +
                        " write-speed probe; skipped");
         return;
     }
@@ -454,7 +471,7 @@ void probe_disk_speed(const Config& config, const PreflightOptions& options, Fin
         fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     }
     if (fd < 0) {
-        warning(f, "output.directory " + dir + ": write-speed probe: cannot create " + path + ": " + strerror(errno));
+        warning(f, volume.key + " " + dir + ": write-speed probe: cannot create " + path + ": " + strerror(errno));
         return;
     }
     constexpr size_t kChunk = 4 * kMiB;
@@ -482,7 +499,7 @@ void probe_disk_speed(const Config& config, const PreflightOptions& options, Fin
     ::close(fd);
     ::unlink(path.c_str());
     if (write_errno != 0) {
-        warning(f, "output.directory " + dir + ": write-speed probe failed after " + mib(written) + ": " +
+        warning(f, volume.key + " " + dir + ": write-speed probe failed after " + mib(written) + ": " +
                        strerror(write_errno));
         return;
     }
@@ -494,11 +511,11 @@ void probe_disk_speed(const Config& config, const PreflightOptions& options, Fin
                                  (line_bytes_s / std::max<size_t>(1, config.ports.size()));
         char text[512];
         std::snprintf(text, sizeof text,
-                      "output.directory %s: the disk wrote %.0f MB/s (%s %s, fsync included), less than the "
+                      "%s %s: the disk wrote %.0f MB/s (%s %s, fsync included), less than the "
                       "ports deliver at line rate (%s = %.0f MB/s): a full-rate burst longer than the write "
                       "blocks absorb (~%.1f ms) is dropped and counted as writer_full; use faster storage "
                       "(NVMe, RAID 0) or write less (ports[].filter, ports[].snaplen)",
-                      dir.c_str(), disk_bytes_s / 1e6, mib(written).c_str(), direct ? "O_DIRECT" : "buffered",
+                      volume.key.c_str(), dir.c_str(), disk_bytes_s / 1e6, mib(written).c_str(), direct ? "O_DIRECT" : "buffered",
                       rates.c_str(), line_bytes_s / 1e6, buffer_ms);
         warning(f, text);
     }
@@ -540,10 +557,13 @@ std::vector<PreflightFinding> preflight(const Config& config, const PreflightOpt
         check_numa(config, options, plan.value(), ports, findings);
         check_hugepages(config, options, plan.value(), findings);
     }
-    const bool output_ok = check_output_directory(config, findings);
+    std::vector<NamedVolume> usable;  // every volume is checked; the disk probe runs on the usable ones
+    for (const NamedVolume& volume : named_volumes(config.output))
+        if (check_output_directory(config, volume, findings)) usable.push_back(volume);
     check_filters(config, findings);
     check_archive(config, findings);
-    if (options.probe_disk_speed && output_ok) probe_disk_speed(config, options, findings);
+    if (options.probe_disk_speed)
+        for (const NamedVolume& volume : usable) probe_disk_speed(config, volume, options, findings);
     return findings;
 }
 

@@ -24,6 +24,19 @@
 
 namespace linecap {
 
+// One capture volume (Writer::volume_*): its directory (the `volume` label) and counters.
+struct VolumeView {
+    std::string directory;
+    const VolumeCounters* counters = nullptr;
+    const RetentionCounters* retention = nullptr;
+    const ManifestCounters* manifest = nullptr;  // null: output.manifest off
+    // The volume's pipeline (archive/pipeline.hpp); null: the stage is off.
+    const IndexingCounters* indexing = nullptr;
+    const CompressCounters* compressing = nullptr;
+    const ScrubCounters* scrub = nullptr;
+    const ArchiveCounters* archiving = nullptr;
+};
+
 struct CaptureViews {
     std::vector<StreamView> streams;
     std::vector<PortView> ports;
@@ -36,6 +49,10 @@ struct CaptureViews {
     std::string output_directory;                 // statvfs target
     const RetentionCounters* retention = nullptr; // the writer's retention; null: zeros
     const ManifestCounters* manifest = nullptr;   // the writer's manifest hasher; null: off
+    // The capture volumes; when given, retention, manifest and the pipeline's counters are
+    // the sums over them (the pointers above are ignored) and each volume is sampled for
+    // its labelled metrics.
+    std::vector<VolumeView> volumes;
     const IndexingCounters* indexing = nullptr;  // the background indexer; null: off
     const CompressCounters* compressing = nullptr;  // the background compressor; null: off
     const ScrubCounters* scrub = nullptr;               // the background scrub; null: off

@@ -17,6 +17,46 @@ std::optional<Of<uint64_t>> counts_if(const Of<std::atomic<uint64_t>>* live) {
     return read_counts(*live);
 }
 
+// The earlier of two "oldest" stamps, 0 meaning none.
+uint64_t oldest_of(uint64_t a, uint64_t b) { return a == 0 ? b : b == 0 ? a : std::min(a, b); }
+
+// Adds one volume's counts of a service to the store's (absent: the service is off).
+template <template <class> class Of>
+void add_volume(std::optional<Of<uint64_t>>& sum, const Of<std::atomic<uint64_t>>* live) {
+    const std::optional<Of<uint64_t>> counts = counts_if(live);
+    if (!counts) return;
+    if (!sum) {
+        sum = counts;
+        return;
+    }
+    Of<uint64_t>::fields([](uint64_t& total, const uint64_t& add) { total += add; }, *sum, *counts);
+}
+
+// The store's counts over its volumes: sums, except the stamps and passes, which are the
+// volume furthest behind's.
+void add_volume_counts(MetricsSnapshot& next, const VolumeView& view, const VolumeSample& sample, bool first) {
+    const RetentionCounts before = next.retention;
+    RetentionCounts::fields([](uint64_t& sum, const uint64_t& add) { sum += add; }, next.retention, sample.retention);
+    next.retention.oldest_packet_ns = oldest_of(before.oldest_packet_ns, sample.retention.oldest_packet_ns);
+    next.retention.budget_unmet = std::max(before.budget_unmet, sample.retention.budget_unmet);
+    add_volume(next.manifest, view.manifest);
+    add_volume(next.indexing, view.indexing);
+    add_volume(next.compressing, view.compressing);
+    const std::optional<ScrubCounts> scrub_before = next.scrub;
+    add_volume(next.scrub, view.scrub);
+    if (scrub_before && next.scrub && !first) {
+        const std::optional<ScrubCounts> mine = counts_if(view.scrub);
+        next.scrub->passes = std::min(scrub_before->passes, mine->passes);
+        next.scrub->last_pass_end_ns = std::min(scrub_before->last_pass_end_ns, mine->last_pass_end_ns);
+        next.scrub->period_s = std::max(scrub_before->period_s, mine->period_s);
+    }
+    const std::optional<ArchiveCounts> archive_before = next.archiving;
+    add_volume(next.archiving, view.archiving);
+    if (archive_before && next.archiving)
+        next.archiving->backlog_oldest_mtime_ns =
+            oldest_of(archive_before->backlog_oldest_mtime_ns, counts_if(view.archiving)->backlog_oldest_mtime_ns);
+}
+
 }  // namespace
 
 MetricsCollector::MetricsCollector(CaptureViews views, std::unique_ptr<PortStatsSource> port_stats,
@@ -139,6 +179,22 @@ void MetricsCollector::collect() {
     next.compressing = counts_if(views_.compressing);
     next.scrub = counts_if(views_.scrub);
     next.archiving = counts_if(views_.archiving);
+    if (!views_.volumes.empty()) {
+        next.retention = {};
+        next.manifest.reset();
+        next.indexing.reset();
+        next.compressing.reset();
+        next.scrub.reset();
+        next.archiving.reset();
+        for (const VolumeView& view : views_.volumes) {
+            VolumeSample& v = next.volumes.emplace_back();
+            v.directory = view.directory;
+            if (view.counters != nullptr) v.counts = read_counts(*view.counters);
+            if (view.retention != nullptr) v.retention = read_counts(*view.retention);
+            if (filesystem_) v.filesystem = filesystem_(view.directory);
+            add_volume_counts(next, view, v, next.volumes.size() == 1);
+        }
+    }
     if (views_.feed) next.feed = views_.feed();
     if (views_.clock_quality != nullptr)
         next.clock = ClockQualitySample{views_.clock_quality->sample(), views_.clock_quality->steps(),

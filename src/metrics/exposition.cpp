@@ -263,6 +263,50 @@ void add_feed_families(std::vector<MetricFamily>& out, const FeedCounts& feed) {
     }
 }
 
+// A labelled family per capture volume: labels volume and the family's own.
+template <size_t N>
+void volume_family(std::vector<MetricFamily>& out, const FamilyMetric<VolumeCounts, N>& metric,
+                   const std::vector<VolumeSample>& volumes) {
+    MetricFamily f = family(metric.decl);
+    for (const VolumeSample& v : volumes)
+        for (const LabelledField<VolumeCounts>& s : metric.series)
+            add_counter(f, {{"volume", v.directory}, {std::string(metric.label), std::string(s.label_value)}},
+                        v.counts.*s.field);
+    out.push_back(std::move(f));
+}
+
+// One series per capture volume (label `volume`, its directory).
+void add_volume_families(std::vector<MetricFamily>& out, const std::vector<VolumeSample>& volumes) {
+    if (volumes.empty()) return;
+    size_t healthy = 0;
+    for (const VolumeSample& v : volumes) healthy += v.counts.healthy != 0 ? 1 : 0;
+    push(out, kVolumesMetric, static_cast<double>(volumes.size()));
+    push(out, kVolumesHealthyMetric, static_cast<double>(healthy));
+    for (const FieldMetric<VolumeCounts>* metric :
+         {&kVolumeHealthyMetric, &kVolumeStreamsMetric, &kVolumeWrittenBytesMetric, &kVolumeWrittenPacketsMetric,
+          &kVolumeFailuresMetric, &kVolumeStallsMetric, &kVolumeFailoversMetric, &kVolumeReadmissionsMetric, &kVolumeProbeFailuresMetric}) {
+        MetricFamily f = family(metric->decl);
+        for (const VolumeSample& v : volumes) {
+            if (metric->decl.type == linecap::MetricType::counter) {
+                add_counter(f, {{"volume", v.directory}}, metric->value(v.counts));
+            } else {
+                add_gauge(f, {{"volume", v.directory}}, metric->value(v.counts));
+            }
+        }
+        out.push_back(std::move(f));
+    }
+    volume_family(out, kVolumeDroppedMetric, volumes);
+    volume_family(out, kVolumeErrorsMetric, volumes);
+    MetricFamily stored = family(kVolumeStoredBytesMetric);
+    MetricFamily free = family(kVolumeFreeMetric);
+    for (const VolumeSample& v : volumes) {
+        add_gauge(stored, {{"volume", v.directory}}, static_cast<double>(v.retention.bytes));
+        if (v.filesystem) add_gauge(free, {{"volume", v.directory}}, static_cast<double>(v.filesystem->free_bytes));
+    }
+    out.push_back(std::move(stored));
+    out.push_back(std::move(free));
+}
+
 void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& snapshot) {
     out.push_back(per_stream_counter(snapshot, kFilesFinalisedMetric));
     out.push_back(per_stream_counter(snapshot, kOutputFileBytesMetric));
@@ -282,6 +326,7 @@ void add_output_families(std::vector<MetricFamily>& out, const MetricsSnapshot& 
     if (snapshot.compressing) add_compress_families(out, *snapshot.compressing);
     if (snapshot.scrub) add_scrub_families(out, *snapshot.scrub);
     if (snapshot.archiving) add_archive_families(out, *snapshot.archiving, snapshot.collected_ns);
+    add_volume_families(out, snapshot.volumes);
 }
 
 }  // namespace

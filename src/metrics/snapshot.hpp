@@ -84,6 +84,25 @@ inline constexpr MetricDecl kClockStepsMetric{
     "between two samples); the TSC stamps never go back across one, and the files' manifests count them.",
     MetricType::counter};
 
+// One capture volume at the collection (CaptureViews::volumes).
+struct VolumeSample {
+    std::string directory;
+    VolumeCounts counts;
+    RetentionCounts retention;
+    std::optional<FilesystemUsage> filesystem;
+};
+
+inline constexpr MetricDecl kVolumesMetric{"linecap_volumes", "Capture volumes configured.", MetricType::gauge};
+inline constexpr MetricDecl kVolumesHealthyMetric{
+    "linecap_volumes_healthy", "Capture volumes taking writes now (fewer than linecap_volumes: running degraded).",
+    MetricType::gauge};
+inline constexpr MetricDecl kVolumeFreeMetric{
+    "linecap_volume_free_bytes", "Bytes available to the daemon on the capture volume's filesystem.",
+    MetricType::gauge};
+inline constexpr MetricDecl kVolumeStoredBytesMetric{
+    "linecap_volume_stored_bytes", "Bytes of the finished capture files kept on the volume, sidecars included.",
+    MetricType::gauge};
+
 struct MetricsSnapshot {
     bool collected = false;           // false until the first collect()
     std::vector<StreamSample> streams;
@@ -104,6 +123,7 @@ struct MetricsSnapshot {
     std::optional<ArchiveCounts> archiving;    // archive/archive_service.hpp; absent: output.archive off
     std::optional<ClockQualitySample> clock;
     std::optional<FeedCounts> feed;            // feed/feed.hpp; absent: feed.enabled off
+    std::vector<VolumeSample> volumes;         // empty: no volume views (unit tests)
 };
 
 // ---- drop accounting, computed here only (exposition, shutdown summary, status line) ----

@@ -34,7 +34,26 @@ std::string status_document(const MetricsSnapshot& snapshot) {
     if (snapshot.filesystem)
         j["filesystem"] = {{"size_bytes", snapshot.filesystem->size_bytes},
                            {"free_bytes", snapshot.filesystem->free_bytes}};
-    // Port names come from the configuration: invalid UTF-8 is replaced, not thrown on.
+    if (!snapshot.volumes.empty()) {
+        std::vector<Json> volumes;
+        for (const VolumeSample& v : snapshot.volumes) {
+            Json volume = {{"directory", v.directory},
+                           {"state", v.counts.healthy != 0 ? "healthy" : "failed"},
+                           {"streams", v.counts.streams},
+                           {"written_bytes", v.counts.file_bytes},
+                           {"written_packets", v.counts.written_packets},
+                           {"dropped", {{"write_error", v.counts.write_error_packets},
+                                        {"disk_full", v.counts.disk_full_packets}}},
+                           {"failures", v.counts.failures},
+                           {"stalls", v.counts.stalls},
+                           {"files", v.retention.files},
+                           {"bytes", v.retention.bytes}};
+            if (v.filesystem) volume["free_bytes"] = v.filesystem->free_bytes;
+            volumes.push_back(std::move(volume));
+        }
+        j["volumes"] = std::move(volumes);
+    }
+    // Port names (and volume directories) come from the configuration: invalid UTF-8 is replaced, not thrown on.
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

@@ -7,6 +7,7 @@
 
 #include <cassert>
 #include <cstring>
+#include <thread>
 
 #include "linecap_build.h"
 #include "archive/layout.hpp"
@@ -53,7 +54,7 @@ uint64_t LossEpisode::end() {
 }
 
 StreamWriter::StreamWriter(const WriterContext& context, uint32_t index, const StreamSpec& spec, uint32_t snaplen,
-                           StreamCounters& counters, AlignedBuffer direct_io_staging)
+                           StreamCounters& counters, uint64_t& next_seq, AlignedBuffer direct_io_staging)
     : context_(context),
       index_(index),
       id_(spec.id),
@@ -67,7 +68,8 @@ StreamWriter::StreamWriter(const WriterContext& context, uint32_t index, const S
       counters_(counters),
       snaplen_(snaplen),
       header_snaplen_(snaplen),
-      direct_io_staging_(std::move(direct_io_staging)) {
+      direct_io_staging_(std::move(direct_io_staging)),
+      next_seq_(next_seq) {
     file_header_ = encode_file_header(snaplen);
     span_.start_ns = context.run_start_ns;
     span_.capture_at_start = capture_counts();
@@ -131,7 +133,8 @@ bool StreamWriter::write_records(const WriteBlock& block) {
     if (!file_.is_open() && !open_file(block)) return false;
 
     const auto start = Clock::now();
-    const IoStatus status = file_.append({block.data, block.used}, block.packets);
+    const IoStatus fault = context_.fault != nullptr ? injected_fault() : IoStatus{};
+    const IoStatus status = fault.ok() ? file_.append({block.data, block.used}, block.packets) : fault;
     const auto now = Clock::now();
     context_.latency->record(now - start);
     if (!status.ok()) {
@@ -141,7 +144,7 @@ bool StreamWriter::write_records(const WriteBlock& block) {
         // next file (same seq), whose span carries this block's drops.
         if (file_.packets() == 0) {
             file_.discard();
-            counters_.open_file_bytes.store(0, std::memory_order_relaxed);
+            open_bytes_.store(0, std::memory_order_relaxed);
             next_seq_ = file_seq_;
             if (context_.hasher != nullptr) context_.hasher->abandoned(index_);
         }
@@ -152,7 +155,12 @@ bool StreamWriter::write_records(const WriteBlock& block) {
     add(counters_.written_packets, block.packets);
     add(counters_.written_bytes, block.wire_bytes);
     add(counters_.file_bytes, block.used);
-    counters_.open_file_bytes.store(file_.size(), std::memory_order_relaxed);
+    if (context_.volume != nullptr) {
+        context_.volume->written_packets.fetch_add(block.packets, std::memory_order_relaxed);
+        context_.volume->file_bytes.fetch_add(block.used, std::memory_order_relaxed);
+    }
+    full_since_ = {};
+    open_bytes_.store(file_.size(), std::memory_order_relaxed);
     if (context_.hasher != nullptr) context_.hasher->appended(index_, file_.size());
     file_last_ns_ = block.last_ts_ns;
     if (const uint64_t lost = loss_.end(); lost > 0)
@@ -194,7 +202,8 @@ bool StreamWriter::open_file(const WriteBlock& block) {
     file_first_ns_ = block.first_ts_ns;
     file_last_ns_ = block.first_ts_ns;
     add(counters_.file_bytes, file_.size());
-    counters_.open_file_bytes.store(file_.size(), std::memory_order_relaxed);
+    if (context_.volume != nullptr) context_.volume->file_bytes.fetch_add(file_.size(), std::memory_order_relaxed);
+    open_bytes_.store(file_.size(), std::memory_order_relaxed);
     unsynced_ = true;
     last_sync_ = Clock::now();
     if (file_.direct_io_refused() && !context_.direct_io_warned->exchange(true))
@@ -300,12 +309,13 @@ void StreamWriter::finalise_file() {
     const bool marked = context_.hasher != nullptr && context_.hasher->mark_pending(file_.final_name());
     const FinaliseResult result = file_.finalise(durable());
     unsynced_ = false;
-    counters_.open_file_bytes.store(0, std::memory_order_relaxed);
+    open_bytes_.store(0, std::memory_order_relaxed);
     const uint64_t span_start = span_.start_ns;
     // The next span starts now, whatever became of this file: an unrenamed one is left for
     // startup recovery, which marks it as recovered (its counts are not known then).
     span_ = Span{now_ns, capture, 0, 0};
 
+    if (!result.status.ok()) volume_error(result.status);
     if (!result.status.ok())
         spdlog::error("{}: finalising {}: {}{}", label_, path_of(file_.in_progress_name()),
                       result.status.message(),
@@ -317,7 +327,9 @@ void StreamWriter::finalise_file() {
         }
         return;
     }
-    add(counters_.files_finalised, 1);
+    // fetch_add: a file left open on a volume the stream moved away from is finished by
+    // that volume's thread, maybe while the stream's new one finishes another.
+    counters_.files_finalised.fetch_add(1, std::memory_order_relaxed);
     spdlog::info("finalised {} ({} packets, {} bytes)", path_of(file_.final_name()), counts.packets, result.size);
 
     const FinishedFile finished{file_.final_name(), result.size, file_first_ns_, file_last_ns_};
@@ -340,6 +352,10 @@ void StreamWriter::count_lost(const WriteBlock& block, const IoStatus& status,
     add(status.disk_full() ? counters_.disk_full_packets : counters_.write_error_packets,
         block.packets);
     (status.disk_full() ? span_.disk_full : span_.write_error) += block.packets;
+    if (context_.volume != nullptr)
+        (status.disk_full() ? context_.volume->disk_full_packets : context_.volume->write_error_packets)
+            .fetch_add(block.packets, std::memory_order_relaxed);
+    volume_error(status);
     ask_room_if_full(status);
     if (loss_.add(block.packets))
         spdlog::warn("{}: {} {} failed: {}; counting packets as lost ({}) until a write succeeds",
@@ -356,9 +372,46 @@ void StreamWriter::sync_if_due(Clock::time_point now) {
     if (now - last_sync_ < std::chrono::seconds(context_.config.fsync_interval_s)) return;
     last_sync_ = now;
     unsynced_ = false;
-    if (const IoStatus status = file_.sync(); !status.ok())
+    if (const IoStatus status = file_.sync(); !status.ok()) {
+        volume_error(status);
         spdlog::error("{}: {} {}: {}", label_, status.operation(), path_of(file_.in_progress_name()),
                       errno_text(status.error()));
+    }
+}
+
+void StreamWriter::volume_error(const IoStatus& status) {
+    if (context_.volume != nullptr) context_.volume->count_error(status.error());
+    if (!status.disk_full()) {
+        failure_ = status.error() != 0 ? status.error() : EIO;
+        return;
+    }
+    // A full disk is retention's to clear; one it has not cleared in the stall bound is
+    // the volume's failure.
+    const auto now = Clock::now();
+    if (full_since_ == Clock::time_point{}) full_since_ = now;
+    if (now - full_since_ >= std::chrono::milliseconds(context_.config.volume_stall_timeout_ms)) {
+        failure_ = status.error();
+        full_since_ = {};
+    }
+}
+
+IoStatus StreamWriter::injected_fault() const {
+    if (const uint32_t ms = context_.fault->stall_ms.load(std::memory_order_relaxed); ms > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    if (const int error = context_.fault->error.load(std::memory_order_relaxed); error != 0)
+        return IoStatus::failure("write", error);
+    return {};
+}
+
+bool StreamWriter::near_rotation(uint64_t bytes) const {
+    const uint64_t rotate_size = context_.config.rotate_size_bytes;
+    return !file_.is_open() || (rotate_size > 0 && file_.packets() > 0 && file_.size() + bytes > rotate_size);
+}
+
+void StreamWriter::take_over() {
+    span_ = Span{utc_now_ns(), capture_counts(), 0, 0};
+    failure_ = 0;
+    full_since_ = {};
 }
 
 void StreamWriter::finish() {

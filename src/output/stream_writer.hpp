@@ -13,6 +13,13 @@
 // filtered packet within a few milliseconds of a rotation may be told to the next file.
 // Over all files of a stream the spans add up to everything the stream saw.
 //
+// Several volumes: a stream has one StreamWriter per volume (each with the volume's
+// WriterContext), all sharing the stream's counters and file sequence. Each is called by
+// one writer thread only, the volume's thread for the stream (writer.cpp), and only while
+// that thread owns the stream — except finish(), which the volume's thread may call for a
+// file left open there after the stream moved away (only files_finalised, added with
+// fetch_add, is shared with the stream's new writer then).
+//
 // Owned and called by exactly one writer thread; only the counters are read elsewhere.
 #pragma once
 
@@ -21,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "archive/manifest.hpp"
@@ -38,7 +46,7 @@ class RetentionService;
 // What all streams of a writer share. Read-only after Writer::create except for the
 // atomics.
 struct WriterContext {
-    OutputConfig config;
+    OutputConfig config;                     // directory and retention: the volume's
     FileTemplate file_template;              // config.file_template, compiled
     int dir_fd = -1;                         // the output directory, for *at() calls
     WriteLatency* latency = nullptr;
@@ -48,6 +56,8 @@ struct WriterContext {
     std::string run_id;                      // this run of the writer, for manifests
     uint64_t run_start_ns = 0;               // UTC ns: where the first span starts
     uint64_t room_bytes = 0;                 // free space to ask retention for on ENOSPC
+    VolumeCounters* volume = nullptr;        // the volume's counters; null: none kept
+    const VolumeFault* fault = nullptr;      // test seam; null: none
     // Called on the writer thread with the name of every file finished (after retention
     // has it); must not block. Empty: nobody listens.
     std::function<void(const std::string& name)> file_finished;
@@ -70,8 +80,9 @@ private:
 
 class StreamWriter {
 public:
+    // `next_seq`: the stream's file counter, shared by its writers on every volume.
     StreamWriter(const WriterContext& context, uint32_t index, const StreamSpec& spec, uint32_t snaplen,
-                 StreamCounters& counters, AlignedBuffer direct_io_staging);
+                 StreamCounters& counters, uint64_t& next_seq, AlignedBuffer direct_io_staging);
     ~StreamWriter();
     StreamWriter(const StreamWriter&) = delete;
     StreamWriter& operator=(const StreamWriter&) = delete;
@@ -88,6 +99,18 @@ public:
     void finish();
 
     bool has_open_file() const { return file_.is_open(); }
+    // Size of the file being written (0: none), for the volume's retention. Any thread.
+    uint64_t open_file_bytes() const { return open_bytes_.load(std::memory_order_relaxed); }
+    // Whether the open file is that close to its rotation size that a block of `bytes`
+    // would finish it: a good moment to move the stream to another volume.
+    bool near_rotation(uint64_t bytes) const;
+    // The stream has just moved here from another volume: the span of the next file
+    // starts now (the other volume's last file counts what came before).
+    void take_over();
+    // An error since the last call that means the volume cannot take writes (any errno
+    // but a full disk, or a full disk retention has not cleared within
+    // output.volume_stall_timeout_ms); 0: none.
+    int take_failure() { return std::exchange(failure_, 0); }
 
 private:
     // Counts of the current span (see the top of this file).
@@ -127,6 +150,10 @@ private:
                           uint64_t span_end_ns) const;
     void count_lost(const WriteBlock& block, const IoStatus& status, const std::string& file_name);
     void sync_if_due(std::chrono::steady_clock::time_point now);
+    // An operation on the volume failed: counted by errno, and remembered for take_failure.
+    void volume_error(const IoStatus& status);
+    // The test seam's failure for the next write, if any (it may sleep first).
+    IoStatus injected_fault() const;
     std::string path_of(const std::string& name) const;
     void follow_snaplen();
 
@@ -148,7 +175,8 @@ private:
     AlignedBuffer direct_io_staging_;
 
     CaptureFile file_;
-    uint64_t next_seq_ = 0;
+    uint64_t& next_seq_;                       // the stream's, shared by its volumes' writers
+    std::atomic<uint64_t> open_bytes_{0};
     uint64_t file_seq_ = 0;                    // of the open file
     uint64_t file_first_ns_ = 0;               // first and last packet in the open file
     uint64_t file_last_ns_ = 0;
@@ -156,6 +184,8 @@ private:
     LossEpisode loss_;
     bool unsynced_ = false;
     std::chrono::steady_clock::time_point last_sync_{};
+    int failure_ = 0;
+    std::chrono::steady_clock::time_point full_since_{};  // of the running disk-full episode
 };
 
 }  // namespace linecap

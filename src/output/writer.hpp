@@ -2,6 +2,13 @@
 // blocks to disk, rotate on size, finalise files on the workers' rotation marks, and
 // count what reached a file (or why it did not).
 //
+// Volumes (output.volumes; output.directory is the one-volume form, the same code): each
+// volume has its directory, retention, manifest hasher and writer thread(s) of its own.
+// Each stream is placed on one healthy volume at a time; a volume whose write fails (EIO,
+// EROFS, …, or ENOSPC retention does not clear) or stalls (output.volume_stall_timeout_ms,
+// seen by a watchdog thread) is marked failed and its streams move to the healthy ones. A
+// failed volume is probed and re-admitted (writer.cpp has the hand-over protocol).
+//
 // Threading: workers only touch Stream rings (push full / pop free). Everything else
 // here belongs to the writer thread(s); the metrics thread reads StreamCounters with
 // relaxed loads.
@@ -39,7 +46,6 @@ struct StreamCountersOf {
     Counter write_error_packets{};  // lost to an I/O error (EIO, …)
     Counter disk_full_packets{};    // lost to ENOSPC / EDQUOT
     Counter files_finalised{};
-    Counter open_file_bytes{};      // size of the file being written (0: none)
 
     template <class F, class... Group>
     static void fields(F&& f, Group&... g) {
@@ -49,7 +55,6 @@ struct StreamCountersOf {
         f(g.write_error_packets...);
         f(g.disk_full_packets...);
         f(g.files_finalised...);
-        f(g.open_file_bytes...);
     }
 };
 struct alignas(64) StreamCounters : StreamCountersOf<std::atomic<uint64_t>> {};
@@ -73,6 +78,111 @@ inline constexpr FieldMetric<StreamCounts> kOutputFileBytesMetric{
     &StreamCounts::file_bytes};
 inline constexpr DropReason<StreamCounts> kWriteErrorDrop{"write_error", &StreamCounts::write_error_packets};
 inline constexpr DropReason<StreamCounts> kDiskFullDrop{"disk_full", &StreamCounts::disk_full_packets};
+
+// One capture volume's state and what was written to it or lost there (label `volume`,
+// its directory). Written by the volume's writer threads and the writer's watchdog and
+// probe (fetch_add: several threads), read by the metrics thread.
+template <class Counter>
+struct VolumeCountersOf {
+    Counter healthy{};               // gauge: 1 healthy, 0 failed
+    Counter streams{};               // gauge: streams placed on it
+    Counter file_bytes{};            // bytes appended to files on it (headers included)
+    Counter written_packets{};
+    Counter write_error_packets{};   // lost there to an I/O error (reason write_error)
+    Counter disk_full_packets{};     // lost there to ENOSPC / EDQUOT (reason disk_full)
+    Counter errors_eio{};            // failed writes (create, write, sync, rename) by errno
+    Counter errors_erofs{};
+    Counter errors_enospc{};
+    Counter errors_edquot{};
+    Counter errors_other{};
+    Counter failures{};              // times it was marked failed
+    Counter stalls{};                // of those, for a write that did not return in time
+    Counter failovers{};             // streams moved away from it after a failure
+    Counter readmissions{};          // times a probe (or SIGHUP) found it working again
+    Counter probe_failures{};
+
+    template <class F, class... Group>
+    static void fields(F&& f, Group&... g) {
+        f(g.healthy...);
+        f(g.streams...);
+        f(g.file_bytes...);
+        f(g.written_packets...);
+        f(g.write_error_packets...);
+        f(g.disk_full_packets...);
+        f(g.errors_eio...);
+        f(g.errors_erofs...);
+        f(g.errors_enospc...);
+        f(g.errors_edquot...);
+        f(g.errors_other...);
+        f(g.failures...);
+        f(g.stalls...);
+        f(g.failovers...);
+        f(g.readmissions...);
+        f(g.probe_failures...);
+    }
+};
+struct alignas(64) VolumeCounters : VolumeCountersOf<std::atomic<uint64_t>> {
+    // A failed operation on the volume, by errno.
+    void count_error(int error);
+};
+using VolumeCounts = VolumeCountersOf<uint64_t>;
+
+inline constexpr FieldMetric<VolumeCounts> kVolumeHealthyMetric{
+    {"linecap_volume_healthy", "1 while the capture volume takes writes, 0 while it is failed.", MetricType::gauge},
+    &VolumeCounts::healthy};
+inline constexpr FieldMetric<VolumeCounts> kVolumeStreamsMetric{
+    {"linecap_volume_streams", "Streams (port queues) written to the capture volume now.", MetricType::gauge},
+    &VolumeCounts::streams};
+inline constexpr FieldMetric<VolumeCounts> kVolumeWrittenBytesMetric{
+    {"linecap_volume_written_bytes_total", "Bytes appended to capture files on the volume, headers included.",
+     MetricType::counter},
+    &VolumeCounts::file_bytes};
+inline constexpr FieldMetric<VolumeCounts> kVolumeWrittenPacketsMetric{
+    {"linecap_volume_written_packets_total", "Packets that reached a capture file on the volume.",
+     MetricType::counter},
+    &VolumeCounts::written_packets};
+inline constexpr FamilyMetric<VolumeCounts, 2> kVolumeDroppedMetric{
+    {"linecap_volume_dropped_packets_total",
+     "Packets lost on the volume, by reason (their sum over volumes is linecap_dropped_packets_total's).",
+     MetricType::counter},
+    "reason",
+    {{"write_error", &VolumeCounts::write_error_packets}, {"disk_full", &VolumeCounts::disk_full_packets}}};
+inline constexpr FamilyMetric<VolumeCounts, 5> kVolumeErrorsMetric{
+    {"linecap_volume_write_errors_total", "Failed writes (create, write, sync, rename) on the volume, by errno.",
+     MetricType::counter},
+    "errno",
+    {{"EIO", &VolumeCounts::errors_eio},
+     {"EROFS", &VolumeCounts::errors_erofs},
+     {"ENOSPC", &VolumeCounts::errors_enospc},
+     {"EDQUOT", &VolumeCounts::errors_edquot},
+     {"other", &VolumeCounts::errors_other}}};
+inline constexpr FieldMetric<VolumeCounts> kVolumeFailuresMetric{
+    {"linecap_volume_failures_total", "Times the volume was marked failed (an I/O error or a stall).",
+     MetricType::counter},
+    &VolumeCounts::failures};
+inline constexpr FieldMetric<VolumeCounts> kVolumeStallsMetric{
+    {"linecap_volume_stalls_total",
+     "Times a write on the volume did not return within output.volume_stall_timeout_ms.", MetricType::counter},
+    &VolumeCounts::stalls};
+inline constexpr FieldMetric<VolumeCounts> kVolumeFailoversMetric{
+    {"linecap_volume_failovers_total", "Streams moved away from the volume because it failed.", MetricType::counter},
+    &VolumeCounts::failovers};
+inline constexpr FieldMetric<VolumeCounts> kVolumeReadmissionsMetric{
+    {"linecap_volume_readmissions_total", "Times the failed volume was found working again and re-admitted.",
+     MetricType::counter},
+    &VolumeCounts::readmissions};
+
+inline constexpr FieldMetric<VolumeCounts> kVolumeProbeFailuresMetric{
+    {"linecap_volume_probe_failures_total", "Probes of the failed volume that found it still not working.",
+     MetricType::counter},
+    &VolumeCounts::probe_failures};
+
+// A test seam: makes the volume's writes fail with `error` (0: off) or sleep `stall_ms`
+// first, as a failing or stalled device would. Checked once per block written.
+struct VolumeFault {
+    std::atomic<int> error{0};
+    std::atomic<uint32_t> stall_ms{0};
+};
 
 // The writer's backlog (Writer::backlog_blocks), unlabelled.
 inline constexpr MetricDecl kWriterBacklogMetric{"linecap_writer_backlog_blocks",
@@ -153,8 +263,9 @@ public:
     Stream& stream(size_t index);
     const StreamCounters& counters(size_t index) const;
     const WriteLatency& latency() const;
+    // Volume 0's (the one volume of output.directory); volume_retention() for the others.
     const RetentionCounters& retention() const;
-    // The manifest hasher's counters; null when output.manifest is off.
+    // Volume 0's manifest hasher's counters; null when output.manifest is off.
     const ManifestCounters* manifest() const;
     size_t backlog_blocks() const;   // full blocks waiting, all streams
 
@@ -165,18 +276,34 @@ public:
     // (blocks from before a cut may still be in flight). Stream::snaplen is not updated.
     void set_snaplen(size_t index, uint32_t snaplen);
 
-    // `hook(name)` is called on a writer thread for every file finished, after retention
-    // has it (and before its manifest, which may be pending); it must not block. Call
-    // before start().
-    void on_file_finished(std::function<void(const std::string& name)> hook);
+    // The capture volumes, in configuration order (one: output.directory).
+    size_t volume_count() const;
+    const std::string& volume_directory(size_t volume) const;
+    const VolumeCounters& volume_counters(size_t volume) const;
+    const RetentionCounters& volume_retention(size_t volume) const;
+    // Null when output.manifest is off.
+    const ManifestCounters* volume_manifest(size_t volume) const;
+    // The volume a stream is placed on now.
+    size_t stream_volume(size_t index) const;
+    // Probes every failed volume now (SIGHUP) instead of at its next probe interval. Any
+    // thread; returns at once.
+    void probe_failed_volumes();
+    // Test seam (VolumeFault); null for a volume out of range.
+    VolumeFault* volume_fault(size_t volume);
+
+    // `hook(volume, name)` is called on a writer thread for every file finished (name
+    // within the volume's directory), after retention has it (and before its manifest,
+    // which may be pending); it must not block. Call before start().
+    using FileFinishedHook = std::function<void(size_t volume, const std::string& name)>;
+    void on_file_finished(FileFinishedHook hook);
     // `hook(stream, block)` is called on a writer thread with every block once it is
     // written (or counted lost), before the block goes back to the worker: it must not
     // block or keep the block. Call before start().
     using BlockWrittenHook = std::function<void(const Stream& stream, const WriteBlock& block)>;
     void on_block_written(BlockWrittenHook hook);
-    // A sidecar of the finished file `name` (an index) was written or replaced after the
-    // file was finished: retention re-reads its size. Any thread.
-    void sidecar_changed(const std::string& name);
+    // A sidecar of the finished file `name` on `volume` (an index) was written or replaced
+    // after the file was finished: retention re-reads its size. Any thread.
+    void sidecar_changed(size_t volume, const std::string& name);
 
     // Starts the writer thread(s), each moved to `placement` before it writes anything (an
     // error there stops them all and is returned).

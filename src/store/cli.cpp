@@ -231,8 +231,10 @@ constexpr const char* kHelpTitle = "linecap - forensic retrieval over a linecapd
 constexpr const char* kHelpCommon = R"(
   Every command also takes --template TEMPLATE (the daemon's output.file_template;
   default "%Y%m%dT%H%M%S.{nsec}Z-{port}-q{queue}") or --config FILE (a linecapd
-  configuration: output.directory, output.file_template and output.rotate.interval_s are
-  taken from it; --dir and --template override); --help prints a command's own usage.
+  configuration: output.directory (or every output.volumes directory),
+  output.file_template and output.rotate.interval_s are taken from it; --dir and
+  --template override); --help prints a command's own usage. --dir may be given several
+  times: the capture volumes are one store (index and compress do each in turn).
 
 )";
 
@@ -286,7 +288,8 @@ constexpr const char* kArchiveOptions[] = {"--archive", "--endpoint", "--credent
                                            "--ca-file", "--path-style", "--virtual-hosted"};
 
 struct Common {
-    std::string dir;
+    std::string dir;                // the first of dirs
+    std::vector<std::string> dirs;  // every capture volume: --dir (repeatable) or the config's
     std::string file_template = kDefaultFileTemplate;
     uint64_t rotate_interval_s = 0;
 };
@@ -314,18 +317,23 @@ public:
                 usage_error(config.error().message);
                 return false;
             }
-            c.dir = config->output.directory;
+            for (const VolumeConfig& volume : config->output.volume_list()) c.dirs.push_back(volume.directory);
             c.file_template = config->output.file_template;
             c.rotate_interval_s = config->output.rotate_interval_s;
         }
-        if (auto d = get("--dir")) c.dir = *d;
+        std::vector<std::string> given;
+        for (const auto& [name, value] : args_.options)
+            if (name == "--dir") given.push_back(value);
+        if (!given.empty()) c.dirs = std::move(given);
+        for (std::string& d : c.dirs)
+            while (d.size() > 1 && d.back() == '/') d.pop_back();
+        if (!c.dirs.empty()) c.dir = c.dirs.front();
         if (auto t = get("--template")) c.file_template = *t;
         if (c.dir.empty() && !(archive_ok && get("--archive"))) {
             usage_error(archive_ok ? "--dir DIR or --archive URL is required (or --config FILE)"
                                    : "--dir DIR is required (or --config FILE)");
             return false;
         }
-        while (c.dir.size() > 1 && c.dir.back() == '/') c.dir.pop_back();
         auto tmpl = FileTemplate::compile(c.file_template);
         if (!tmpl) {
             usage_error(tmpl.error().message);
@@ -482,7 +490,7 @@ int cmd_extract(const Cli& cli, const ToolCommands& above) {
     const auto out = cli.get("-o");
     if (!out || out->empty()) return Cli::usage_error("-o OUT.pcap (or -o - for stdout) is required"), kExitUsage;
     QueryStore store;
-    if (const int rc = open_query_store(cli.options(), c.dir, store); rc != kExitOk) return rc;
+    if (const int rc = open_query_store(cli.options(), c.dirs, store); rc != kExitOk) return rc;
     o.store = store.backend.get();
 
     Result<ExtractReport> report = runtime_error("not run");
@@ -545,9 +553,27 @@ size_t remove_stale_index_files(const LocalDirectoryStore& store) {
     return removed;
 }
 
-int cmd_index(const Cli& cli) {
+int cmd_index_volume(const Cli& cli, const Common& c);
+int cmd_compress_volume(const Cli& cli, const Common& c);
+
+// index and compress work on each capture volume in turn (they change its directory).
+int for_each_volume(const Cli& cli, int (*command)(const Cli&, const Common&)) {
     Common c;
     if (!cli.common(c)) return kExitUsage;
+    int rc = kExitOk;
+    for (const std::string& dir : c.dirs) {
+        Common volume = c;
+        volume.dir = dir;
+        volume.dirs = {dir};
+        if (const int r = command(cli, volume); r != kExitOk && rc == kExitOk) rc = r;
+    }
+    return rc;
+}
+
+int cmd_index(const Cli& cli) { return for_each_volume(cli, cmd_index_volume); }
+int cmd_compress(const Cli& cli) { return for_each_volume(cli, cmd_compress_volume); }
+
+int cmd_index_volume(const Cli& cli, const Common& c) {
     uint64_t jobs = 1, block_kb = kDefaultIndexBlockBytes / 1024;
     if (auto j = cli.get("--jobs"); j && !parse_count(*j, 1, 64, &jobs))
         return Cli::usage_error("--jobs: expected 1..64"), kExitUsage;
@@ -624,9 +650,7 @@ int cmd_index(const Cli& cli) {
     return failed ? kExitFailure : kExitOk;
 }
 
-int cmd_compress(const Cli& cli) {
-    Common c;
-    if (!cli.common(c)) return kExitUsage;
+int cmd_compress_volume(const Cli& cli, const Common& c) {
     uint64_t level = kDefaultCompressLevel;
     if (auto l = cli.get("--level"); l && !parse_count(*l, 1, 19, &level))
         return Cli::usage_error("--level: expected 1..19"), kExitUsage;
@@ -679,7 +703,7 @@ int cmd_stats(const Cli& cli) {
     Common c;
     if (!cli.common(c, true)) return kExitUsage;
     QueryStore store;
-    if (const int rc = open_query_store(cli.options(), c.dir, store); rc != kExitOk) return rc;
+    if (const int rc = open_query_store(cli.options(), c.dirs, store); rc != kExitOk) return rc;
     StatsOptions o;
     o.directory = store.backend->location();
     o.store = store.backend.get();
@@ -758,6 +782,9 @@ int cmd_hold(const Cli& cli, const std::vector<std::string>& operands) {
     o.on_warning = [](const std::string& m) { print_line("warning", m); };
     o.on_error = [](const std::string& m) { print_line("error", m); };
     o.on_concern = [](const FileConcern& f) { print_line("integrity", f.path + ": " + f.reason); };
+    // The bundle is kept in the first volume; its packets come from every volume.
+    const std::unique_ptr<StoreBackend> volumes = open_volumes(c.dirs);
+    o.store = volumes.get();
     HoldRequest request;
     request.query = o;
     request.origin = cli.get("--alert") ? "alert records of " + *cli.get("--alert") : "linecap hold create";
@@ -809,14 +836,14 @@ bool is_archive_option(std::string_view name) {
     return false;
 }
 
-int open_query_store(const CommandOptions& options, const std::string& directory, QueryStore& out) {
+int open_query_store(const CommandOptions& options, const std::vector<std::string>& directories, QueryStore& out) {
     const auto get = [&](const char* name) { return option_value(options, name); };
     const auto url = get("--archive");
     if (!url) {
         for (const char* archive_only : kArchiveOptions)
             if (get(archive_only))
                 return print_usage_error(std::string(archive_only) + " goes with --archive"), kExitUsage;
-        out.backend = open_store(directory);
+        out.backend = open_volumes(directories);
         return kExitOk;
     }
     if (get("--path-style") && get("--virtual-hosted"))
@@ -840,8 +867,8 @@ int open_query_store(const CommandOptions& options, const std::string& directory
         return print_line("error", archive.error().message), kExitFailure;
     }
     out.archive = archive.value().get();
-    if (directory.empty()) out.backend = std::move(archive.value());
-    else out.backend = std::make_unique<StoreUnion>(open_store(directory), std::move(archive.value()));
+    if (directories.empty()) out.backend = std::move(archive.value());
+    else out.backend = std::make_unique<StoreUnion>(open_volumes(directories), std::move(archive.value()));
     return kExitOk;
 }
 

@@ -40,7 +40,8 @@ bool parse_count(const std::string& text, uint64_t min, uint64_t max, uint64_t* 
 // --credentials, --region, --ca-file, --path-style, --virtual-hosted).
 bool is_archive_option(std::string_view name);
 
-// The store a query reads: `directory`, the archive of --archive, or both as one.
+// The store a query reads: the capture volumes `directories` (one store, open_volumes),
+// the archive of --archive, or both as one.
 // `archive` is the archive's backend (for the bytes it fetched), nullptr without one.
 struct QueryStore {
     std::unique_ptr<StoreBackend> backend;
@@ -48,7 +49,7 @@ struct QueryStore {
 };
 // kExitOk, or the exit status after printing in one line why the store cannot be used
 // (an archive option without --archive is a usage error).
-int open_query_store(const CommandOptions& options, const std::string& directory, QueryStore& out);
+int open_query_store(const CommandOptions& options, const std::vector<std::string>& directories, QueryStore& out);
 
 // Writes a capture answer to `out` (-o): "-" is stdout (refused when a terminal); a path
 // is an AtomicFile from open_extract_output (refused inside `store_directory`, if given),

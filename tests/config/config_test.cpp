@@ -416,13 +416,15 @@ TEST(Required, PortDevice) {
 TEST(Required, OutputDirectoryInAGivenSection) {
     EXPECT_EQ(
         parse_error("ports: [{name: tap0, device: net_null0}]\noutput:\n  format: pcap\n"),
-        "test.yaml:2: output.directory: required key is missing; expected the absolute path of the capture directory");
+        "test.yaml:2: output.directory: required key is missing; expected the absolute path of the capture directory (or "
+              "output.volumes)");
 }
 
 TEST(Required, OutputDirectoryWithoutTheSection) {
     EXPECT_EQ(
         parse_error("ports: [{name: tap0, device: net_null0}]\n"),
-        "test.yaml:1: output.directory: required key is missing; expected the absolute path of the capture directory");
+        "test.yaml:1: output.directory: required key is missing; expected the absolute path of the capture directory (or "
+              "output.volumes)");
 }
 
 // --- eal ----------------------------------------------------------------------------
@@ -1220,6 +1222,70 @@ TEST(Feed, BadValuesNameTheKey) {
     EXPECT_THAT(parse_error(kMinimal + "feed:\n  buffer_bytes: 4K\n"), HasSubstr("feed.buffer_bytes: expected a size 1M..2G"));
     EXPECT_THAT(parse_error(kMinimal + "feed:\n  max_consumers: 0\n"), HasSubstr("feed.max_consumers"));
     EXPECT_THAT(parse_error(kMinimal + "feed:\n  listen: nowhere\n"), HasSubstr("feed.listen"));
+}
+
+
+// --- output.volumes -------------------------------------------------------------------
+
+const std::string kVolumesHead =
+    "ports:\n"
+    "  - name: tap0\n"
+    "    device: net_null0\n"
+    "output:\n";
+
+TEST(Volumes, OneDirectoryIsOneVolume) {
+    const Config config = parse_ok(kMinimal);
+    EXPECT_TRUE(config.output.volumes.empty());
+    const std::vector<VolumeConfig> volumes = config.output.volume_list();
+    ASSERT_EQ(volumes.size(), 1u);
+    EXPECT_EQ(volumes[0].directory, "/tmp/cap");
+    EXPECT_EQ(volumes[0].retention, config.output.retention);
+    EXPECT_EQ(config.output.volume_stall_timeout_ms, 5000u);
+    EXPECT_EQ(config.output.volume_probe_interval_s, 5u);
+}
+
+TEST(Volumes, EachWithItsRetentionFallingBackToOutputRetention) {
+    const Config config = parse_ok(kVolumesHead +
+                                   "  volumes:\n"
+                                   "    - { directory: /srv/capture/a }\n"
+                                   "    - { directory: /srv/capture/b/, retention: { max_bytes: 4G } }\n"
+                                   "  volume_stall_timeout_ms: 2000\n"
+                                   "  volume_probe_interval_s: 1\n"
+                                   "  retention: { max_age: 1d, max_bytes: 1G }\n");
+    const OutputConfig& out = config.output;
+    ASSERT_EQ(out.volumes.size(), 2u);
+    EXPECT_EQ(out.volume_list(), out.volumes);
+    EXPECT_EQ(out.directory, "/srv/capture/a");  // what reads one directory reads the first
+    EXPECT_EQ(out.volumes[0].directory, "/srv/capture/a");
+    EXPECT_EQ(out.volumes[0].retention, out.retention);
+    EXPECT_EQ(out.volumes[1].directory, "/srv/capture/b");
+    EXPECT_EQ(out.volumes[1].retention.max_bytes, 4ull << 30);
+    EXPECT_EQ(out.volumes[1].retention.max_age_s, 86400u);
+    EXPECT_EQ(out.volume_stall_timeout_ms, 2000u);
+    EXPECT_EQ(out.volume_probe_interval_s, 1u);
+}
+
+TEST(Volumes, ErrorsNameTheKey) {
+    EXPECT_EQ(parse_error(kVolumesHead + "  directory: /tmp/cap\n  volumes:\n    - { directory: /srv/a }\n"),
+              "test.yaml:5: output.directory: give output.directory (one volume) or output.volumes (several), not "
+              "both");
+    EXPECT_EQ(parse_error(kVolumesHead + "  volumes:\n    - { directory: /srv/a }\n    - { directory: b }\n"),
+              "test.yaml:7: output.volumes[1].directory: expected an absolute path (starting with /) of the "
+              "volume's capture directory, got 'b'");
+    EXPECT_EQ(parse_error(kVolumesHead + "  volumes:\n    - { directory: /srv/a }\n    - { directory: /srv/a/ }\n"),
+              "test.yaml:7: output.volumes[1].directory: '/srv/a' is already given at output.volumes[0].directory "
+              "(line 6); each volume needs a directory of its own");
+    EXPECT_EQ(parse_error(kVolumesHead + "  volumes:\n    - { retention: { max_bytes: 1G } }\n"),
+              "test.yaml:6: output.volumes[0].directory: required key is missing; expected the absolute path of the "
+              "volume's capture directory");
+    EXPECT_EQ(parse_error(kVolumesHead + "  volumes:\n    - { directory: /srv/a, retention: { max_bytez: 1 } }\n"),
+              "test.yaml:6: output.volumes[0].retention: unknown key 'max_bytez' (did you mean 'max_bytes'?); valid "
+              "keys here: max_bytes, max_percent, min_free_bytes, max_age, hold_file");
+    EXPECT_EQ(parse_error(kVolumesHead + "  volumes: []\n"),
+              "test.yaml:4: output.directory: required key is missing; expected the absolute path of the capture "
+              "directory (or output.volumes)");
+    EXPECT_EQ(parse_error(kMinimal + "  volume_stall_timeout_ms: 10\n"),
+              "test.yaml:6: output.volume_stall_timeout_ms: expected an integer 100..600000, got '10'");
 }
 
 }  // namespace

@@ -188,6 +188,100 @@ mount_small_fs() {
     printf -v "$var" '%s' "$dir"
 }
 
+# --- file systems that fail on command -----------------------------------------------------
+
+FAULTFS="$LINECAP_SRC/tests/lib/linecap_harness/faultfs.py"
+
+# need_faultfs: skip unless FUSE works here (/dev/fuse, fusermount3, Debian's pyfuse3).
+need_faultfs() {
+    need_cmd fusermount3
+    [[ -c /dev/fuse ]] || skip "no /dev/fuse (FUSE is not available here)"
+    /usr/bin/python3 -c 'import pyfuse3, trio' 2>/dev/null \
+        || skip "needs Debian's python3-pyfuse3 (scripts/install-deps.sh installs it)"
+}
+
+# mount_faultfs VAR: a pass-through FUSE file system (tests/lib/linecap_harness/faultfs.py)
+# over a new directory under $TEST_TMPDIR, mounted on another; the mount point in VAR.
+# faultfs_set MOUNTPOINT MODE [SECONDS] fails or stalls it. Unmounted on exit (lazily if
+# something still holds it, and by the reaper if the test is killed).
+mount_faultfs() {
+    local var=${1:?mount_faultfs VAR} dir
+    need_faultfs
+    [[ -n $TEST_TMPDIR ]] || make_tmpdir
+    dir=$(mktemp -d "$TEST_TMPDIR/faultfs.XXXXXX")
+    mkdir "$dir/backing" "$dir/mnt"
+    on_exit "'$FAULTFS' umount '$dir/mnt' || true"
+    _lc_reaper_add "'$FAULTFS' umount '$dir/mnt'"
+    "$FAULTFS" mount "$dir/backing" "$dir/mnt" --log "$dir/faultfs.log" >/dev/null \
+        || fail "mount_faultfs: $(tail -n 5 "$dir/faultfs.log" 2>/dev/null)"
+    show_on_failure "$dir/faultfs.log"
+    log "faultfs: $dir/mnt over $dir/backing"
+    printf -v "$var" '%s' "$dir/mnt"
+}
+
+# faultfs_set MOUNTPOINT ok|eio|enospc|erofs|stall SECONDS: in effect when it returns.
+faultfs_set() {
+    "$FAULTFS" set "$@" || fail "faultfs_set $*"
+    log "faultfs: $1 now $2${3:+ $3 s}"
+}
+
+declare -gA _LC_LOOP_DEV=() _LC_LOOP_IMG=()
+
+# mount_loop_ext4 VAR SIZE: an ext4 image of SIZE (e.g. 64M) on a loop device, mounted
+# errors=remount-ro on a new directory under $TEST_TMPDIR, its path in VAR and the device in
+# $LOOP_DEV; unmounted and detached on exit (and by the reaper).
+mount_loop_ext4() {
+    local var=${1:?mount_loop_ext4 VAR SIZE} size=${2:?mount_loop_ext4 VAR SIZE} dir dev
+    need_cmd losetup mkfs.ext4 mount umount
+    [[ -n $TEST_TMPDIR ]] || make_tmpdir
+    dir=$(mktemp -d "$TEST_TMPDIR/loop.XXXXXX")
+    mkdir "$dir/mnt"
+    truncate -s "$size" "$dir/fs.img"
+    mkfs.ext4 -q -F "$dir/fs.img" >/dev/null 2>&1 || skip "mkfs.ext4 failed on a file"
+    _lc_loop_attach "$dir/mnt" "$dir/fs.img"
+    printf -v "$var" '%s' "$dir/mnt"
+}
+
+# _lc_loop_attach MOUNTPOINT IMAGE: a loop device for IMAGE, mounted on MOUNTPOINT.
+_lc_loop_attach() {
+    local mnt=$1 img=$2 dev
+    dev=$(losetup --find --show "$img" 2>/dev/null) || skip "no free loop device (losetup)"
+    # Detached last (autoclear if a lazily unmounted file system still holds it).
+    on_exit "losetup -d '$dev' 2>/dev/null || true"
+    _lc_reaper_add "umount -l '$mnt'; losetup -d '$dev'"
+    mount -t ext4 -o errors=remount-ro "$dev" "$mnt" || skip "cannot mount ext4 on $dev"
+    on_exit "umount '$mnt' 2>/dev/null || umount -l '$mnt' 2>/dev/null || true"
+    _LC_LOOP_DEV[$mnt]=$dev _LC_LOOP_IMG[$mnt]=$img LOOP_DEV=$dev
+    log "loop: $dev ($img) ext4 on $mnt"
+}
+
+# loop_ext4_fail MOUNTPOINT: the file system goes read-only under its writers, as ext4 with
+# errors=remount-ro does on an I/O error: ext4's own error path (its sysfs trigger_fs_error)
+# aborts the journal and forces the remount. (`mount -o remount,ro` is refused while any
+# file is open for writing, which it always is under capture.) Returns once a write fails.
+loop_ext4_fail() {
+    local mnt=${1:?loop_ext4_fail MOUNTPOINT} dev=${_LC_LOOP_DEV[$1]:?not a mount_loop_ext4 mount}
+    local trigger="/sys/fs/ext4/${dev##*/}/trigger_fs_error"
+    [[ -w $trigger ]] || skip "this kernel has no $trigger"
+    echo "linecap test: remount-ro" >"$trigger"
+    wait_for "! touch '$mnt/.lc-rw-probe'" 10 || fail "loop_ext4_fail: $mnt still writable"
+    log "loop: $mnt ($dev) remounted read-only by an ext4 error"
+}
+
+# loop_ext4_repair MOUNTPOINT: what an operator does: unmount (lazily while a process still
+# holds it), e2fsck the image, mount it again (a new loop device) on the same directory.
+loop_ext4_repair() {
+    local mnt=${1:?loop_ext4_repair MOUNTPOINT} img=${_LC_LOOP_IMG[$1]:?not a mount_loop_ext4 mount}
+    local dev=${_LC_LOOP_DEV[$1]} rc=0
+    umount "$mnt" 2>/dev/null || umount -l "$mnt" || fail "loop_ext4_repair: cannot unmount $mnt"
+    losetup -d "$dev" 2>/dev/null || true
+    e2fsck -fy "$img" >/dev/null 2>&1 || rc=$?
+    ((rc < 4)) || fail "loop_ext4_repair: e2fsck -fy $img exited $rc"
+    _lc_loop_attach "$mnt" "$img"
+    touch "$mnt/.lc-rw-probe" || fail "loop_ext4_repair: $mnt not writable"
+    rm -f "$mnt/.lc-rw-probe"
+}
+
 # --- polling -------------------------------------------------------------------------------
 
 _lc_now_us() { echo "${EPOCHREALTIME/[.,]/}"; }

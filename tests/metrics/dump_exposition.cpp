@@ -12,6 +12,14 @@ int main() {
     using namespace linecap;
     spdlog::set_level(spdlog::level::warn);   // stdout carries the exposition only
     test::FakeCapture capture;
+    capture.volumes_on = true;
+    capture.volume[0].healthy.store(1);
+    capture.volume[0].streams.store(2);
+    capture.volume[1].failures.store(1);
+    capture.volume[1].stalls.store(1);
+    capture.volume[1].failovers.store(1);
+    capture.volume[1].write_error_packets.store(64);
+    capture.volume[1].errors_eio.store(1);
     capture.feed = FeedCounts{2, {3, 1}, {{"127.0.0.1", {100, 64000, 5}}}};
     auto exporter = MetricsExporter::start(MetricsConfig{.enabled = false, .listen = ""}, capture.make_collector());
     if (!exporter) {

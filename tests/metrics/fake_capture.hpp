@@ -59,6 +59,12 @@ struct FakeCapture {
     ManifestCounters manifest;
     bool manifest_on = true;   // output.manifest
     ClockQualityBoard clock{"test-file:fake"};
+    // output.volumes: two capture volumes (off: the views have none, as in a unit test
+    // of a writer-less collector).
+    bool volumes_on = false;
+    VolumeCounters volume[2];
+    RetentionCounters volume_retention[2];
+    IndexingCounters volume_indexing;  // volume b's indexer (volume a's is `indexing`)
     std::optional<FeedCounts> feed;  // feed.enabled: what the feed reports
     size_t backlog = 0;
 
@@ -93,6 +99,11 @@ struct FakeCapture {
         v.manifest = manifest_on ? &manifest : nullptr;
         v.clock_quality = &clock;
         if (feed) v.feed = [this] { return *feed; };
+        if (volumes_on)
+            v.volumes = {VolumeView{"/captures/a", &volume[0], &volume_retention[0], manifest_on ? &manifest : nullptr,
+                                    v.indexing, v.compressing, v.scrub, v.archiving},
+                         VolumeView{"/captures/b", &volume[1], &volume_retention[1], nullptr, &volume_indexing, nullptr,
+                                    nullptr, nullptr}};
         return v;
     }
 

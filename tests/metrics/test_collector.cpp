@@ -443,6 +443,60 @@ TEST_F(CollectorTest, ManifestBacklogAndHashRate) {
     EXPECT_EQ(s.value("linecap_manifest_files_total", {{"result", "deleted"}}), 2);
 }
 
+TEST(CollectorVolumes, PerVolumeSeriesAndTheStoreSums) {
+    FakeCapture capture;
+    capture.volumes_on = true;
+    capture.volume[0].healthy.store(1);
+    capture.volume[0].streams.store(3);
+    capture.volume[0].file_bytes.store(1000);
+    capture.volume[1].write_error_packets.store(64);
+    capture.volume[1].disk_full_packets.store(8);
+    capture.volume[1].errors_eio.store(2);
+    capture.volume[1].errors_erofs.store(1);
+    capture.volume[1].failures.store(1);
+    capture.volume[1].stalls.store(1);
+    capture.volume[1].failovers.store(3);
+    capture.volume[1].probe_failures.store(2);
+    capture.volume_retention[0].bytes.store(100);
+    capture.volume_retention[0].files.store(1);
+    capture.volume_retention[0].oldest_packet_ns.store(5'000'000'000);
+    capture.volume_retention[1].bytes.store(200);
+    capture.volume_retention[1].files.store(2);
+    capture.volume_retention[1].oldest_packet_ns.store(3'000'000'000);
+    capture.volume_retention[1].budget_unmet.store(1);
+    capture.manifest.written_files.store(9);
+    capture.indexing.built_files.store(4);
+    capture.volume_indexing.built_files.store(5);
+    auto collector = capture.make_collector();
+    collector->collect();
+    const Scrape s = scrape(*collector);
+    const LabelSet a{{"volume", "/captures/a"}}, b{{"volume", "/captures/b"}};
+    EXPECT_EQ(s.value("linecap_volumes"), 2);
+    EXPECT_EQ(s.value("linecap_volumes_healthy"), 1);
+    EXPECT_EQ(s.value("linecap_volume_healthy", a), 1);
+    EXPECT_EQ(s.value("linecap_volume_healthy", b), 0);
+    EXPECT_EQ(s.types.at("linecap_volume_healthy"), "gauge");
+    EXPECT_EQ(s.value("linecap_volume_streams", a), 3);
+    EXPECT_EQ(s.value("linecap_volume_written_bytes_total", a), 1000);
+    EXPECT_EQ(s.value("linecap_volume_dropped_packets_total", {{"volume", "/captures/b"}, {"reason", "write_error"}}),
+              64);
+    EXPECT_EQ(s.value("linecap_volume_dropped_packets_total", {{"volume", "/captures/b"}, {"reason", "disk_full"}}), 8);
+    EXPECT_EQ(s.value("linecap_volume_write_errors_total", {{"volume", "/captures/b"}, {"errno", "EIO"}}), 2);
+    EXPECT_EQ(s.value("linecap_volume_write_errors_total", {{"volume", "/captures/b"}, {"errno", "EROFS"}}), 1);
+    EXPECT_EQ(s.value("linecap_volume_failures_total", b), 1);
+    EXPECT_EQ(s.value("linecap_volume_stalls_total", b), 1);
+    EXPECT_EQ(s.value("linecap_volume_failovers_total", b), 3);
+    EXPECT_EQ(s.value("linecap_volume_probe_failures_total", b), 2);
+    EXPECT_EQ(s.value("linecap_volume_stored_bytes", b), 200);
+    EXPECT_EQ(s.value("linecap_volume_free_bytes", a), 600);
+    // One store: retention sums over the volumes, the oldest file of all, unmet anywhere.
+    EXPECT_EQ(s.value("linecap_retention_bytes"), 300);
+    EXPECT_EQ(s.value("linecap_retention_files"), 3);
+    EXPECT_EQ(s.value("linecap_retention_budget_unmet"), 1);
+    EXPECT_EQ(s.value("linecap_manifest_files_total", {{"result", "written"}}), 9);
+    EXPECT_EQ(s.value("linecap_index_files_total", {{"result", "built"}}), 9) << "each volume's indexer";
+}
+
 TEST(CollectorManifestOff, NoManifestSeries) {
     FakeCapture capture;
     capture.manifest_on = false;

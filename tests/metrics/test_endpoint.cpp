@@ -107,6 +107,31 @@ TEST_F(EndpointTest, StatusIsTheSnapshotAsJson) {
     EXPECT_EQ(status["retention"]["bytes"].get<double>(), s.value("linecap_retention_bytes"));
 }
 
+// output.volumes: /status lists each volume's state and what it wrote and lost.
+TEST(EndpointVolumes, StatusListsTheVolumes) {
+    FakeCapture capture;
+    capture.volumes_on = true;
+    capture.volume[0].healthy.store(1);
+    capture.volume[0].streams.store(3);
+    capture.volume[0].written_packets.store(500);
+    capture.volume[1].write_error_packets.store(64);
+    capture.volume[1].stalls.store(1);
+    auto started = MetricsExporter::start(local_ephemeral(), capture.make_collector());
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    started.value()->collect();
+    const HttpReply r = http_get(started.value()->port(), "/status");
+    ASSERT_EQ(r.status, 200);
+    const auto status = nlohmann::json::parse(r.body);
+    ASSERT_EQ(status["volumes"].size(), 2u) << r.body;
+    EXPECT_EQ(status["volumes"][0]["directory"], "/captures/a");
+    EXPECT_EQ(status["volumes"][0]["state"], "healthy");
+    EXPECT_EQ(status["volumes"][0]["streams"], 3);
+    EXPECT_EQ(status["volumes"][0]["written_packets"], 500);
+    EXPECT_EQ(status["volumes"][1]["state"], "failed");
+    EXPECT_EQ(status["volumes"][1]["dropped"]["write_error"], 64);
+    EXPECT_EQ(status["volumes"][1]["stalls"], 1);
+}
+
 TEST_F(EndpointTest, TheFirstScrapeAlreadyHasData) {
     // start() collected once: streams are there (at zero) before the control loop runs.
     const Scrape s = parse_scrape(http_get(exporter->port(), "/metrics").body);

@@ -155,6 +155,35 @@ TEST(StoreInventory, AUnionOfTwoStoresIsOneStore) {
     }
 }
 
+// output.volumes: three capture volumes are one store (open_volumes), each file opened
+// from the volume that holds it.
+TEST(StoreInventory, VolumesAreOneStore) {
+    test::TempDir a, b, c;
+    const FileTemplate file_template = FileTemplate::compile(kDefaultFileTemplate).value();
+    const StreamId stream{"p0", 0, 0};
+    const uint64_t t0 = 1700000000ull * 1000000000ull;
+    const auto name = [&](uint64_t t) { return layout::capture_name(file_template, t, stream, 0, FileKind::pcap, 0); };
+    test::write_file(a.file(name(t0)), bytes_of("a0"));
+    test::write_file(b.file(name(t0 + 1000)), bytes_of("b1--"));
+    test::write_file(c.file(name(t0 + 2000)), bytes_of("c2------"));
+    test::write_file(a.file(name(t0 + 3000)), bytes_of("a3"));
+    const std::unique_ptr<StoreBackend> store = open_volumes({a.path(), b.path(), c.path()});
+    const Result<StoreInventory> inventory = store->list(ListOptions::catalog(file_template));
+    ASSERT_TRUE(inventory.ok()) << inventory.error().message;
+    ASSERT_EQ(inventory->files.size(), 4u);
+    EXPECT_EQ(inventory->files[0].path, a.file(name(t0)));
+    EXPECT_EQ(inventory->files[1].path, b.file(name(t0 + 1000)));
+    EXPECT_EQ(inventory->files[2].path, c.file(name(t0 + 2000)));
+    EXPECT_EQ(inventory->files[3].path, a.file(name(t0 + 3000)));
+    EXPECT_EQ(inventory->files[1].upper_ns, t0 + 2001);  // the stream's next file is on another volume
+    for (const StoredFile& f : inventory->files) {
+        auto opened = store->open(f);
+        ASSERT_TRUE(opened.ok()) << opened.error().message;
+        EXPECT_EQ(opened.value()->size(), f.size) << f.path;
+    }
+    EXPECT_EQ(open_volumes({a.path()})->location(), a.path());
+}
+
 TEST(StoreInventory, ADirectoryThatCannotBeListedIsAnError) {
     const Result<StoreInventory> inventory = LocalDirectoryStore("/nonexistent/store").list({});
     ASSERT_FALSE(inventory.ok());

@@ -28,6 +28,13 @@
 #              without a restart
 #   reboot     the units bind, shield and capture again by themselves: the files hold every
 #              frame sent, the new ones spread over both queues by flow
+#   volume EIO two capture volumes (output.volumes): /var/lib/linecap and ext4 on a second
+#              virtio disk behind QEMU's blkdebug driver, whose every write fails with EIO
+#              while the test says so (the host's QEMU monitor toggles a blkdebug state):
+#              linecapd.service stays active with no restart, capture goes on on the other
+#              volume (every frame sent accounted, none lost without a count), the volume
+#              failed condition the alerts use holds (linecap_volume_healthy 0); then the
+#              disk works again and the volume is re-admitted with new files on it
 # After every phase with traffic the guest's capture files (all of /var/lib/linecap, hidden
 # files in progress left out) are copied to the host and checked there with
 # tests/tools/pcap_compare.py, and `linecapd verify` checks them in the guest: its only
@@ -92,7 +99,34 @@ show_on_failure "$CONSOLE"
 # timer (through interrupt remapping) sees too few ticks and panics ("timer doesn't work
 # through Interrupt-remapped IO-APIC"); the check is for broken hardware, not emulation.
 # PCI slots are fixed so that the guest's addresses are known: management NIC 00:02.0,
-# capture NIC 00:03.0, disk 00:04.0.
+# capture NIC 00:03.0, disk 00:04.0, the second capture volume's disk 00:05.0 (/dev/vdb).
+# That disk is a raw file behind QEMU's blkdebug driver (its rules in $T/blkdebug.conf): in
+# blkdebug state 1 it passes everything; a write-zeroes request (event pwritev_zero) flips
+# it to state 2, where every data write (event pwritev) fails with EIO, and the next one
+# flips it back. The test sends those write-zeroes itself, through the QEMU monitor
+# ($T/hmp.sock: `qemu-io -d vol1 "write -z ..."`), into the disk's last MiB, which the
+# guest's file system leaves unused: the guest sees only the errors.
+VOL_DISK_MIB=512
+qemu-img create -q -f raw "$T/vol1.raw" "${VOL_DISK_MIB}M"
+cat >"$T/blkdebug.conf" <<'EOF'
+[set-state]
+state = "1"
+event = "pwritev_zero"
+new_state = "2"
+
+[set-state]
+state = "2"
+event = "pwritev_zero"
+new_state = "1"
+
+[inject-error]
+state = "2"
+event = "pwritev"
+iotype = "write"
+errno = "5"
+once = "on"
+immediately = "off"
+EOF
 QEMU_ARGS=(
     -name linecap-vm-test -nodefaults -display none -vga none
     -machine q35,kernel-irqchip=split -accel tcg -cpu max -smp 2 -m 2048
@@ -102,6 +136,10 @@ QEMU_ARGS=(
     -serial "file:$CONSOLE"
     -drive "file=$T/disk.qcow2,format=qcow2,if=none,id=disk0,cache=unsafe"
     -device virtio-blk-pci,drive=disk0,addr=0x4
+    -blockdev "driver=file,filename=$T/vol1.raw,node-name=vol1file,cache.direct=off"
+    -blockdev "driver=blkdebug,config=$T/blkdebug.conf,image=vol1file,node-name=vol1dbg"
+    -device virtio-blk-pci,drive=vol1dbg,id=vol1,addr=0x5,serial=lcvol1
+    -monitor "unix:$T/hmp.sock,server=on,wait=off"
     -netdev "user,id=mgmt,hostfwd=tcp:127.0.0.1:$SSH_PORT-:22,hostfwd=tcp:127.0.0.1:$METRICS_PORT-:9475"
     -device virtio-net-pci,netdev=mgmt,mac=52:54:00:00:00:01,addr=0x2
     -netdev "tap,id=cap0,ifname=$TAP,script=no,downscript=no,queues=2,vhost=off"
@@ -522,6 +560,115 @@ phase "reboot ok"
     echo "--- this boot's files, flows per queue:"; cat "$T/flows3";
     echo "--- every file of the run on the host:"; cat "$T/files3.multiset";
     echo "--- linecapd verify in the guest:"; cat "$T/files3.verify"; } >"$EVIDENCE/reboot.txt" 2>&1
+
+# ---- a capture volume failing under systemd (QEMU blkdebug) --------------------------------
+phase "volume EIO"
+# hmp CMD: one command to the QEMU monitor; its answer on stdout.
+hmp() {
+    python3 - "$T/hmp.sock" "$1" <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.settimeout(30)
+def until_prompt():
+    data = b""
+    while not data.endswith(b"(qemu) "):
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode(errors="replace")
+until_prompt()
+s.sendall(sys.argv[2].encode() + b"\n")
+print(until_prompt().replace("(qemu) ", "").strip())
+PY
+}
+# disk_eio on|off: flip blkdebug's state with a 4 KiB write-zeroes into the disk's last MiB.
+DISK_EIO=off
+disk_eio() {
+    [[ $1 != "$DISK_EIO" ]] || return 0
+    hmp "qemu-io -d vol1 \"write -z $(((VOL_DISK_MIB - 1) << 20)) 4096\"" >"$T/hmp.out" 2>&1 \
+        || fail "QEMU monitor: $(cat "$T/hmp.out")"
+    grep -q "wrote 4096/4096 bytes" "$T/hmp.out" || fail "qemu-io write -z on vol1: $(cat "$T/hmp.out")"
+    DISK_EIO=$1
+    log "vol1: blkdebug EIO $1"
+}
+VOL1=/srv/vol1
+# ext2 with errors=continue and O_DIRECT writes: each failed write is an EIO to the writer
+# at once (not a page-cache write that fails later), and the file system takes writes again
+# as soon as the disk does, with no journal aborted (ext4 would go read-only: that case is
+# storage-volume-remount-ro on the host). The service may write there (a drop-in, as
+# linecapd.service says for any output directory outside /var/lib/linecap).
+g "mkfs.ext2 -q -F /dev/vdb $(((VOL_DISK_MIB - 8) << 10)) && mkdir -p $VOL1 &&
+   mount -t ext2 -o errors=continue /dev/vdb $VOL1 && mkdir $VOL1/capture &&
+   printf '[Service]\nReadWritePaths=$VOL1\n' > /etc/systemd/system/linecapd.service.d/volumes.conf &&
+   systemctl daemon-reload" || fail "cannot make the volume on /dev/vdb"
+# The write path passes in state 1: a direct write and sync on the volume.
+g "dd if=/dev/zero of=$VOL1/probe bs=64k count=4 oflag=direct conv=fsync 2>&1 && rm $VOL1/probe" >/dev/null \
+    || fail "the volume on /dev/vdb does not take writes before the fault"
+# The configuration of the first phases, with the two volumes instead of output.directory.
+python3 - "$T/linecap.yaml" "$T/volumes.yaml" "$VOL1/capture" <<'PY' || fail "cannot write the two-volume configuration"
+import sys
+text = open(sys.argv[1]).read()
+one = "  directory: /var/lib/linecap\n"
+assert one in text
+text = text.replace(one, "  volumes:\n    - { directory: /var/lib/linecap }\n    - { directory: %s }\n"
+                    "  volume_stall_timeout_ms: 10000\n  volume_probe_interval_s: 2\n  o_direct: true\n" % sys.argv[3])
+open(sys.argv[2], "w").write(text)
+PY
+put "$T/volumes.yaml" /etc/linecap/linecap.yaml
+g 'systemctl start linecapd' || fail "linecapd did not start with two volumes"
+wait_for "http_get $METRICS_URL 5" 300 || fail "metrics not back with two volumes"
+http_get "$METRICS_URL" >"$T/metrics-volumes.txt"
+grep -q "^linecap_volume_healthy{.*volume=\"$VOL1/capture\"" "$T/metrics-volumes.txt" \
+    || fail "linecapd does not report the volume $VOL1/capture (linecap_volume_healthy)"
+RESTARTS=$(g 'systemctl show -p NRestarts --value linecapd')
+MAIN_PID=$(g 'systemctl show -p MainPID --value linecapd')
+vol_metric() { metric_sum "$METRICS_URL" "$1" volume="$2"; }
+inject 1000 300 5
+(($(vol_metric linecap_volume_written_packets_total "$VOL1/capture") > 0)) \
+    || fail "nothing was written on $VOL1 before the fault (one of two streams should be there)"
+disk_eio on
+# inject waits until written grows by what was sent: capture goes on on /var/lib/linecap
+# (what the failing volume lost on the way is counted, reason write_error).
+before_written=$(metric_sum "$METRICS_URL" linecap_written_packets_total)
+before_dropped=$(metric_sum "$METRICS_URL" linecap_dropped_packets_total)
+gen_pcap --count 2000 --flows 64 --both-directions --seed 6 --dst-mac 52:54:00:00:00:02 --out "$T/sent-6.pcap"
+tcpreplay -q -i "$TAP" --pps=300 "$T/sent-6.pcap" >"$T/tcpreplay.log" 2>&1 || fail "tcpreplay failed: $(cat "$T/tcpreplay.log")"
+wait_for "(( \$(vol_metric linecap_volume_healthy '$VOL1/capture') == 0 ))" 300 \
+    || fail "the volume on the failing disk was not marked failed"
+wait_for "(( \$(metric_sum $METRICS_URL linecap_written_packets_total) + \$(metric_sum $METRICS_URL linecap_dropped_packets_total) >= $before_written + $before_dropped + 2000 ))" 300 \
+    || fail "the frames sent while the disk failed are not all accounted for"
+lost=$(($(metric_sum "$METRICS_URL" linecap_dropped_packets_total) - before_dropped))
+written=$(($(metric_sum "$METRICS_URL" linecap_written_packets_total) - before_written))
+((written >= 1000)) || fail "capture did not go on on the other volume: $written of 2000 written"
+(($(metric_sum "$METRICS_URL" linecap_dropped_packets_total reason=write_error) == lost)) \
+    || fail "drops during the fault other than write_error: $(grep dropped_packets "$T/metrics-volumes.txt")"
+g 'systemctl is-active linecapd' >/dev/null || fail "linecapd.service is not active with a failed volume"
+[[ $(g 'systemctl show -p NRestarts --value linecapd') == "$RESTARTS" && $(g 'systemctl show -p MainPID --value linecapd') == "$MAIN_PID" ]] \
+    || fail "linecapd was restarted because of the failed volume"
+http_get "$METRICS_URL" >"$T/metrics-degraded.txt"
+# The condition of the volume-failed / degraded alerts (config/prometheus/linecap-rules.yml).
+grep -qE "^linecap_volume_healthy\{[^}]*volume=\"$VOL1/capture\"[^}]*\} 0$" "$T/metrics-degraded.txt" \
+    || fail "linecap_volume_healthy of $VOL1/capture is not 0 while its disk fails"
+log "disk failing: $written frames written on the other volume, $lost lost as write_error, unit active, no restart"
+# The disk works again: the daemon's probe finds it so and re-admits the volume.
+disk_eio off
+wait_for "(( \$(vol_metric linecap_volume_healthy '$VOL1/capture') == 1 ))" 300 || fail "the repaired volume was not re-admitted"
+files_before=$(g "ls $VOL1/capture | grep -c '\\.pcap\$'" || true)
+inject 1000 300 7
+g 'systemctl stop linecapd' || fail "systemctl stop linecapd failed with two volumes"
+files_after=$(g "ls $VOL1/capture | grep -c '\\.pcap\$'" || true)
+((files_after > files_before)) || fail "no new file on $VOL1 after its re-admission ($files_before before, $files_after after)"
+g "linecapd verify $VOL1/capture" >"$T/vol1.verify" 2>&1 || true
+! grep -Ev '^(verify |PENDING |note: |ok |RECOVERED |LOSS |GAP [^ ]+: the daemon was not capturing between )' "$T/vol1.verify" | grep -q . \
+    || { cat "$T/vol1.verify" >&2; fail "verify of $VOL1/capture has findings"; }
+[[ $(g 'systemctl show -p NRestarts --value linecapd') == "$RESTARTS" ]] || fail "linecapd restarted during the volume phase"
+[[ -z $EVIDENCE ]] || { grep -E '^linecap_(volume_|dropped_packets_total|written_packets_total)' "$T/metrics-degraded.txt";
+    echo "--- verify $VOL1/capture:"; cat "$T/vol1.verify";
+    g 'journalctl -b --no-pager -o short-precise -u linecapd | grep -iE "volume|write_error|EIO|re-admit" | tail -20'; } >"$EVIDENCE/volume-eio.txt" 2>&1
+g "cp /root/good.yaml /etc/linecap/linecap.yaml && rm /etc/systemd/system/linecapd.service.d/volumes.conf && systemctl daemon-reload"
+phase "volume EIO ok"
 
 g 'systemd-run --quiet --on-active=1 systemctl poweroff' || true
 wait_for '! qemu_alive' 180 || log "the guest did not power off in time; QEMU is killed"

@@ -6,7 +6,8 @@
 
 daemon() gives the smallest config a test or a benchmark runs: one port, output into a
 directory, metrics on LISTEN, info logging, lcores 0-1; every keyword argument is merged into
-its section (a dict into a dict, anything else replaces). Key names are the fields of
+its section (a dict into a dict, anything else replaces). An output={"volumes": [...]} drops
+the output directory (linecapd takes one or the other). Key names are the fields of
 src/config/config.hpp. dump() writes block YAML with every string double-quoted (JSON
 escapes are valid YAML), so paths and filters need no care.
 """
@@ -33,7 +34,10 @@ def daemon(device, outdir, listen, *, name="p0", lcores="0-1", port=None, **sect
         "metrics": {"enabled": True, "listen": listen},
         "log": {"level": "info"},
     }
-    return merge(cfg, sections)
+    cfg = merge(cfg, sections)
+    if cfg["output"].get("volumes"):  # output.volumes replaces output.directory
+        del cfg["output"]["directory"]
+    return cfg
 
 
 def scalar(v):

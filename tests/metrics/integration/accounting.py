@@ -26,9 +26,9 @@ Subcommands (exit 0 = ok, 1 = check failed or timed out, 2 = usage/unreadable in
       During a capture: received - written - filtered - dropped must never be negative
       (nothing is counted twice). Prints the value.
 
-  check --scrape FILE --log LOG --out-dir DIR --sent N --kernel-before K --kernel-after K
+  check --scrape FILE --log LOG --out-dir DIR [--out-dir DIR]... --sent N --kernel-before K --kernel-after K
         [--port NAME] [--expect REASON=+|0|*]... [--xdp-drops-visible] [--sent-bytes N]
-        [--written N]
+        [--written N] [--left-for-recovery]
       The invariant, exactly, after the drain:
         reached == written + filtered + sum(dropped)               (daemon, /metrics)
         reached == rx + nic_missed + nic_error + no_mbuf + xsk_*     (definition)
@@ -203,17 +203,22 @@ def read_kernel(path):
         return {k: int(v) for k, v in (item.split("=", 1) for item in f.read().split())}
 
 
-def files_totals(out_dir):
-    finished = pcap.expand([out_dir])
-    hidden = sorted(n for n in os.listdir(out_dir) if n.startswith("."))
+def files_totals(out_dirs, recovery=False):
+    """The finished files' totals; with `recovery`, also those of files left under their
+    in-progress name for recovery (.NAME.part: their complete records count, and they are
+    not listed as hidden)."""
+    finished = pcap.expand(out_dirs)
+    hidden = sorted(os.path.join(d, n) for d in out_dirs for n in os.listdir(d) if n.startswith("."))
+    parts = [h for h in hidden if recovery and h.endswith((".pcap.part", ".pcapng.part"))]
+    hidden = [h for h in hidden if h not in parts]
     packets = orig_bytes = file_bytes = 0
-    for path in finished:
+    for path in finished + parts:
         file_bytes += os.path.getsize(path)
-        for rec in pcap.Capture(path):
+        for rec in pcap.Capture(path, growing=path in parts):
             packets += 1
             orig_bytes += rec.length
     return {"files": len(finished), "packets": packets, "orig_bytes": orig_bytes,
-            "file_bytes": file_bytes, "hidden": hidden}
+            "file_bytes": file_bytes, "hidden": hidden, "parts": parts}
 
 
 def status_port(scrape_path, port):
@@ -234,7 +239,7 @@ def cmd_check(args):
     summary = read_summary(args.log, args.port)
     kb, ka = read_kernel(args.kernel_before), read_kernel(args.kernel_after)
     k = {name: ka[name] - kb[name] for name in ka}
-    files = files_totals(args.out_dir)
+    files = files_totals(args.out_dir, args.left_for_recovery)
     sent = args.sent
 
     problems = []
@@ -257,6 +262,8 @@ def cmd_check(args):
           + f"  (sum {drops})")
     print(f"  files                      {files['files']} finished, {files['packets']} packets, "
           f"{files['orig_bytes']} wire bytes, {files['file_bytes']} file bytes")
+    if files["parts"]:
+        print(f"  left for recovery          {', '.join(files['parts'])} (their complete records counted)")
     print(f"  summary line               {summary}")
     print("checks:")
 
@@ -417,7 +424,7 @@ def main():
     p = sub.add_parser("check")
     p.add_argument("--scrape", required=True)
     p.add_argument("--log", required=True)
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--out-dir", required=True, action="append", help="the capture directory (again for each volume)")
     p.add_argument("--sent", type=int, required=True)
     p.add_argument("--kernel-before", required=True)
     p.add_argument("--kernel-after", required=True)
@@ -426,6 +433,9 @@ def main():
     p.add_argument("--xdp-drops-visible", action="store_true")
     p.add_argument("--sent-bytes", type=int, help="wire bytes sent: all of them must be received")
     p.add_argument("--written", type=int, help="packets the files must hold (e.g. what a filter keeps)")
+    p.add_argument("--left-for-recovery", action="store_true",
+                   help="files left under their in-progress name for recovery (a failed volume) count with "
+                        "their complete records")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("promql")

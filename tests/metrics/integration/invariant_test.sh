@@ -62,19 +62,10 @@ case $mode in
     writer_full)
         need_cmd losetup mkfs.ext4 mount umount lsblk
         gen_pcap --count 6000 --size 1400 --seed 32 --flows 64 --out "$TEST_TMPDIR/sent.pcap"
-        # A slow block device: ext4 on a loop device in its own directory (the reaper
-        # removes it in one step: unmount, detach, delete).
-        fsdir=$(mktemp -d "${TMPDIR:-/tmp}/lc-$TEST_NAME-fs.XXXXXX")
-        on_exit "rm -rf -- '$fsdir'"
-        truncate -s 96M "$fsdir/fs.img"
-        mkfs.ext4 -q -F "$fsdir/fs.img" >/dev/null 2>&1 || skip "mkfs.ext4 failed on a file"
-        loopdev=$(losetup --find --show "$fsdir/fs.img" 2>/dev/null) || skip "no free loop device (losetup)"
-        on_exit "losetup -d '$loopdev' 2>/dev/null || true"
-        mkdir "$fsdir/mnt"
-        mount -t ext4 "$loopdev" "$fsdir/mnt" || skip "cannot mount ext4 on $loopdev"
-        on_exit "umount '$fsdir/mnt' 2>/dev/null || umount -l '$fsdir/mnt' 2>/dev/null || true"
-        _lc_reaper_add "umount -l '$fsdir/mnt'; losetup -d '$loopdev'; rm -rf -- '$fsdir'"
-        out="$fsdir/mnt/out"
+        # A slow block device: ext4 on a loop device (tests/lib/common.sh) ...
+        mount_loop_ext4 fsmnt 96M
+        loopdev=$LOOP_DEV
+        out="$fsmnt/out"
         mkdir "$out"
         # ... whose writes a cgroup throttles (the daemon joins it once it runs).
         majmin=$(lsblk -dno MAJ:MIN "$loopdev" | tr -d ' ')
@@ -97,7 +88,7 @@ case $mode in
         on_exit "rmdir '$cg' 2>/dev/null || true"
         _lc_reaper_add "rmdir '$cg'"
         throttle 65536
-        log "output on $loopdev ($majmin), ext4 at $fsdir/mnt, writes throttled to 64 KiB/s in $cg"
+        log "output on $loopdev ($majmin), ext4 at $fsmnt, writes throttled to 64 KiB/s in $cg"
         settings=(output.blocks_per_queue=2 output.block_size_kb=64 output.o_direct=true
             output.rotate.size_mb=16 output.rotate.interval_s=0)
         expects=(--expect writer_full=+)
