@@ -10,6 +10,11 @@ namespace {
 
 uint64_t load(const std::atomic<uint64_t>& value) { return value.load(std::memory_order_relaxed); }
 
+// How long collect() waits for the store's file-system figures before it publishes the
+// last ones: far above a healthy statvfs and directory listing, far below the systemd
+// watchdog and the 1 s collection period.
+constexpr std::chrono::milliseconds kStoreFiguresWait{250};
+
 // A service's counters, when it runs.
 template <template <class> class Of>
 std::optional<Of<uint64_t>> counts_if(const Of<std::atomic<uint64_t>>* live) {
@@ -59,12 +64,65 @@ void add_volume_counts(MetricsSnapshot& next, const VolumeView& view, const Volu
 
 }  // namespace
 
+StoreFiguresSampler::StoreFiguresSampler(std::function<StoreFigures()> take, std::chrono::milliseconds wait)
+    : take_(std::move(take)), wait_(wait), thread_([this] { run(); }) {}
+
+StoreFiguresSampler::~StoreFiguresSampler() {
+    {
+        const std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+}
+
+void StoreFiguresSampler::run() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        changed_.wait(lock, [this] { return asked_ || stopping_; });
+        if (stopping_) return;
+        lock.unlock();
+        StoreFigures fresh = take_();
+        lock.lock();
+        last_ = std::move(fresh);
+        asked_ = false;
+        ++taken_;
+        changed_.notify_all();
+    }
+}
+
+StoreFigures StoreFiguresSampler::get() {
+    std::unique_lock lock(mutex_);
+    // One take() at a time: while one hangs on a stalled device, no other is queued; one
+    // already under way is as good as a new one.
+    const uint64_t want = taken_ + 1;
+    if (!asked_) {
+        asked_ = true;
+        changed_.notify_all();
+    }
+    changed_.wait_for(lock, wait_, [&] { return taken_ >= want; });
+    return last_;
+}
+
 MetricsCollector::MetricsCollector(CaptureViews views, std::unique_ptr<PortStatsSource> port_stats,
                                    FilesystemProbe filesystem, BuildInfo build)
     : views_(std::move(views)),
       port_stats_(std::move(port_stats)),
       filesystem_(std::move(filesystem)),
       build_(std::move(build)),
+      store_figures_(
+          [this] {
+              StoreFigures f;
+              if (filesystem_ && !views_.output_directory.empty()) f.output = filesystem_(views_.output_directory);
+              for (const VolumeView& view : views_.volumes)
+                  f.volumes.push_back(filesystem_ ? filesystem_(view.directory) : std::nullopt);
+              if (!views_.output_directory.empty()) {
+                  const HoldListing holds = list_holds(views_.output_directory, utc_now_ns(), false);
+                  f.holds = std::pair{holds.holds.size(), holds.bytes};
+              }
+              return f;
+          },
+          kStoreFiguresWait),
       worker_history_(views_.workers.size()),
       port_history_(views_.ports.size()) {}
 
@@ -166,13 +224,11 @@ void MetricsCollector::collect() {
         latency.sum_ns = load(views_.write_latency->sum_ns);
         next.write_latency = latency;
     }
-    if (filesystem_ && !views_.output_directory.empty()) next.filesystem = filesystem_(views_.output_directory);
+    const StoreFigures figures = store_figures_.get();
+    next.filesystem = figures.output;
+    next.holds = figures.holds;
     if (views_.backlog_blocks) next.backlog_blocks = views_.backlog_blocks();
     next.collected_ns = utc_now_ns();
-    if (!views_.output_directory.empty()) {
-        const HoldListing holds = list_holds(views_.output_directory, next.collected_ns, false);
-        next.holds = std::pair{holds.holds.size(), holds.bytes};
-    }
     if (views_.retention != nullptr) next.retention = read_counts(*views_.retention);
     next.manifest = counts_if(views_.manifest);
     next.indexing = counts_if(views_.indexing);
@@ -191,7 +247,8 @@ void MetricsCollector::collect() {
             v.directory = view.directory;
             if (view.counters != nullptr) v.counts = read_counts(*view.counters);
             if (view.retention != nullptr) v.retention = read_counts(*view.retention);
-            if (filesystem_) v.filesystem = filesystem_(view.directory);
+            const size_t i = next.volumes.size() - 1;
+            if (i < figures.volumes.size()) v.filesystem = figures.volumes[i];
             add_volume_counts(next, view, v, next.volumes.size() == 1);
         }
     }

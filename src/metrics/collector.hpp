@@ -2,14 +2,19 @@
 //
 // The control thread calls collect() about once a second (and once after the engine
 // has stopped, so the last scrape is exact). collect() copies every counter out of the
-// views with relaxed loads, reads ethdev stats and statvfs, computes the per-interval
+// views with relaxed loads, reads ethdev stats, takes the store's file-system figures
+// (statvfs, the holds; see StoreFigures), computes the per-interval
 // worker ratios, and publishes the result as one snapshot under a mutex. Scrapes
 // (Collect(), on an HTTP thread) build metric families from that snapshot only: they
 // never touch engine memory or DPDK, and lcores never touch prometheus-cpp.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <optional>
 #include <vector>
 
@@ -24,6 +29,40 @@
 #include "metrics/snapshot.hpp"
 
 namespace linecap {
+
+// The figures that ask a capture volume's file system (statvfs of each directory, the
+// holds listed under the first), taken on a thread of their own. A volume whose device
+// stalls (or whose directory a stalled create holds locked) blocks that thread, not the
+// control thread: the metrics, readiness and the systemd watchdog go on, the figures
+// stay as they were at the last answer. get() waits at most `wait` for a fresh answer.
+struct StoreFigures {
+    std::optional<FilesystemUsage> output;               // views.output_directory
+    std::vector<std::optional<FilesystemUsage>> volumes;  // views.volumes, in order
+    std::optional<std::pair<size_t, uint64_t>> holds;     // unexpired holds, their bytes
+};
+class StoreFiguresSampler {
+public:
+    StoreFiguresSampler(std::function<StoreFigures()> take, std::chrono::milliseconds wait);
+    ~StoreFiguresSampler();  // waits for a take() under way
+    StoreFiguresSampler(const StoreFiguresSampler&) = delete;
+    StoreFiguresSampler& operator=(const StoreFiguresSampler&) = delete;
+
+    // The newest figures: from a take() started now if it ends within `wait`, else the last.
+    StoreFigures get();
+
+private:
+    void run();
+
+    const std::function<StoreFigures()> take_;
+    const std::chrono::milliseconds wait_;
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    bool asked_ = false;   // a take() is wanted or under way
+    bool stopping_ = false;
+    uint64_t taken_ = 0;  // how many take()s ended
+    StoreFigures last_;
+    std::thread thread_;  // last: starts once the rest is in place
+};
 
 class MetricsCollector final : public prometheus::Collectable {
 public:
@@ -64,6 +103,7 @@ private:
     const std::unique_ptr<PortStatsSource> port_stats_;
     const FilesystemProbe filesystem_;
     const BuildInfo build_;
+    StoreFiguresSampler store_figures_;
     std::vector<WorkerHistory> worker_history_;
     std::vector<PortHistory> port_history_;
 

@@ -4,6 +4,8 @@
 #include <prometheus/text_serializer.h>
 
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 
 #include "fake_capture.hpp"
 #include "scrape_text.hpp"
@@ -559,6 +561,44 @@ TEST_F(CollectorTest, EngineVerdictOnPollingWinsWhenGiven) {
     engine_says = true;
     c.collect();
     EXPECT_TRUE(c.snapshot().all_workers_polling);
+}
+
+
+// A file system that does not answer (a stalled device) holds up only the figures' thread:
+// get() comes back after its wait with the last figures, and no second take() is queued
+// behind the stuck one; once it answers, the figures are fresh again.
+TEST(StoreFiguresSampler, AStalledFileSystemDoesNotHoldTheCaller) {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool stalled = false;
+    int takes = 0;
+    StoreFiguresSampler sampler(
+        [&] {
+            std::unique_lock lock(mu);
+            const int n = ++takes;
+            cv.wait(lock, [&] { return !stalled; });
+            StoreFigures f;
+            f.holds = std::pair<size_t, uint64_t>{static_cast<size_t>(n), 0};
+            return f;
+        },
+        std::chrono::milliseconds(100));
+    ASSERT_TRUE(sampler.get().holds);
+    EXPECT_EQ(sampler.get().holds->first, 2u);
+    {
+        const std::lock_guard lock(mu);
+        stalled = true;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(sampler.get().holds->first, 2u);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+    {
+        const std::lock_guard lock(mu);
+        EXPECT_EQ(takes, 3);  // the stuck one; nothing queued behind it
+        stalled = false;
+    }
+    cv.notify_all();
+    EXPECT_EQ(sampler.get().holds->first, 3u);  // the stuck one's answer, as soon as it comes
+    EXPECT_EQ(sampler.get().holds->first, 4u);  // then fresh ones again
 }
 
 }  // namespace
