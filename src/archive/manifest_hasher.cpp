@@ -172,6 +172,9 @@ void ManifestHasher::run(bool own_thread) {
     buffer_.resize(kChunkBytes);
     while (!stopping_.load(std::memory_order_acquire)) {
         if (!work_round()) {
+            // Idle: no file is being hashed, so the listing can only find files that no
+            // lane follows (those waiting in unwritten_ are skipped).
+            if (rescan_.exchange(false, std::memory_order_acq_rel)) sweep("while the directory failed");
             retry_unwritten(std::chrono::steady_clock::now());
             std::this_thread::sleep_for(kIdlePoll);
         }
@@ -303,7 +306,7 @@ void ManifestHasher::drop(Tracked* file, Gone why) {
     delete file;
 }
 
-void ManifestHasher::sweep() {
+void ManifestHasher::sweep(const char* by) {
     const Result<StoreInventory> inventory =
         LocalDirectoryStore(context_.config.directory, context_.dir_fd).list({});
     if (!inventory) {
@@ -317,6 +320,8 @@ void ManifestHasher::sweep() {
     for (const std::string& marker : inventory->orphan_pending_markers) remove_name(context_.dir_fd, marker);
     for (const StoredFile& f : inventory->files) {
         if (!f.manifest_pending) continue;
+        if (std::any_of(unwritten_.begin(), unwritten_.end(), [&](const Manifest& m) { return m.file == f.name; }))
+            continue;
         if (f.compressed || f.manifest) {
             remove_name(context_.dir_fd, layout::manifest_pending_name(f.name));
             continue;
@@ -329,8 +334,8 @@ void ManifestHasher::sweep() {
         by_name_.push_back(ByName{std::move(m), true});
     }
     if (!by_name_.empty())
-        spdlog::info("manifest hasher: {} file(s) left with their manifest pending by the previous run; hashing them",
-                     by_name_.size());
+        spdlog::info("manifest hasher: {} file(s) left with their manifest pending {} in {}; hashing them",
+                     by_name_.size(), by, context_.config.directory);
 }
 
 bool ManifestHasher::hash_by_name() {

@@ -157,6 +157,10 @@ public:
     // The open file has its final name; `manifest` lacks only the digest.
     void finished(uint32_t stream, Manifest manifest);
     void abandoned(uint32_t stream);  // the open file was not finished
+    // Any thread. The directory came back after failing (a capture volume re-admitted):
+    // once idle, the hasher looks for files left with their manifest pending as start()
+    // does — a file system repaired and mounted again holds what it last committed.
+    void rescan() { rescan_.store(true, std::memory_order_release); }
 
 private:
     // One capture file being followed. The writer fills it until `state` leaves `open`
@@ -194,14 +198,14 @@ private:
         bool from_file = false;
     };
 
-    void before_start() override { sweep(); }
+    void before_start() override { sweep("by the previous run"); }
     void work() override { run(true); }
     void stop_unstarted() override { run(false); }
     void run(bool own_thread);              // false: stop() without start(), the caller's thread
     bool work_round();                      // one chunk per stream; false when nothing was done
     bool advance(Lane& lane);
     bool hash_by_name();                    // one whole file of by_name_
-    void sweep();                           // queues the files a previous run left pending
+    void sweep(const char* by);             // queues the files left pending (`by`: by whom, for the log)
     void complete(Manifest manifest);       // writes it (or queues a retry)
     void written(const std::string& name);  // its manifest is in place
     // Why a followed file gets no manifest: the writer abandoned it (it never was finished),
@@ -221,6 +225,7 @@ private:
     std::mutex untracked_mutex_;
     std::vector<Manifest> untracked_;       // finished without being followed (writer → here)
     std::vector<Manifest> unwritten_;       // manifests that could not be written yet
+    std::atomic<bool> rescan_{false};
     std::chrono::steady_clock::time_point last_retry_{};
 };
 
