@@ -16,6 +16,7 @@
 
 #include "archive/layout.hpp"
 #include "archive/manifest.hpp"
+#include "util/follow_directory.hpp"
 #include "util/sha256.hpp"
 #include "archive/store_inventory.hpp"
 #include "archive/verify.hpp"
@@ -263,6 +264,9 @@ bool Scrubber::run_pass() {
         spdlog::error("scrub: {}: {}", options_.directory, errno_text(dir_error_));
         return false;
     }
+    // A capture volume repaired and mounted again: the pass reads the new file system.
+    if (follow_directory(dir_fd_, options_.directory))
+        spdlog::info("scrub: {}: the directory is another one now (mounted again?); following it", options_.directory);
     if (pass_start_ns_ == 0) {
         pass_start_ns_ = clock_.now_ns();
         resume_after_.clear();

@@ -22,6 +22,7 @@
 #include "format/pcap_format.hpp"
 #include "output/capture_file.hpp"
 #include "output/stream_writer.hpp"
+#include "util/follow_directory.hpp"
 #include "util/io_status.hpp"
 #include "util/unique_fd.hpp"
 #include "util/utc_time.hpp"
@@ -389,25 +390,14 @@ struct Writer::Impl {
         return true;
     }
 
-    // A file system that went read-only (or failed) is repaired by unmounting it, checking
-    // it and mounting it again on the same path: the directory this volume holds open is
-    // then the old, dead one. When the path names another directory than the descriptor,
-    // the descriptor is made to refer to it (dup3 onto the same number), so that every
-    // user of the number — writers, retention, hasher — follows without being told.
-    void follow_remount(const Volume& volume) const {
-        const UniqueFd now(::open(volume.config.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-        struct stat held {}, named {};
-        if (!now || ::fstat(volume.dir_fd.get(), &held) != 0 || ::fstat(now.get(), &named) != 0) return;
-        if (held.st_dev == named.st_dev && held.st_ino == named.st_ino) return;
-        if (::dup3(now.get(), volume.dir_fd.get(), O_CLOEXEC) < 0) return;
-        spdlog::warn("output volume {}: the directory is another one now (mounted again?); following it",
-                     volume.config.directory);
-    }
-
     // Writes, syncs and removes a small file on the volume, and sees room for the next
     // blocks; true: it works.
     bool probe(const Volume& volume) const {
-        follow_remount(volume);
+        // Repaired and mounted again on its path: the probe (and every user of the
+        // descriptor) goes on in the new file system.
+        if (follow_directory(volume.dir_fd.get(), volume.config.directory))
+            spdlog::warn("output volume {}: the directory is another one now (mounted again?); following it",
+                         volume.config.directory);
         const char* name = ".linecap-volume-probe";
         const int fd = ::openat(volume.dir_fd.get(), name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (fd < 0) return false;

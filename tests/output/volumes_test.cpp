@@ -3,7 +3,10 @@
 // clear (a real full tmpfs), or a stalled write (injected) moves its streams to the
 // healthy volumes; every packet is written or counted lost, on the volume that lost it;
 // a failed volume is probed and re-admitted.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -13,6 +16,7 @@
 #include "archive/layout.hpp"
 #include "archive/verify.hpp"
 #include "output/writer.hpp"
+#include "util/follow_directory.hpp"
 #include "output_test_support.hpp"
 
 namespace linecap {
@@ -297,6 +301,28 @@ TEST_F(VolumesTest, EveryVolumeFailedCountsDropsAndResumes) {
     expect_all_accounted();
     EXPECT_EQ(writer_->counters(0).written_packets.load(), 2 * kPacketsPerBlock);
     writer_->stop();
+}
+
+// What the probe does for a volume mounted again on its path: the descriptor it holds is
+// moved to the directory the path names now (here: the old one renamed away, a new one
+// made in its place), once.
+TEST(FollowDirectory, APathNamingAnotherDirectoryIsFollowed) {
+    test::TempDir base;
+    const std::string path = base.path() + "/vol";
+    ASSERT_EQ(::mkdir(path.c_str(), 0700), 0);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    EXPECT_FALSE(follow_directory(fd, path));  // the same directory
+    ASSERT_EQ(::rename(path.c_str(), (path + ".old").c_str()), 0);
+    ASSERT_EQ(::mkdir(path.c_str(), 0700), 0);
+    std::fclose(std::fopen((path + "/new-file").c_str(), "w"));
+    EXPECT_EQ(::faccessat(fd, "new-file", F_OK, 0), -1);
+    EXPECT_TRUE(follow_directory(fd, path));
+    EXPECT_EQ(::faccessat(fd, "new-file", F_OK, 0), 0);
+    EXPECT_FALSE(follow_directory(fd, path));
+    EXPECT_FALSE(follow_directory(fd, base.path() + "/gone"));  // cannot be opened: left as it is
+    EXPECT_EQ(::faccessat(fd, "new-file", F_OK, 0), 0);
+    ::close(fd);
 }
 
 }  // namespace
