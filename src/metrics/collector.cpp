@@ -10,10 +10,8 @@ namespace {
 
 uint64_t load(const std::atomic<uint64_t>& value) { return value.load(std::memory_order_relaxed); }
 
-// How long collect() waits for the store's file-system figures before it publishes the
-// last ones: far above a healthy statvfs and directory listing, far below the systemd
-// watchdog and the 1 s collection period.
-constexpr std::chrono::milliseconds kStoreFiguresWait{250};
+// How often the store's file-system figures are taken: the collection period.
+constexpr std::chrono::milliseconds kStoreFiguresPeriod{1000};
 
 // A service's counters, when it runs.
 template <template <class> class Of>
@@ -64,8 +62,8 @@ void add_volume_counts(MetricsSnapshot& next, const VolumeView& view, const Volu
 
 }  // namespace
 
-StoreFiguresSampler::StoreFiguresSampler(std::function<StoreFigures()> take, std::chrono::milliseconds wait)
-    : take_(std::move(take)), wait_(wait), thread_([this] { run(); }) {}
+StoreFiguresSampler::StoreFiguresSampler(std::function<StoreFigures()> take, std::chrono::milliseconds period)
+    : take_(std::move(take)), period_(period), thread_([this] { run(); }) {}
 
 StoreFiguresSampler::~StoreFiguresSampler() {
     {
@@ -78,29 +76,20 @@ StoreFiguresSampler::~StoreFiguresSampler() {
 
 void StoreFiguresSampler::run() {
     std::unique_lock lock(mutex_);
-    for (;;) {
-        changed_.wait(lock, [this] { return asked_ || stopping_; });
-        if (stopping_) return;
+    while (!stopping_) {
         lock.unlock();
         StoreFigures fresh = take_();
         lock.lock();
         last_ = std::move(fresh);
-        asked_ = false;
-        ++taken_;
+        taken_ = true;
         changed_.notify_all();
+        changed_.wait_for(lock, period_, [this] { return stopping_; });
     }
 }
 
 StoreFigures StoreFiguresSampler::get() {
     std::unique_lock lock(mutex_);
-    // One take() at a time: while one hangs on a stalled device, no other is queued; one
-    // already under way is as good as a new one.
-    const uint64_t want = taken_ + 1;
-    if (!asked_) {
-        asked_ = true;
-        changed_.notify_all();
-    }
-    changed_.wait_for(lock, wait_, [&] { return taken_ >= want; });
+    if (!taken_) changed_.wait_for(lock, kFirstWait, [this] { return taken_; });
     return last_;
 }
 
@@ -122,7 +111,7 @@ MetricsCollector::MetricsCollector(CaptureViews views, std::unique_ptr<PortStats
               }
               return f;
           },
-          kStoreFiguresWait),
+          kStoreFiguresPeriod),
       worker_history_(views_.workers.size()),
       port_history_(views_.ports.size()) {}
 

@@ -31,10 +31,10 @@
 namespace linecap {
 
 // The figures that ask a capture volume's file system (statvfs of each directory, the
-// holds listed under the first), taken on a thread of their own. A volume whose device
-// stalls (or whose directory a stalled create holds locked) blocks that thread, not the
-// control thread: the metrics, readiness and the systemd watchdog go on, the figures
-// stay as they were at the last answer. get() waits at most `wait` for a fresh answer.
+// holds listed under the first), taken every `period` on a thread of their own. A volume
+// whose device stalls (or whose directory a stalled create holds locked) blocks that
+// thread, not the control thread: the metrics, readiness and the systemd watchdog go on,
+// and the figures stay as they were at the last answer.
 struct StoreFigures {
     std::optional<FilesystemUsage> output;               // views.output_directory
     std::vector<std::optional<FilesystemUsage>> volumes;  // views.volumes, in order
@@ -42,24 +42,26 @@ struct StoreFigures {
 };
 class StoreFiguresSampler {
 public:
-    StoreFiguresSampler(std::function<StoreFigures()> take, std::chrono::milliseconds wait);
+    // The first take() starts at once.
+    StoreFiguresSampler(std::function<StoreFigures()> take, std::chrono::milliseconds period);
     ~StoreFiguresSampler();  // waits for a take() under way
     StoreFiguresSampler(const StoreFiguresSampler&) = delete;
     StoreFiguresSampler& operator=(const StoreFiguresSampler&) = delete;
 
-    // The newest figures: from a take() started now if it ends within `wait`, else the last.
+    // The figures of the last take() that ended; never waits, but for the first take
+    // (at most kFirstWait), so the first collection has them.
     StoreFigures get();
+    static constexpr std::chrono::milliseconds kFirstWait{250};
 
 private:
     void run();
 
     const std::function<StoreFigures()> take_;
-    const std::chrono::milliseconds wait_;
+    const std::chrono::milliseconds period_;
     std::mutex mutex_;
     std::condition_variable changed_;
-    bool asked_ = false;   // a take() is wanted or under way
     bool stopping_ = false;
-    uint64_t taken_ = 0;  // how many take()s ended
+    bool taken_ = false;  // a take() has ended
     StoreFigures last_;
     std::thread thread_;  // last: starts once the rest is in place
 };
