@@ -197,8 +197,25 @@ for vol in "$vol_a" "$vol_b"; do
     done
 done
 linecapd_verify "$TEST_TMPDIR/store" || true
+# A file left for recovery is finished by the next start from its bytes alone: its run and
+# sequence number died with the daemon that wrote it, so its stream's chain shows the one
+# file missing there. That GAP, and only that one, is expected: it must name the files
+# just before and after the recovered one.
+recovered=()
+for f in "${left[@]}"; do f=${f##*/.}; recovered+=("${f%.part}"); done
 others=$(grep -v "^LOSS \|^verify \|^RECOVERED " "$TEST_TMPDIR/verify.out" || true)
-[[ -z $others ]] || fail "verify over both volumes: $others"
+while IFS= read -r line; do
+    [[ -n $line ]] || continue
+    explained=0
+    if [[ $line =~ ^GAP\ [^:]+:[0-9]+:\ 1\ file\(s\)\ missing\ .*\ between\ ([^ ]+)\ and\ ([^ ]+): ]]; then
+        for r in "${recovered[@]}"; do
+            [[ ${BASH_REMATCH[1]} < $r && $r < ${BASH_REMATCH[2]} ]] && explained=1
+        done
+    fi
+    ((explained)) || fail "verify over both volumes: $line"
+done <<<"$others"
+(($(grep -c "^RECOVERED " "$TEST_TMPDIR/verify.out") == ${#left[@]})) \
+    || fail "verify: $(grep -c "^RECOVERED " "$TEST_TMPDIR/verify.out") files RECOVERED, ${#left[@]} were left for recovery"
 grep -q "^verify $TEST_TMPDIR/store: $(($(count_finished "$vol_a") + $(count_finished "$vol_b"))) capture files" "$TEST_TMPDIR/verify.out" \
     || fail "verify did not check every file: $(tail -n 1 "$TEST_TMPDIR/verify.out")"
 
