@@ -124,7 +124,7 @@ state = "2"
 event = "pwritev"
 iotype = "write"
 errno = "5"
-once = "on"
+once = "off"
 immediately = "off"
 EOF
 QEMU_ARGS=(
