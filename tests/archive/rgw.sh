@@ -10,6 +10,10 @@
 #   rgw.sh restart-rgw DIR   stop radosgw and start it again (objects are kept)
 #   rgw.sh stop-rgw DIR      stop radosgw only (the store's data stays in the OSD)
 #
+# The OSD keeps objects in RAM (memstore, at most RGW_MEMSTORE_BYTES, default 2 GiB; it
+# takes about twice that in memory). RGW_DISK_BYTES=N puts them on the disk instead:
+# BlueStore on a file of N bytes under DIR (a benchmark's store of 10 GB does not fit in RAM).
+#
 # Each start step has a deadline; on failure the daemons' logs are printed and everything
 # started is stopped. Ceph 16 (Debian 12) with auth "none" needs every messenger mode at
 # "crc": with the default "secure" radosgw loops on get_initial_auth_request -13 and hangs.
@@ -117,8 +121,7 @@ osd failsafe full ratio = .99
 mon data = $D/mon/\$cluster-\$id
 [osd]
 osd data = $D/osd/\$cluster-\$id
-osd objectstore = memstore
-memstore device bytes = 2147483648
+$(objectstore_conf)
 [client.rgw]
 rgw frontends = beast endpoint=127.0.0.1:$rgw_port
 rgw data = $D/rgw
@@ -142,11 +145,11 @@ EOF
     timeout 30 ceph-mon -c "$D/ceph.conf" -i a --mkfs --monmap "$D/monmap" >/dev/null
     timeout 30 ceph-mon -c "$D/ceph.conf" -i a
     until_ok 60 "monitor quorum" ceph_ -s
-    log "OSD (memstore)"
+    log "OSD ($(sed -n 's/^osd objectstore = //p' "$D/ceph.conf"))"
     local uuid id
     uuid=$(cat /proc/sys/kernel/random/uuid)
     id=$(ceph_ osd new "$uuid")
-    mkdir -p "$D/osd/ceph-$id"  # memstore's mkfs does not create its data directory
+    mkdir -p "$D/osd/ceph-$id"  # neither objectstore's mkfs creates its data directory
     timeout 60 ceph-osd -c "$D/ceph.conf" -i "$id" --mkfs --osd-uuid "$uuid" >/dev/null 2>&1
     timeout 30 ceph-osd -c "$D/ceph.conf" -i "$id"
     until_ok 60 "OSD up" bash -c "ceph -c '$D/ceph.conf' osd stat -f json | grep -q '\"num_up_osds\":1'"
@@ -163,6 +166,15 @@ EOF
     s3cmd -c "$D/s3cfg" del s3://linecap-test/.warmup >/dev/null
     trap - ERR
     log "ready: $(grep S3_ENDPOINT "$D/s3.env"), bucket linecap-test"
+}
+
+objectstore_conf() {
+    if [[ -n ${RGW_DISK_BYTES:-} ]]; then
+        printf 'osd objectstore = bluestore\nbluestore block create = true\n'
+        printf 'bluestore block size = %s\nosd memory target = 1073741824\n' "$RGW_DISK_BYTES"
+    else
+        printf 'osd objectstore = memstore\nmemstore device bytes = %s\n' "${RGW_MEMSTORE_BYTES:-2147483648}"
+    fi
 }
 
 stop() {
