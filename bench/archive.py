@@ -8,12 +8,17 @@ beside the archiver's).
      and no bandwidth cap: bytes archived / wall time until the backlog is 0, the archiver
      threads' CPU-seconds per GB (concurrency 1: one thread, lc-archive), and the RGW's;
   2. capture rate with the archiver uploading vs off: net_pcap replaying 4000 frames in a
-     loop (infinite_rx), written packets per second over --seconds, archive on (uploading
-     that backlog to a fresh prefix) and off alternated --repeat times (A B A B ...); the
-     ratio of the medians. In these windows the RGW's daemons run at SCHED_IDLE: on an
+     loop (infinite_rx), written packets per second over --seconds, the shipped defaults
+     but for the retention budget, the store hard-linked into each window's directory as
+     the backlog, archive on (uploading it to a fresh prefix) and off alternated --repeat
+     times (A B B A ...) after one uncounted warm-up window; the ratio of the medians.
+     Each window prints where the CPU went (linecapd's busiest threads, the machine's
+     split) and the drops by reason. --workdir on a tmpfs (/dev/shm/...) makes capture
+     CPU-bound, the case where the archiver's CPU would show; on the disk the written rate
+     is the disk's and varies more between windows. In these windows the RGW's daemons run at SCHED_IDLE: on an
      appliance the store is another machine, and its CPU is not the archiver's cost.
 
-usage: bench/archive.py [--gb 1] [--seconds 10] [--repeat 3] [--workdir /var/tmp/linecap-archive-bench]
+usage: bench/archive.py [--gb 1] [--seconds 10] [--repeat 5] [--workdir /var/tmp/linecap-archive-bench]
 Needs root, hugepages (bench/run.sh or scripts/hugepages.sh) and Ceph (scripts/install-deps.sh).
 Prints the conditions (load average before and after, CPUs) with the numbers: run it on a
 quiet machine."""
@@ -38,6 +43,13 @@ LINECAPD = os.path.join(BUILD, "src", "linecapd")
 RGW = os.path.join(SRC, "tests", "archive", "rgw.sh")
 GEN_PCAP = os.path.join(SRC, "tests", "tools", "gen_pcap.py")
 FRAME = 1400
+
+
+def system_cpu():
+    """The machine's CPU seconds so far by kind (/proc/stat's first line)."""
+    fields = open("/proc/stat").readline().split()[1:8]
+    hz = os.sysconf("SC_CLK_TCK")
+    return dict(zip(("user", "nice", "system", "idle", "iowait", "irq", "softirq"), (int(x) / hz for x in fields)))
 
 
 def process_cpu(pids):
@@ -94,6 +106,13 @@ class Bench:
         a.update(extra)
         return a
 
+    def drops(self):
+        """linecap_dropped_packets_total by reason."""
+        out = {}
+        for labels, v in prometheus.scrape(self.url()).matching("linecap_dropped_packets_total"):
+            out[labels.get("reason", "?")] = out.get(labels.get("reason", "?"), 0) + v
+        return out
+
     def loop_pcap(self):
         """A small pcap for net_pcap's infinite_rx, which holds the whole file in mbufs."""
         loop = os.path.join(self.work, "loop.pcap")
@@ -145,21 +164,38 @@ class Bench:
                 "RGW CPU-s/GB": round(rgw / gb, 2)}
 
     def capture_rate(self, archive_on, round_):
+        # The store's files hard-linked into a directory of the window's own: the archiver has
+        # the whole store to upload, and the window writes nothing but what capture writes (a
+        # copy would still be flushing to the disk while capture is measured).
         out = os.path.join(self.work, f"rate-{round_}-{'on' if archive_on else 'off'}")
-        shutil.copytree(self.store, out, ignore=shutil.ignore_patterns("*.archived"))
-        output = {"scrub": {"enabled": False}, "rotate": {"size_mb": 64},
-                  "retention": {"max_bytes": f"{int(self.store_bytes * 1.5 / 1e6)}M"}}
+        os.makedirs(out)
+        for f in os.listdir(self.store):
+            if not f.endswith(".archived"):
+                os.link(os.path.join(self.store, f), os.path.join(out, f))
+        # The shipped defaults but for the retention budget, which must keep the store.
+        output = {"retention": {"max_bytes": f"{int(self.store_bytes * 1.5 / 1e6)}M"}}
         if archive_on:
             output["archive"] = self.archive(f"rate-{round_}-{int(time.time())}")
-        d = self.run_linecapd("rate", f"net_pcap0,rx_pcap={self.loop_pcap()},infinite_rx=1", out, output=output)
+        d = self.run_linecapd(f"rate-{round_}-{'on' if archive_on else 'off'}", f"net_pcap0,rx_pcap={self.loop_pcap()},infinite_rx=1", out, output=output)
         time.sleep(2)
         w0, t0 = self.metric("linecap_written_packets_total"), time.time()
+        threads0, cpu0, drops0 = thread_cpu(d.pid), system_cpu(), self.drops()
         time.sleep(self.args.seconds)
         w1, t1 = self.metric("linecap_written_packets_total"), time.time()
+        threads1, cpu1, drops1 = thread_cpu(d.pid), system_cpu(), self.drops()
         uploading = archive_on and self.metric("linecap_archive_backlog_files") > 0
         d.stop()
         shutil.rmtree(out)
-        return (w1 - w0) / (t1 - t0), uploading
+        pps = (w1 - w0) / (t1 - t0)
+        # Where the CPU went in the window: linecapd's busiest threads (CPU-s, the CPU each
+        # last ran on) and the machine's time by kind; what explains a slower window.
+        busiest = sorted(((threads1[k][0] - threads0[k][0], k, threads1[k][1]) for k in threads1 if k in threads0),
+                         reverse=True)[:5]
+        split = {k: round(cpu1[k] - cpu0[k], 1) for k in cpu1}
+        print(f"  window {round_} archive {'on ' if archive_on else 'off'}: {pps:.0f} pps; threads "
+              + ", ".join(f"{k} {c:.1f}s@cpu{last}" for c, k, last in busiest) + f"; machine CPU-s {split}; dropped {dict((k, v - drops0.get(k, 0)) for k, v in drops1.items() if v > drops0.get(k, 0))}",
+              flush=True)
+        return pps, uploading
 
     def run(self):
         os.makedirs(self.work, exist_ok=False)
@@ -172,6 +208,9 @@ class Bench:
             # so in the capture-rate windows they get only what capture leaves (SCHED_IDLE), and
             # what is measured is the archiver's own cost (its thread, the reads, the sends).
             self.rgw_scheduling("--idle")
+            # A first window warms what the later ones reuse (tmpfs pages, the page cache, the
+            # mempools' hugepages) and is not counted: it would fall to whichever mode ran first.
+            self.capture_rate(False, "warm-up")
             on, off, busy = [], [], []
             for r in range(self.args.repeat):
                 for archive_on in (True, False) if r % 2 == 0 else (False, True):
@@ -196,7 +235,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gb", type=float, default=1.0)
     ap.add_argument("--seconds", type=float, default=10)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--workdir", default="/var/tmp/linecap-archive-bench")
     args = ap.parse_args()
     bench = Bench(args)
