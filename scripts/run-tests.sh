@@ -239,9 +239,6 @@ step "tests"
 [[ " $* " == *vm* ]] || selection+=(--no-suite vm)
 # Suite corpus (tcpdump's whole test corpus against tcpdump -r, several minutes) likewise.
 [[ " $* " == *corpus* || " $* " == *store-tcpdump-suite* ]] || selection+=(--no-suite corpus)
-# Suite flaky (a test that fails now and then for a known, open bug) likewise.
-[[ " $* " == *flaky* || " $* " == *storage-volume-stall* || " $* " == *storage-volume-remount-ro* ]] \
-    || selection+=(--no-suite flaky)
 rc=0
 run_child meson test -C "$BUILD" "${test_args[@]}" "${selection[@]}" || rc=$?
 ((MESON_RC != 0)) || MESON_RC=$rc

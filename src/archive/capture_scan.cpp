@@ -129,6 +129,7 @@ CaptureScan scan_capture(const format::ByteSource& source, ScanOptions options) 
         if (scan.packets == 0) scan.first_ns = r.ts_ns;
         scan.last_ns = r.ts_ns;
         ++scan.packets;
+        scan.wire_bytes += r.len;
         describe();
         if (options.first_packet_only) break;
     }

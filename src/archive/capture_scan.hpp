@@ -37,6 +37,7 @@ struct CaptureScan {
     uint64_t file_bytes = 0;
     uint64_t valid_bytes = 0;         // header + complete, plausible records/blocks
     uint64_t packets = 0;             // in the valid prefix
+    uint64_t wire_bytes = 0;          // their original lengths
     uint64_t first_ns = 0;            // first and last packet timestamps in file order
     uint64_t last_ns = 0;             // (UTC ns), 0 when there is no packet
     uint32_t snaplen = 0;             // pcap header / first pcapng interface

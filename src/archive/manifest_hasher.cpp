@@ -90,6 +90,7 @@ void ManifestHasher::opened(uint32_t stream, const std::string& in_progress_name
     Lane& lane = *lanes_[stream];
     if (lane.writing != nullptr) abandoned(stream);  // not reached: the writer ends a file first
     auto file = std::make_unique<Tracked>();
+    file->in_progress_name = in_progress_name;
     // Opened here, under the in-progress name only the writer uses: while the file is written
     // renames do not matter. Without a descriptor the file is opened by name once finished.
     UniqueFd fd(::openat(context_.dir_fd, in_progress_name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
@@ -139,15 +140,13 @@ void ManifestHasher::unmark_pending(const std::string& final_name) {
 
 void ManifestHasher::finished(uint32_t stream, Manifest manifest) {
     Lane& lane = *lanes_[stream];
-    add(counters_.backlog_files, 1);
     if (lane.writing == nullptr) {
         // Not followed (kTrackedFiles were waiting): hashed by name after those. The lock is
         // taken only in this case, and the hasher holds it for a swap only.
-        add(counters_.backlog_bytes, manifest.size);
-        const std::lock_guard lock(untracked_mutex_);
-        untracked_.push_back(std::move(manifest));
+        finished_unfollowed(std::move(manifest));
         return;
     }
+    add(counters_.backlog_files, 1);
     lane.writing->manifest = std::move(manifest);
     // Unless the hasher is reading it already: a finished file waiting its turn must not be
     // kept alive by a descriptor when retention deletes it.
@@ -155,6 +154,13 @@ void ManifestHasher::finished(uint32_t stream, Manifest manifest) {
     lane.writing->state.store(Tracked::finished, std::memory_order_release);
     lane.writing = nullptr;
     lane.reported = 0;
+}
+
+void ManifestHasher::finished_unfollowed(Manifest manifest) {
+    add(counters_.backlog_files, 1);
+    add(counters_.backlog_bytes, manifest.size);
+    const std::lock_guard lock(untracked_mutex_);
+    untracked_.push_back(std::move(manifest));
 }
 
 void ManifestHasher::abandoned(uint32_t stream) {
@@ -172,8 +178,9 @@ void ManifestHasher::run(bool own_thread) {
     buffer_.resize(kChunkBytes);
     while (!stopping_.load(std::memory_order_acquire)) {
         if (!work_round()) {
-            // Idle: no file is being hashed, so the listing can only find files that no
-            // lane follows (those waiting in unwritten_ are skipped).
+            // Idle is not "no file followed": a lane may wait for its writer, which may be
+            // finishing the file right now. The sweep skips every file a lane, by_name_,
+            // untracked_ or unwritten_ has.
             if (rescan_.exchange(false, std::memory_order_acq_rel)) sweep("while the directory failed");
             retry_unwritten(std::chrono::steady_clock::now());
             std::this_thread::sleep_for(kIdlePoll);
@@ -322,6 +329,12 @@ void ManifestHasher::sweep(const char* by) {
         if (!f.manifest_pending) continue;
         if (std::any_of(unwritten_.begin(), unwritten_.end(), [&](const Manifest& m) { return m.file == f.name; }))
             continue;
+        // Listed under its final name with its marker, so renamed before the listing: a
+        // followed file was queued (opened) before that, and only this thread completes it.
+        // So the check after the listing cannot miss it. Queued here too, it would get a
+        // manifest from its bytes alone (no run, no sequence: a GAP in verify) written over
+        // the writer's, or before it.
+        if (followed(f.name)) continue;
         if (f.compressed || f.manifest) {
             remove_name(context_.dir_fd, layout::manifest_pending_name(f.name));
             continue;
@@ -336,6 +349,25 @@ void ManifestHasher::sweep(const char* by) {
     if (!by_name_.empty())
         spdlog::info("manifest hasher: {} file(s) left with their manifest pending {} in {}; hashing them",
                      by_name_.size(), by, context_.config.directory);
+}
+
+bool ManifestHasher::followed(const std::string& final_name) {
+    const std::string in_progress = layout::in_progress_name(final_name);
+    bool found = false;
+    const auto check = [&](const Tracked* t) { found = found || (t != nullptr && t->in_progress_name == in_progress); };
+    for (const auto& lane : lanes_) {
+        check(lane->current);
+        lane->ring.for_each_queued(check);
+    }
+    if (found) return true;
+    const auto named = [&](const Manifest& m) { return m.file == final_name; };
+    if (std::any_of(by_name_.begin(), by_name_.end(), [&](const ByName& b) { return named(b.manifest); }))
+        return true;
+    // A file finished while kTrackedFiles waited reaches untracked_ only after its rename:
+    // one the listing saw in between is queued twice. Its manifest from the file comes
+    // first then, and the writer's overwrites it (see hash_by_name).
+    const std::lock_guard lock(untracked_mutex_);
+    return std::any_of(untracked_.begin(), untracked_.end(), named);
 }
 
 bool ManifestHasher::hash_by_name() {
@@ -367,6 +399,14 @@ bool ManifestHasher::hash_by_name() {
         return finish(&counters_.failed_files);
     }
     Manifest manifest;
+    if (item.from_file && name_exists(context_.dir_fd, layout::manifest_name(name))) {
+        // Written meanwhile by this thread from the writer's record: that one has run,
+        // sequence and drops, one from the bytes alone has not. Never replaced by it.
+        // Its outcome was counted with that manifest.
+        remove_name(context_.dir_fd, layout::manifest_pending_name(name));
+        sub(counters_.backlog_files, 1);
+        return finish(nullptr);
+    }
     if (item.from_file) {
         Result<Manifest> m = manifest_from_file(fd.get(), name);
         if (!m) {

@@ -157,10 +157,17 @@ public:
     // The open file has its final name; `manifest` lacks only the digest.
     void finished(uint32_t stream, Manifest manifest);
     void abandoned(uint32_t stream);  // the open file was not finished
+    // A file finished without being followed (one a failed volume kept, finished once the
+    // volume is back): hashed by name. Any writer thread; takes a lock.
+    void finished_unfollowed(Manifest manifest);
     // Any thread. The directory came back after failing (a capture volume re-admitted):
     // once idle, the hasher looks for files left with their manifest pending as start()
-    // does — a file system repaired and mounted again holds what it last committed.
+    // does — a file system repaired and mounted again holds what it last committed. A file
+    // the hasher still follows is not one of them, even when its marker is there and its
+    // manifest not yet: the writer may have just renamed it, and its manifest, with run and
+    // sequence, is on its way through the lane.
     void rescan() { rescan_.store(true, std::memory_order_release); }
+    bool rescan_pending() const { return rescan_.load(std::memory_order_acquire); }  // for tests
 
 private:
     // One capture file being followed. The writer fills it until `state` leaves `open`
@@ -172,6 +179,7 @@ private:
         // read (it is following the open file) or the writer when the file is finished (it
         // closes it: a file waiting its turn is reopened by name, known by its inode).
         std::atomic<int> handoff{-1};
+        std::string in_progress_name;       // set before it is queued, never changed
         dev_t dev = 0;
         ino_t ino = 0;
         std::atomic<uint64_t> written{0};   // bytes in the file (release after each append)
@@ -206,6 +214,7 @@ private:
     bool advance(Lane& lane);
     bool hash_by_name();                    // one whole file of by_name_
     void sweep(const char* by);             // queues the files left pending (`by`: by whom, for the log)
+    bool followed(const std::string& final_name);  // a lane, by_name_ or untracked_ has it
     void complete(Manifest manifest);       // writes it (or queues a retry)
     void written(const std::string& name);  // its manifest is in place
     // Why a followed file gets no manifest: the writer abandoned it (it never was finished),

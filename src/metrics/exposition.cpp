@@ -284,7 +284,8 @@ void add_volume_families(std::vector<MetricFamily>& out, const std::vector<Volum
     push(out, kVolumesHealthyMetric, static_cast<double>(healthy));
     for (const FieldMetric<VolumeCounts>* metric :
          {&kVolumeHealthyMetric, &kVolumeStreamsMetric, &kVolumeWrittenBytesMetric, &kVolumeWrittenPacketsMetric,
-          &kVolumeFailuresMetric, &kVolumeStallsMetric, &kVolumeFailoversMetric, &kVolumeReadmissionsMetric, &kVolumeProbeFailuresMetric}) {
+          &kVolumeFailuresMetric, &kVolumeStallsMetric, &kVolumeFailoversMetric, &kVolumeReadmissionsMetric, &kVolumeProbeFailuresMetric,
+          &kVolumeLostAfterWritePacketsMetric, &kVolumeLostAfterWriteBytesMetric, &kVolumeLostAfterWriteFileBytesMetric}) {
         MetricFamily f = family(metric->decl);
         for (const VolumeSample& v : volumes) {
             if (metric->decl.type == linecap::MetricType::counter) {

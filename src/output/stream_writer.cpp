@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "linecap_build.h"
+#include "archive/capture_scan.hpp"
 #include "archive/layout.hpp"
 #include "format/pcap_format.hpp"
 #include "format/pcapng_blocks.hpp"
@@ -155,6 +156,8 @@ bool StreamWriter::write_records(const WriteBlock& block) {
     add(counters_.written_packets, block.packets);
     add(counters_.written_bytes, block.wire_bytes);
     add(counters_.file_bytes, block.used);
+    file_wire_bytes_ += block.wire_bytes;
+    file_counted_bytes_ += block.used;
     if (context_.volume != nullptr) {
         context_.volume->written_packets.fetch_add(block.packets, std::memory_order_relaxed);
         context_.volume->file_bytes.fetch_add(block.used, std::memory_order_relaxed);
@@ -202,6 +205,8 @@ bool StreamWriter::open_file(const WriteBlock& block) {
     file_first_ns_ = block.first_ts_ns;
     file_last_ns_ = block.first_ts_ns;
     add(counters_.file_bytes, file_.size());
+    file_wire_bytes_ = 0;
+    file_counted_bytes_ = file_.size();
     if (context_.volume != nullptr) context_.volume->file_bytes.fetch_add(file_.size(), std::memory_order_relaxed);
     open_bytes_.store(file_.size(), std::memory_order_relaxed);
     unsynced_ = true;
@@ -307,6 +312,9 @@ void StreamWriter::finalise_file() {
 
     // The marker first: a finished file has its manifest or its marker at every moment.
     const bool marked = context_.hasher != nullptr && context_.hasher->mark_pending(file_.final_name());
+    // finalise() closes the file and forgets it; a file it cannot finish is kept in mind.
+    LeftFile left{file_.final_name(), file_.in_progress_name(), file_header_, file_.size(), file_counted_bytes_,
+                  file_.packets(), file_wire_bytes_, {}};
     const FinaliseResult result = file_.finalise(durable());
     unsynced_ = false;
     open_bytes_.store(0, std::memory_order_relaxed);
@@ -323,8 +331,12 @@ void StreamWriter::finalise_file() {
     if (!result.renamed) {
         if (context_.hasher != nullptr) {
             context_.hasher->abandoned(index_);
-            if (marked) context_.hasher->unmark_pending(file_.final_name());
+            if (marked) context_.hasher->unmark_pending(left.final_name);
         }
+        // Finished when the volume is back (finish_left_file), or by startup recovery.
+        left.manifest = manifest_for(counts, clock, left.size, span_start, now_ns);
+        left.manifest.file = left.final_name;
+        left_.push_back(std::move(left));
         return;
     }
     // fetch_add: a file left open on a volume the stream moved away from is finished by
@@ -412,6 +424,91 @@ void StreamWriter::take_over() {
     span_ = Span{utc_now_ns(), capture_counts(), 0, 0};
     failure_ = 0;
     full_since_ = {};
+}
+
+void StreamWriter::finish_left_files() {
+    size_t done = 0;
+    while (done < left_.size() && finish_left(left_[done])) ++done;
+    left_.erase(left_.begin(), left_.begin() + static_cast<std::ptrdiff_t>(done));
+}
+
+bool StreamWriter::finish_left(LeftFile& left) {
+    const int dir = context_.dir_fd;
+    const auto failed = [&](const char* operation, int error) {
+        const IoStatus status = IoStatus::failure(operation, error);
+        volume_error(status);
+        spdlog::error("{}: finishing {} now that its volume is back: {}", label_, path_of(left.in_progress_name),
+                      status.message());
+        return false;
+    };
+    // What the file system kept: the file under its in-progress name, shorter than written
+    // if it had not committed the rest; or under its final name (a rename reported failed
+    // that was done); or nothing (its creation was not committed): then it is made again,
+    // header only, so that its sequence number and its drops stay on record.
+    bool renamed = false;
+    UniqueFd fd(::openat(dir, left.in_progress_name.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd && errno == ENOENT) {
+        fd.reset(::openat(dir, left.final_name.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+        renamed = fd.valid();
+        if (!fd && errno == ENOENT)
+            fd.reset(::openat(dir, left.in_progress_name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0640));
+    }
+    if (!fd) return failed("open", errno);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return failed("fstat", errno);
+    // Beyond what the writer put there: a failed append's remains (counted lost then).
+    if (static_cast<uint64_t>(st.st_size) > left.size && ::ftruncate(fd.get(), static_cast<off_t>(left.size)) != 0)
+        return failed("ftruncate", errno);
+    CaptureScan scan = scan_capture(fd.get());
+    if (!scan.io.ok()) return failed("read back", scan.io.error() != 0 ? scan.io.error() : EIO);
+    uint64_t keep = scan.valid_bytes;
+    if (!scan.header_valid) {
+        if (::pwrite(fd.get(), left.header.data(), left.header.size(), 0) != static_cast<ssize_t>(left.header.size()))
+            return failed("write header", errno != 0 ? errno : EIO);
+        keep = left.header.size();
+        scan.packets = 0;
+        scan.wire_bytes = 0;
+    }
+    if (::ftruncate(fd.get(), static_cast<off_t>(keep)) != 0) return failed("ftruncate", errno);
+    if (durable() && ::fsync(fd.get()) != 0) return failed("fsync", errno);
+    fd.reset();
+
+    const bool marked = context_.hasher != nullptr && context_.hasher->mark_pending(left.final_name);
+    if (!renamed && ::renameat(dir, left.in_progress_name.c_str(), dir, left.final_name.c_str()) != 0) {
+        const int error = errno;
+        if (marked) context_.hasher->unmark_pending(left.final_name);
+        return failed("rename", error);
+    }
+    if (durable() && ::fsync(dir) != 0) return failed("fsync directory", errno);
+
+    const uint64_t lost = since(left.packets, scan.packets);
+    const uint64_t lost_wire = since(left.wire_bytes, scan.wire_bytes);
+    const uint64_t lost_file = since(left.counted_file_bytes, keep);
+    if (context_.volume != nullptr) {
+        context_.volume->lost_after_write_packets.fetch_add(lost, std::memory_order_relaxed);
+        context_.volume->lost_after_write_bytes.fetch_add(lost_wire, std::memory_order_relaxed);
+        context_.volume->lost_after_write_file_bytes.fetch_add(lost_file, std::memory_order_relaxed);
+    }
+    Manifest m = std::move(left.manifest);
+    m.size = keep;
+    m.packets = scan.packets;
+    if (scan.packets > 0) {
+        m.first_ns = scan.first_ns;
+        m.last_ns = scan.last_ns;
+    }
+    if (m.drops) m.drops->write_error += lost;
+    counters_.files_finalised.fetch_add(1, std::memory_order_relaxed);
+    if (lost > 0)
+        spdlog::warn("{}: {} held {} of the {} packets written to it when its volume failed: {} lost after they "
+                     "were written (the file system had not committed them)",
+                     label_, path_of(left.final_name), scan.packets, left.packets, lost);
+    spdlog::info("finalised {} ({} packets, {} bytes) now that its volume is back", path_of(left.final_name),
+                 scan.packets, keep);
+    const FinishedFile finished{left.final_name, keep, m.first_ns, m.last_ns};
+    if (context_.hasher != nullptr) context_.hasher->finished_unfollowed(std::move(m));
+    if (context_.retention != nullptr) context_.retention->add(finished);
+    if (context_.file_finished) context_.file_finished(left.final_name);
+    return true;
 }
 
 void StreamWriter::finish() {

@@ -107,6 +107,16 @@ public:
     // The stream has just moved here from another volume: the span of the next file
     // starts now (the other volume's last file counts what came before).
     void take_over();
+    // A file finalise could not finish (left under its in-progress name on a failing
+    // volume) waits for the volume to come back.
+    bool has_left_file() const { return !left_.empty(); }
+    // The volume is back (re-admitted, maybe a repaired file system mounted again): the
+    // left file is finished as far as the file system kept it, with its run and sequence:
+    // cut to complete records, renamed, given to the hasher and retention. What was counted
+    // written but is not in it goes to the volume's lost_after_write counters (and to the
+    // manifest's write_error drops). An I/O error keeps it (take_failure says so). Only
+    // the volume's thread for the stream, like finish().
+    void finish_left_files();
     // An error since the last call that means the volume cannot take writes (any errno
     // but a full disk, or a full disk retention has not cleared within
     // output.volume_stall_timeout_ms); 0: none.
@@ -143,6 +153,20 @@ private:
     bool open_file(const WriteBlock& block);
     void finalise_file();
     SpanCounts span_counts(const CaptureCounts& capture) const;
+    struct LeftFile;
+    // Returns whether it is finished (false: an I/O error, counted for the volume).
+    bool finish_left(LeftFile& left);
+    // What the writer knew of a file finalise left under its in-progress name.
+    struct LeftFile {
+        std::string final_name;
+        std::string in_progress_name;
+        std::vector<uint8_t> header;    // its file header, should the file system have lost it
+        uint64_t size = 0;              // bytes the writer put in it
+        uint64_t counted_file_bytes = 0;  // of those, counted in file_bytes (header, records)
+        uint64_t packets = 0;
+        uint64_t wire_bytes = 0;
+        Manifest manifest;              // as it would have been, but for the digest
+    };
     // pcapng: the Interface Statistics Block that closes the file.
     void append_statistics(const SpanCounts& counts, const ManifestClock& clock, uint64_t now_ns);
     // Everything but the digest, which the hasher adds.
@@ -179,6 +203,9 @@ private:
     std::atomic<uint64_t> open_bytes_{0};
     uint64_t file_seq_ = 0;                    // of the open file
     uint64_t file_first_ns_ = 0;               // first and last packet in the open file
+    uint64_t file_wire_bytes_ = 0;             // of the open file's packets
+    uint64_t file_counted_bytes_ = 0;          // of the open file in counters_.file_bytes
+    std::vector<LeftFile> left_;              // oldest first
     uint64_t file_last_ns_ = 0;
     Span span_;
     LossEpisode loss_;

@@ -242,9 +242,29 @@ struct Writer::Impl {
         }
     }
 
+    // Files a failure left on thread `t`'s volume are finished once it is healthy again,
+    // first thing in each pass (the file system it holds now may be a repaired one: only
+    // then is it known what of them it kept). Timed like a turn.
+    void finish_left_files(size_t t) {
+        const size_t v = volume_of_thread(t);
+        if (!volumes[v]->healthy.load()) return;
+        for (size_t i = t % threads_per_volume(); i < slots.size(); i += threads_per_volume()) {
+            StreamWriter& writer = *slots[i]->writers[v];
+            if (!writer.has_left_file()) continue;
+            clocks[t].busy_since_ns.store(steady_ns(), std::memory_order_relaxed);
+            writer.finish_left_files();
+            clocks[t].busy_since_ns.store(0, std::memory_order_relaxed);
+            if (const int error = writer.take_failure(); error != 0) {
+                fail_volume(v, error, false);
+                return;
+            }
+        }
+    }
+
     // One round over the streams thread `t` serves, one block each so a busy stream
     // cannot starve the others. Returns whether any was found.
     bool pass(size_t t) {
+        finish_left_files(t);
         bool found = false;
         each_turn(t, [&](StreamSlot& slot, StreamWriter& writer) {
             WriteBlock* block = slot.stream.full_blocks.pop();

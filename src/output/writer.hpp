@@ -100,6 +100,11 @@ struct VolumeCountersOf {
     Counter failovers{};             // streams moved away from it after a failure
     Counter readmissions{};          // times a probe (or SIGHUP) found it working again
     Counter probe_failures{};
+    // Counted written (in written_packets and the streams' counters), then not in the file a
+    // failure kept once the volume was back: what its file system had not committed.
+    Counter lost_after_write_packets{};
+    Counter lost_after_write_bytes{};       // their original (wire) lengths
+    Counter lost_after_write_file_bytes{};  // bytes of the file (records) gone
 
     template <class F, class... Group>
     static void fields(F&& f, Group&... g) {
@@ -119,6 +124,9 @@ struct VolumeCountersOf {
         f(g.failovers...);
         f(g.readmissions...);
         f(g.probe_failures...);
+        f(g.lost_after_write_packets...);
+        f(g.lost_after_write_bytes...);
+        f(g.lost_after_write_file_bytes...);
     }
 };
 struct alignas(64) VolumeCounters : VolumeCountersOf<std::atomic<uint64_t>> {
@@ -176,6 +184,23 @@ inline constexpr FieldMetric<VolumeCounts> kVolumeProbeFailuresMetric{
     {"linecap_volume_probe_failures_total", "Probes of the failed volume that found it still not working.",
      MetricType::counter},
     &VolumeCounts::probe_failures};
+
+inline constexpr FieldMetric<VolumeCounts> kVolumeLostAfterWritePacketsMetric{
+    {"linecap_volume_lost_after_write_packets_total",
+     "Packets counted written on the volume that the file a failure kept no longer held once the volume was back "
+     "(its file system had not committed them).",
+     MetricType::counter},
+    &VolumeCounts::lost_after_write_packets};
+inline constexpr FieldMetric<VolumeCounts> kVolumeLostAfterWriteBytesMetric{
+    {"linecap_volume_lost_after_write_bytes_total",
+     "Original (wire) length of linecap_volume_lost_after_write_packets_total.", MetricType::counter},
+    &VolumeCounts::lost_after_write_bytes};
+inline constexpr FieldMetric<VolumeCounts> kVolumeLostAfterWriteFileBytesMetric{
+    {"linecap_volume_lost_after_write_file_bytes_total",
+     "Bytes counted in linecap_output_file_bytes_total that the file a failure kept no longer held once the volume "
+     "was back.",
+     MetricType::counter},
+    &VolumeCounts::lost_after_write_file_bytes};
 
 // A test seam: makes the volume's writes fail with `error` (0: off) or sleep `stall_ms`
 // first, as a failing or stalled device would. Checked once per block written.

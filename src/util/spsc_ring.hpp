@@ -51,6 +51,15 @@ public:
         return item;
     }
 
+    // Consumer side: `f(item)` for every item pushed and not popped yet, oldest first.
+    // Items the producer pushes meanwhile may or may not be seen; none is overwritten while
+    // this runs, since the producer never reuses a slot the consumer has not popped.
+    template <class F>
+    void for_each_queued(F&& f) const {
+        const size_t head = head_.load(std::memory_order_acquire);
+        for (size_t i = tail_.load(std::memory_order_relaxed); i != head; ++i) f(slots_[i & mask_]);
+    }
+
     // Approximate, for metrics (any thread).
     size_t size() const {
         return head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed);

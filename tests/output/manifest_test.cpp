@@ -481,6 +481,43 @@ TEST_F(ManifestHasherTest, AKilledRunsPendingFilesAreCompletedAtTheNextStart) {
     EXPECT_EQ(counters.backlog_files.load(), 0u);
 }
 
+// A volume re-admitted while its writer finishes a file: the writer has put the marker
+// and renamed the file, and the rescan lists it before finished() reaches the lane (or
+// before the lane writes the manifest). The file is the lane's: its manifest keeps the
+// writer's run and sequence, and is not replaced by one made from the bytes alone.
+TEST_F(ManifestHasherTest, ARescanLeavesTheFileTheWriterIsFinishingToItsLane) {
+    ManifestHasher hasher(context, 1, counters);
+    ASSERT_TRUE(hasher.start().ok());
+    const std::string name = files[1];
+    const std::string part = layout::in_progress_name(name);
+    ASSERT_EQ(::renameat(dir_fd.get(), name.c_str(), dir_fd.get(), part.c_str()), 0);
+    const uint64_t size = size_of(part);
+    hasher.opened(0, part, 24);
+    hasher.appended(0, size);
+    ASSERT_TRUE(test::wait_until([&] { return counters.hashed_bytes.load() == size; }));  // now waiting for the writer
+    ASSERT_TRUE(hasher.mark_pending(name));
+    ASSERT_EQ(::renameat(dir_fd.get(), part.c_str(), dir_fd.get(), name.c_str()), 0);
+    hasher.rescan();
+    ASSERT_TRUE(test::wait_until([&] { return !hasher.rescan_pending(); }));
+    Manifest m;
+    m.file = name;
+    m.size = size;
+    m.seq = 7;
+    m.run = "1";
+    hasher.finished(0, std::move(m));
+    hasher.stop();
+    const ManifestRead read = read_manifest(dir_fd.get(), name);
+    ASSERT_TRUE(read.ok()) << read.problem;
+    EXPECT_FALSE(read.manifest.recovered);
+    EXPECT_EQ(read.manifest.seq, 7u);
+    EXPECT_EQ(read.manifest.run, "1");
+    EXPECT_EQ(read.manifest.sha256, Sha256::of(test::read_file(dir.file(name))));
+    EXPECT_FALSE(exists(layout::manifest_pending_name(name)));
+    EXPECT_EQ(counters.written_files.load(), 1u);
+    EXPECT_EQ(counters.backlog_files.load(), 0u);
+    EXPECT_EQ(counters.backlog_bytes.load(), 0u);
+}
+
 // Beyond kTrackedFiles files waiting on a stream, a finished file is not followed (no
 // descriptor held) but hashed by name afterwards, with its full manifest.
 TEST_F(ManifestHasherTest, FilesBeyondTheTrackedBoundAreHashedByName) {

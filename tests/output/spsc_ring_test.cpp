@@ -36,6 +36,24 @@ TEST(SpscRing, WrapsAroundManyTimes) {
     }
 }
 
+// The consumer sees what is queued without taking it, across the wrap, oldest first.
+TEST(SpscRing, ForEachQueuedVisitsWhatIsNotPoppedYet) {
+    SpscRing<int> ring(4);
+    int items[6] = {};
+    const auto queued = [&] {
+        std::vector<int*> seen;
+        ring.for_each_queued([&](int* item) { seen.push_back(item); });
+        return seen;
+    };
+    EXPECT_TRUE(queued().empty());
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(ring.push(&items[i]));
+    ASSERT_EQ(ring.pop(), &items[0]);
+    for (int i = 3; i < 5; ++i) ASSERT_TRUE(ring.push(&items[i]));  // wraps
+    EXPECT_EQ(queued(), (std::vector<int*>{&items[1], &items[2], &items[3], &items[4]}));
+    EXPECT_EQ(ring.pop(), &items[1]);  // nothing was taken by looking
+    EXPECT_EQ(queued(), (std::vector<int*>{&items[2], &items[3], &items[4]}));
+}
+
 // One producer, one consumer, a small ring so both sides hit full and empty constantly:
 // every item arrives exactly once and in order.
 TEST(SpscRing, TwoThreadsPassAMillionItemsInOrder) {

@@ -276,6 +276,80 @@ TEST_F(VolumesTest, AStreamsFilesAreOneSequenceAcrossTheVolumes) {
     EXPECT_EQ(alone->files, 1u);
 }
 
+// The file open on a volume when it failed could not be renamed (a file system gone
+// read-only): it waits under its in-progress name. Repaired, the file system holds less of
+// it than was written (what it had not committed). Once the volume is re-admitted the
+// daemon finishes it with its run and sequence, cut to complete records, and counts what
+// it no longer holds as lost after write: files == written - lost_after_write, exactly.
+TEST_F(VolumesTest, AFileLeftOnAFailedVolumeIsFinishedWhenItIsBackWhatItLostCounted) {
+    config_.manifest = true;
+    config_.volume_probe_interval_s = 3600;  // re-admitted when the test says so
+    start(1);
+    send(0, 3);
+    expect_all_accounted();
+    std::string part;
+    for (const auto& entry : std::filesystem::directory_iterator(dirs_[0].path()))
+        if (layout::final_name_of_in_progress(entry.path().filename().string())) part = entry.path().filename();
+    ASSERT_FALSE(part.empty());
+    const std::string final_name = *layout::final_name_of_in_progress(part);
+    // The rename cannot be done: a directory has the final name (EISDIR), as a read-only
+    // file system refuses it.
+    ASSERT_EQ(::mkdir(dirs_[0].file(final_name).c_str(), 0700), 0);
+    writer_->volume_fault(0)->error.store(EIO);
+    send(0);  // lost to the error; the volume fails, the stream moves, the file stays
+    ASSERT_TRUE(test::wait_until([&] { return writer_->stream_volume(0) == 1; }));
+    send(0, 2);
+    expect_all_accounted();
+    ASSERT_TRUE(test::wait_until([&] { return volume(0).errors_other.load() >= 1; }));  // the rename
+    const uint64_t written_size = test::read_file(dirs_[0].file(part)).size();
+    // What the repaired file system kept: the last 1000 bytes are gone (a partial record).
+    ASSERT_EQ(::truncate(dirs_[0].file(part).c_str(), static_cast<off_t>(written_size - 1000)), 0);
+    ASSERT_EQ(::rmdir(dirs_[0].file(final_name).c_str()), 0);
+    writer_->volume_fault(0)->error.store(0);
+    writer_->probe_failed_volumes();
+    ASSERT_TRUE(test::wait_until([&] { return healthy(0); }, std::chrono::seconds(5)));
+    ASSERT_TRUE(test::wait_until([&] { return writer_->counters(0).files_finalised.load() == 1; }));
+    writer_->stop();
+
+    const test::PcapRead kept = test::read_with_libpcap(dirs_[0].file(final_name));
+    ASSERT_TRUE(kept.error.empty()) << kept.error;
+    EXPECT_FALSE(std::filesystem::exists(dirs_[0].file(part)));
+    const uint64_t kept_size = test::read_file(dirs_[0].file(final_name)).size();
+    EXPECT_LT(kept_size, written_size - 1000 + 1);
+    uint64_t kept_wire = 0;
+    for (const test::Packet& p : kept.packets) kept_wire += p.len;
+    const uint64_t lost = 3 * kPacketsPerBlock - kept.packets.size();
+    EXPECT_GE(lost, 1u);
+    EXPECT_EQ(volume(0).lost_after_write_packets.load(), lost);
+    EXPECT_EQ(volume(0).lost_after_write_file_bytes.load(), written_size - kept_size);
+    uint64_t sent_wire = 0;
+    for (const test::Packet& p : test::make_packets(kPacketsPerBlock, kT0)) sent_wire += p.len;
+    for (const test::Packet& p : test::make_packets(kPacketsPerBlock, kT0 + 1'000'000'000ull)) sent_wire += p.len;
+    for (const test::Packet& p : test::make_packets(kPacketsPerBlock, kT0 + 2'000'000'000ull)) sent_wire += p.len;
+    EXPECT_EQ(volume(0).lost_after_write_bytes.load(), sent_wire - kept_wire);
+    // Over both volumes: the files hold written - lost_after_write.
+    EXPECT_EQ(packets_in(dirs_[0].path()) + packets_in(dirs_[1].path()),
+              writer_->counters(0).written_packets.load() - lost);
+    // Its manifest is the writer's (run, sequence 0), the late losses among its drops.
+    const UniqueFd dir(::open(dirs_[0].path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    const ManifestRead read = read_manifest(dir.get(), final_name);
+    ASSERT_TRUE(read.ok()) << read.problem;
+    EXPECT_FALSE(read.manifest.recovered);
+    EXPECT_EQ(read.manifest.seq, 0u);
+    EXPECT_EQ(read.manifest.packets, kept.packets.size());
+    ASSERT_TRUE(read.manifest.drops.has_value());
+    EXPECT_EQ(read.manifest.drops->write_error, kPacketsPerBlock + lost);
+    std::vector<std::string> lines;
+    const Result<VerifyReport> both = verify_volumes(
+        {}, {dirs_[0].path(), dirs_[1].path()}, [&](const std::string& line) { lines.push_back(line); });
+    ASSERT_TRUE(both.ok()) << both.error().message;
+    EXPECT_EQ(both->files, 2u);
+    EXPECT_EQ(both->verified, 2u) << testing::PrintToString(lines);
+    EXPECT_EQ(both->gaps, 0u) << testing::PrintToString(lines);
+    EXPECT_EQ(both->recovered, 0u);
+    EXPECT_EQ(log_.count("now that its volume is back"), 1u) << log_.text();
+}
+
 // With every volume failed capture goes on counting what it loses; SIGHUP's probe
 // brings a volume back at once (probe interval notwithstanding).
 TEST_F(VolumesTest, EveryVolumeFailedCountsDropsAndResumes) {

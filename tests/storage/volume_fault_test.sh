@@ -161,8 +161,10 @@ stop_linecapd 60 || fail "linecapd exited $LINECAPD_RC"
 
 # --- what the run cost, exactly -------------------------------------------------------------
 # The file open on A when its fault hit is finished as far as it was written, or (when
-# even that fails) left under its in-progress name for recovery: its records count as
-# written, and the next start recovers it (below).
+# even that fails) left under its in-progress name and finished by the daemon once A is
+# re-admitted: what the repaired file system no longer holds of it is counted
+# (linecap_volume_lost_after_write_*), and the check wants files == written - that. One
+# still left at the stop (counted as in the file) is recovered by the next start (below).
 accounting check --scrape "$TEST_TMPDIR/scrape.final" --log "$LINECAPD_LOG" --out-dir "$vol_a" --out-dir "$vol_b" \
     --port st --sent "$sent" --kernel-before "$TEST_TMPDIR/kernel.before" --kernel-after "$TEST_TMPDIR/kernel.after" \
     --expect write_error='*' --expect disk_full='*' --expect writer_full='*' --left-for-recovery >"$TEST_TMPDIR/check.out" \
