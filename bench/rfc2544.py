@@ -82,7 +82,6 @@ import os
 import re
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import time
@@ -90,7 +89,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bench  # noqa: E402  (Proc, Janitor, free_port, wait_until; puts tests/lib on sys.path)
-from linecap_harness import config, prometheus, veth  # noqa: E402
+from linecap_harness import config, prometheus, stenographer, veth  # noqa: E402
 from report import md_table, text_table  # noqa: E402
 
 NS = f"lc-rfc-{os.getpid()}"
@@ -462,48 +461,26 @@ class TcpdumpTarget:
 class StenographerTarget:
     """stenotype (Debian's stenographer package) as stenographer.service runs it: one thread,
     TPACKET_V3 ring of `blocks` 1 MiB blocks (the same memory as linecapd's write blocks),
-    O_DIRECT writes of whole blocks, its indexer on; pinned to the capture CPU like tcpdump.
-    Captured = the packets in the blocks it wrote: each 1 MiB block of a packet file is the
-    kernel's TPACKET_V3 block, whose header counts its packets. It runs through all of a
-    cell's trials (its ring takes seconds to set up); a trial ends once a block retired by
-    --blockage_sec (1 s; the unit's default is 10) has been written. --aiops stays at its
-    default, 128, unless the ring is smaller (stenotype refuses more than --blocks). It keeps root (--uid=root):
-    the benchmark's file systems are root's alone (mode 0700)."""
+    O_DIRECT writes of whole blocks, its indexer on; pinned to the capture CPU like tcpdump;
+    its options as tests/lib/linecap_harness/stenographer.py says. Captured = the packets in
+    the blocks it wrote (stenographer.file_packets). It runs through all of a cell's trials
+    (its ring takes seconds to set up); a trial ends once a block retired by --blockage_sec
+    (1 s; the unit's default is 10) has been written."""
     name = "stenographer"
-    BLOCK = 1 << 20
 
     def __init__(self, outdir, workdir, blocks):
         self.dir = os.path.join(outdir, "stenographer")
-        for sub in ("PKT0", "IDX0"):
-            os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
         self.counted_deleted = 0
-        self.proc = bench.Proc(bench.NICE + ["taskset", "-c", "1", "stenotype", f"--iface={A}", f"--dir={self.dir}",
-                                             "--threads=1", f"--blocks={blocks}", f"--aiops={min(128, blocks)}",
-                                             "--blockage_sec=1",
-                                             "--fileage_sec=2", "--no_watchdogs", "--seccomp=none", "--uid=root", "--gid=root", "-v",
-                                             "--stats_sec=1"],
+        self.proc = bench.Proc(bench.NICE + ["taskset", "-c", "1"] + stenographer.stenotype_argv(A, self.dir, blocks),
                                os.path.join(workdir, "stenotype.log"))
         bench.RUNNING.append(self.proc)
-        bench.wait_until(lambda: "starting to process packets" in self.proc.text(), 120, "stenotype start", self.proc)
-
-    @staticmethod
-    def file_packets(path):
-        total = 0
-        with open(path, "rb") as fh:
-            while True:
-                head = fh.read(16)
-                if len(head) < 16:
-                    return total
-                version, _, status, packets = struct.unpack("<4I", head)
-                if version == 2 and status:  # TPACKET_V3's block descriptor (version field 2)
-                    total += packets
-                fh.seek(StenographerTarget.BLOCK - 16, os.SEEK_CUR)
+        bench.wait_until(lambda: stenographer.READY_LINE in self.proc.text(), 120, "stenotype start", self.proc)
 
     def captured(self):
         """Packets in the files so far; finished files are counted once and deleted."""
         pkt, total = os.path.join(self.dir, "PKT0"), self.counted_deleted
         for name in sorted(os.listdir(pkt)):
-            n = self.file_packets(os.path.join(pkt, name))
+            n = stenographer.file_packets(os.path.join(pkt, name))
             if name.startswith("."):
                 total += n
             else:
@@ -516,8 +493,7 @@ class StenographerTarget:
         return total
 
     def kernel_drops(self):
-        m = re.findall(r"drops=(\d+)", self.proc.text())
-        return int(m[-1]) if m else 0
+        return stenographer.drops(self.proc.text())
 
     def trial_begin(self):
         self.c0, self.d0 = self.captured(), self.kernel_drops()

@@ -27,9 +27,12 @@
 #                                     tree's linecapd (and OLD's), alternated in one run, medians
 #   bench/run.sh query                the query table (bench/store/query_table.sh): linecap
 #                                     extract vs tcpdump -r over a generated store (BENCH_GB,
-#                                     default 10), a spread and a clustered conversation and a
-#                                     query matching nothing, cold and warm, answers compared,
-#                                     index size and bytes read ÷ returned
+#                                     default 10) and vs stenoread over a Stenographer store
+#                                     stenotype wrote from the same packets (replayed into a
+#                                     veth; installs stenographer from Debian), a spread and a
+#                                     clustered conversation and a query matching nothing,
+#                                     cold and warm, answers compared, index size and bytes
+#                                     read ÷ returned
 #   bench/run.sh api                  the retrieval API (bench/api/run.sh): time to first
 #                                     byte / total for one conversation from a 10 GB store
 #                                     (API vs linecap extract vs tcpdump -r, cold = page
@@ -106,6 +109,11 @@ if [[ ${BENCH_SKIP_DEPS:-0} != 1 ]]; then
     if [[ $mode == peers ]] && ! command -v stenotype >/dev/null; then
         log "installing stenographer (the peer the live path is measured against)"
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends stenographer >&2
+    fi
+    if [[ $mode == query ]] && ! command -v stenoread >/dev/null; then
+        log "installing stenographer and stenographer-client (the query table's peer)"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends stenographer \
+            stenographer-client tcpreplay >&2
     fi
     if ! "$PY" -c 'import yaml' 2>/dev/null; then
         log "installing python3-yaml (the defaults table reads config/linecap.yaml)"

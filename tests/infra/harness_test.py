@@ -8,7 +8,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.dont_write_bytecode = True
 
-from linecap_harness import config, daemon, pcap, prometheus  # noqa: E402
+from linecap_harness import config, daemon, pcap, prometheus, stenographer  # noqa: E402
 
 EXPOSITION = r'''# HELP linecap_rx_packets_total Packets received.
 # TYPE linecap_rx_packets_total counter
@@ -154,6 +154,29 @@ class DaemonTest(unittest.TestCase):
             with self.assertRaisesRegex(RuntimeError, "bad config"):
                 daemon.wait_until(lambda: False, 30, "start", proc)
             self.assertEqual(proc.stop(), 78)
+
+
+class StenographerTest(unittest.TestCase):
+    def test_file_packets_counts_written_blocks(self):
+        import struct
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "1700000000000000")
+            with open(path, "wb") as fh:
+                for packets in (3, 5):  # two retired TPACKET_V3 blocks ...
+                    fh.write(struct.pack("<4I", 2, 0, 1, packets).ljust(stenographer.BLOCK, b"\0"))
+                fh.write(bytes(stenographer.BLOCK))  # ... and one never filled
+            self.assertEqual(stenographer.file_packets(path), 8)
+
+    def test_drops_is_the_last_cumulative_count(self):
+        self.assertEqual(stenographer.drops("no stats yet"), 0)
+        text = ("Thread 0 stats: MB=1 secs=1 MBps=1 packets=10 blocks=1 polls=2 drops=0 drop%=0\n"
+                "Thread 0 stats: MB=2 secs=2 MBps=1 packets=20 blocks=2 polls=4 drops=7 drop%=25.9\n")
+        self.assertEqual(stenographer.drops(text), 7)
+
+    def test_flags_keep_aiops_within_the_ring(self):
+        self.assertIn("--aiops=32", stenographer.stenotype_flags(32))
+        self.assertIn("--aiops=128", stenographer.stenotype_flags(256))
 
 
 if __name__ == "__main__":
