@@ -176,7 +176,10 @@ rm -f -- "$TESTLOG" "$BARE_TESTLOG"   # the summary must never count an earlier 
 
 if [[ ${LINECAP_SKIP_DEPS:-0} != 1 ]]; then
     step "dependencies"
-    run_child bash scripts/install-deps.sh || { STAGE_FAILED="install-deps (see above)"; exit 1; }
+    deps_args=()
+    # Suite vm's tools (QEMU, mmdebstrap, lintian, buildah) only when it is asked for.
+    [[ " $* " != *vm* ]] || deps_args=(vm)
+    run_child bash scripts/install-deps.sh "${deps_args[@]}" || { STAGE_FAILED="install-deps (see above)"; exit 1; }
 fi
 
 # The test tools are Python programs, started several hundred times in a run. A python3
