@@ -673,8 +673,16 @@ log "disk failing: $written frames written on the other volume, $lost lost as wr
 # The disk works again: the daemon's probe finds it so and re-admits the volume.
 disk_eio off
 wait_for "(( \$(vol_metric linecap_volume_healthy '$VOL1/capture') == 1 ))" 300 || fail "the repaired volume was not re-admitted"
+wait_for "(( \$(vol_metric linecap_volume_streams '$VOL1/capture') >= 1 ))" 60 \
+    || fail "no stream placed on the re-admitted volume $VOL1/capture"
 files_before=$(g "ls $VOL1/capture | grep -c '\\.pcap\$'" || true)
+# A stream goes back at its next file (rotate.interval_s is 0 here and its file far from
+# size_mb): the reload finishes the current files now, as an operator would.
+g 'systemctl reload linecapd' || fail "systemctl reload linecapd failed"
+vol1_written=$(vol_metric linecap_volume_written_packets_total "$VOL1/capture")
 inject 1000 300 7
+(($(vol_metric linecap_volume_written_packets_total "$VOL1/capture") > vol1_written)) \
+    || fail "nothing written on the re-admitted volume $VOL1/capture after the reload"
 g 'systemctl stop linecapd' || fail "systemctl stop linecapd failed with two volumes"
 # The summary at the stop: the 4000 frames of this run reached the port, and each is written
 # or counted as a write_error drop, no other reason.
@@ -690,13 +698,16 @@ vol_eio=$(grep -oE 'write_error=[0-9]+' <<<"$vol_drops" | cut -d= -f2 || true)
 [[ ! $(sed 's/ write_error=[0-9]*//' <<<"$vol_drops") =~ =[1-9] ]] || fail "the summary counts drops other than write_error: $VOL_SUMMARY"
 files_after=$(g "ls $VOL1/capture | grep -c '\\.pcap\$'" || true)
 ((files_after > files_before)) || fail "no new file on $VOL1 after its re-admission ($files_before before, $files_after after)"
-g "linecapd verify $VOL1/capture" >"$T/vol1.verify" 2>&1 || true
+# Both volumes together: a stream's file sequence goes on across them (it moved to
+# /var/lib/linecap during the fault and back after), so either alone shows gaps.
+g "ls -a $VOL1/capture" >"$T/vol1.ls" 2>&1 || true
+g "linecapd verify /var/lib/linecap $VOL1/capture" >"$T/vol1.verify" 2>&1 || true
 ! grep -Ev '^(verify |PENDING |note: |ok |RECOVERED |LOSS |GAP [^ ]+: the daemon was not capturing between )' "$T/vol1.verify" | grep -q . \
-    || { cat "$T/vol1.verify" >&2; fail "verify of $VOL1/capture has findings"; }
+    || { cat "$T/vol1.verify" "$T/vol1.ls" >&2; fail "verify of both volumes has findings"; }
 [[ $(g 'systemctl show -p NRestarts --value linecapd') == "$RESTARTS" ]] || fail "linecapd restarted during the volume phase"
 [[ -z $EVIDENCE ]] || { grep -E '^linecap_(volume|dropped_packets_total|written_packets_total)' "$T/metrics-degraded.txt";
     echo "--- the summary at the stop:"; echo "$VOL_SUMMARY";
-    echo "--- verify $VOL1/capture:"; cat "$T/vol1.verify";
+    echo "--- verify /var/lib/linecap $VOL1/capture:"; cat "$T/vol1.verify"; echo "--- ls -a $VOL1/capture:"; cat "$T/vol1.ls";
     g 'journalctl -b --no-pager -o short-precise -u linecapd | grep -iE "volume|write_error|EIO|re-admit" | tail -20'; } >"$EVIDENCE/volume-eio.txt" 2>&1
 g "cp /root/good.yaml /etc/linecap/linecap.yaml && rm /etc/systemd/system/linecapd.service.d/volumes.conf && systemctl daemon-reload"
 phase "volume EIO ok"
