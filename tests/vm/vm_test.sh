@@ -104,11 +104,13 @@ show_on_failure "$CONSOLE"
 # blkdebug state 1 it passes everything; a write-zeroes request (event pwritev_zero) flips
 # it to state 2, where every data write (event pwritev) fails with EIO, and the next one
 # flips it back. The test sends those write-zeroes itself, through the QEMU monitor
-# ($T/hmp.sock: `qemu-io -d vol1 "write -z ..."`), into the disk's last MiB, which the
+# ($T/hmp.sock: `qemu-io vol1dbg "write -z ..."`), into the disk's last MiB, which the
 # guest's file system leaves unused: the guest sees only the errors. The guest must never
 # send a write-zeroes itself (mkfs zeroes its inode tables with one when the disk offers
 # it), or the state would flip behind the test's back: the device offers neither
-# write-zeroes nor discard.
+# write-zeroes nor discard. The monitor writes through the blkdebug node itself (qemu-io -d
+# finds no block backend on a virtio-blk-pci proxy device), beside the guest's writer:
+# share-rw=on allows that second writer.
 # blkdebug keeps the inject-error rules that the last event activated until an event
 # activates others: without the errno-0 rule of state 1 every write after the flip back
 # would still fail. With it, each write in state 1 activates that rule, which passes.
@@ -150,7 +152,7 @@ QEMU_ARGS=(
     -device virtio-blk-pci,drive=disk0,addr=0x4
     -blockdev "driver=file,filename=$T/vol1.raw,node-name=vol1file,cache.direct=off"
     -blockdev "driver=blkdebug,config=$T/blkdebug.conf,image=vol1file,node-name=vol1dbg"
-    -device virtio-blk-pci,drive=vol1dbg,id=vol1,addr=0x5,serial=lcvol1,write-zeroes=off,discard=off
+    -device virtio-blk-pci,drive=vol1dbg,id=vol1,addr=0x5,serial=lcvol1,write-zeroes=off,discard=off,share-rw=on
     -monitor "unix:$T/hmp.sock,server=on,wait=off"
     -netdev "user,id=mgmt,hostfwd=tcp:127.0.0.1:$SSH_PORT-:22,hostfwd=tcp:127.0.0.1:$METRICS_PORT-:9475"
     -device virtio-net-pci,netdev=mgmt,mac=52:54:00:00:00:01,addr=0x2
@@ -599,9 +601,9 @@ PY
 DISK_EIO=off
 disk_eio() {
     [[ $1 != "$DISK_EIO" ]] || return 0
-    hmp "qemu-io -d vol1 \"write -z $(((VOL_DISK_MIB - 1) << 20)) 4096\"" >"$T/hmp.out" 2>&1 \
+    hmp "qemu-io vol1dbg \"write -z $(((VOL_DISK_MIB - 1) << 20)) 4096\"" >"$T/hmp.out" 2>&1 \
         || fail "QEMU monitor: $(cat "$T/hmp.out")"
-    grep -q "wrote 4096/4096 bytes" "$T/hmp.out" || fail "qemu-io write -z on vol1: $(cat "$T/hmp.out")"
+    grep -q "wrote 4096/4096 bytes" "$T/hmp.out" || fail "qemu-io write -z on vol1dbg: $(tail -c 300 "$T/hmp.out")"
     DISK_EIO=$1
     log "vol1: blkdebug EIO $1"
 }
