@@ -601,9 +601,14 @@ PY
 DISK_EIO=off
 disk_eio() {
     [[ $1 != "$DISK_EIO" ]] || return 0
+    # qemu-io prints its result on QEMU's stdout (qemu.log), errors on the monitor.
+    local done_before
+    done_before=$(grep -c "wrote 4096/4096 bytes" "$T/qemu.log" || true)
     hmp "qemu-io vol1dbg \"write -z $(((VOL_DISK_MIB - 1) << 20)) 4096\"" >"$T/hmp.out" 2>&1 \
         || fail "QEMU monitor: $(cat "$T/hmp.out")"
-    grep -q "wrote 4096/4096 bytes" "$T/hmp.out" || fail "qemu-io write -z on vol1dbg: $(tail -c 300 "$T/hmp.out")"
+    ! grep -qiE "error|not found|conflicts" "$T/hmp.out" || fail "qemu-io write -z on vol1dbg: $(grep -iE "error|not found|conflicts" "$T/hmp.out")"
+    wait_for "(( \$(grep -c 'wrote 4096/4096 bytes' '$T/qemu.log') > $done_before ))" 30 \
+        || fail "qemu-io write -z on vol1dbg: no 'wrote 4096/4096 bytes' in QEMU's log"
     DISK_EIO=$1
     log "vol1: blkdebug EIO $1"
 }
