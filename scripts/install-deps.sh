@@ -2,7 +2,24 @@
 # Install what linecap needs to build and test (Debian 12). Idempotent: when every package
 # is already installed it does nothing (no apt-get update), so reruns take a fraction of a
 # second. Needs root (or sudo) only when something is missing.
+#
+#   scripts/install-deps.sh        what the build and the default test run need
+#   scripts/install-deps.sh vm     that, and what suite vm needs (tests/vm: the package
+#                                  build and lintian, the mmdebstrap image, QEMU, buildah)
 set -euo pipefail
+
+case ${1:-} in
+    '') WITH_VM=0 ;;
+    vm) WITH_VM=1 ;;
+    -h | --help)
+        sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+        exit 0
+        ;;
+    *)
+        echo "install-deps: unknown argument '$1' (expected nothing or 'vm')" >&2
+        exit 64
+        ;;
+esac
 
 PACKAGES=(
     # build
@@ -24,6 +41,15 @@ PACKAGES=(
     # (tests/lib/linecap_harness/faultfs.py) and e2fsck for the ext4 loop device's repair
     fuse3 python3-pyfuse3 e2fsprogs
 )
+# Suite vm (tests/vm): the Debian package (dpkg-buildpackage, debhelper, lintian), the
+# Debian 12 image (mmdebstrap; mkfs.ext4 and debugfs from e2fsprogs above), the guest in
+# QEMU with its disks (qemu-img, blkdebug) reached over ssh, the container image (buildah,
+# and podman to import the image's root).
+VM_PACKAGES=(
+    qemu-system-x86 qemu-utils mmdebstrap debhelper dpkg-dev devscripts lintian fakeroot
+    openssh-client buildah podman
+)
+((WITH_VM == 0)) || PACKAGES+=("${VM_PACKAGES[@]}")
 
 # missing_packages PKG...: prints the ones dpkg does not have installed (one query for all).
 missing_packages() {

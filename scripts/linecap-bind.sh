@@ -194,7 +194,7 @@ bind_one() {
         if ((FORCE)); then
             warn "$addr: $vendor:$device is not an Intel 82599/X710-family port; binding anyway (--force)"
         else
-            err "$addr: $vendor:$device is not an Intel 82599/X710-family port; linecap is tested with ixgbe/i40e ports only (use --force to bind it anyway)"
+            err "$addr: $vendor:$device is not an Intel 82599/X710-family port; linecap is tested with ixgbe/i40e ports only (use --force to bind it anyway; for linecap-bind.service: LINECAP_BIND_OPTS=--force in /etc/default/linecap)"
             return 1
         fi
     fi

@@ -176,7 +176,10 @@ rm -f -- "$TESTLOG" "$BARE_TESTLOG"   # the summary must never count an earlier 
 
 if [[ ${LINECAP_SKIP_DEPS:-0} != 1 ]]; then
     step "dependencies"
-    run_child bash scripts/install-deps.sh || { STAGE_FAILED="install-deps (see above)"; exit 1; }
+    deps_args=()
+    # Suite vm's tools (QEMU, mmdebstrap, lintian, buildah) only when it is asked for.
+    [[ " $* " != *vm* ]] || deps_args=(vm)
+    run_child bash scripts/install-deps.sh "${deps_args[@]}" || { STAGE_FAILED="install-deps (see above)"; exit 1; }
 fi
 
 # The test tools are Python programs, started several hundred times in a run. A python3
@@ -221,8 +224,20 @@ if (($# == 0)); then
     selection=(--no-suite bare)
 fi
 
+# Suite vm alone (--suite vm, vm-* tests) needs none of it: its guest has its own memory,
+# and the host's hugepages stay free for whoever else tests on this machine.
+vm_only=0
+if (($# > 0)); then
+    vm_only=1
+    for arg in "$@"; do
+        case $arg in --suite | vm | vm-*) ;; *) vm_only=0 ;; esac
+    done
+fi
+
 step "machine: $HUGEPAGES hugepages of 2 MiB, hugetlbfs, bpffs"
-if [[ -f ${LINECAP_TEST_STATE_DIR:-/run/linecap-test}/hugepages.state ]]; then
+if ((vm_only)); then
+    note "suite vm only: nothing reserved"
+elif [[ -f ${LINECAP_TEST_STATE_DIR:-/run/linecap-test}/hugepages.state ]]; then
     note "hugepages were reserved before this run (state file exists): using them, not releasing"
     bash scripts/hugepages.sh status
 elif [[ $(id -u) -ne 0 ]]; then

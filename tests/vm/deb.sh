@@ -40,6 +40,12 @@ mkdir -p "$OUT/src"
 (cd "$SRC" && for f in "${files[@]}"; do [[ -f $f ]] && printf '%s\0' "$f"; done) \
     | tar -C "$SRC" --null -T - -cf - | tar -C "$OUT/src" -xf -
 start=$SECONDS
+# debhelper (compat 13) points HOME into the tree it builds, which this script replaces on
+# every build: ccache's default cache would sit there and start cold each time.
+if command -v ccache >/dev/null 2>&1; then
+    CCACHE_DIR=${CCACHE_DIR:-$(ccache -k cache_dir)}
+    export CCACHE_DIR
+fi
 # noddebs: no linecap-dbgsym package (xz-compressing its debug symbols takes minutes).
 (cd "$OUT/src" && DEB_BUILD_OPTIONS="noddebs ${DEB_BUILD_OPTIONS:-}" nice -n 10 dpkg-buildpackage -b -us -uc -j2 \
     >"$OUT/build.log" 2>&1) || {

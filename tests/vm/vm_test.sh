@@ -104,8 +104,16 @@ show_on_failure "$CONSOLE"
 # blkdebug state 1 it passes everything; a write-zeroes request (event pwritev_zero) flips
 # it to state 2, where every data write (event pwritev) fails with EIO, and the next one
 # flips it back. The test sends those write-zeroes itself, through the QEMU monitor
-# ($T/hmp.sock: `qemu-io -d vol1 "write -z ..."`), into the disk's last MiB, which the
-# guest's file system leaves unused: the guest sees only the errors.
+# ($T/hmp.sock: `qemu-io vol1dbg "write -z ..."`), into the disk's last MiB, which the
+# guest's file system leaves unused: the guest sees only the errors. The guest must never
+# send a write-zeroes itself (mkfs zeroes its inode tables with one when the disk offers
+# it), or the state would flip behind the test's back: the device offers neither
+# write-zeroes nor discard. The monitor writes through the blkdebug node itself (qemu-io -d
+# finds no block backend on a virtio-blk-pci proxy device), beside the guest's writer:
+# share-rw=on allows that second writer.
+# blkdebug keeps the inject-error rules that the last event activated until an event
+# activates others: without the errno-0 rule of state 1 every write after the flip back
+# would still fail. With it, each write in state 1 activates that rule, which passes.
 VOL_DISK_MIB=512
 qemu-img create -q -f raw "$T/vol1.raw" "${VOL_DISK_MIB}M"
 cat >"$T/blkdebug.conf" <<'EOF'
@@ -126,6 +134,12 @@ iotype = "write"
 errno = "5"
 once = "off"
 immediately = "off"
+
+[inject-error]
+state = "1"
+event = "pwritev"
+iotype = "write"
+errno = "0"
 EOF
 QEMU_ARGS=(
     -name linecap-vm-test -nodefaults -display none -vga none
@@ -138,7 +152,7 @@ QEMU_ARGS=(
     -device virtio-blk-pci,drive=disk0,addr=0x4
     -blockdev "driver=file,filename=$T/vol1.raw,node-name=vol1file,cache.direct=off"
     -blockdev "driver=blkdebug,config=$T/blkdebug.conf,image=vol1file,node-name=vol1dbg"
-    -device virtio-blk-pci,drive=vol1dbg,id=vol1,addr=0x5,serial=lcvol1
+    -device virtio-blk-pci,drive=vol1dbg,id=vol1,addr=0x5,serial=lcvol1,write-zeroes=off,discard=off,share-rw=on
     -monitor "unix:$T/hmp.sock,server=on,wait=off"
     -netdev "user,id=mgmt,hostfwd=tcp:127.0.0.1:$SSH_PORT-:22,hostfwd=tcp:127.0.0.1:$METRICS_PORT-:9475"
     -device virtio-net-pci,netdev=mgmt,mac=52:54:00:00:00:01,addr=0x2
@@ -587,9 +601,14 @@ PY
 DISK_EIO=off
 disk_eio() {
     [[ $1 != "$DISK_EIO" ]] || return 0
-    hmp "qemu-io -d vol1 \"write -z $(((VOL_DISK_MIB - 1) << 20)) 4096\"" >"$T/hmp.out" 2>&1 \
+    # qemu-io prints its result on QEMU's stdout (qemu.log), errors on the monitor.
+    local done_before
+    done_before=$(grep -c "wrote 4096/4096 bytes" "$T/qemu.log" || true)
+    hmp "qemu-io vol1dbg \"write -z $(((VOL_DISK_MIB - 1) << 20)) 4096\"" >"$T/hmp.out" 2>&1 \
         || fail "QEMU monitor: $(cat "$T/hmp.out")"
-    grep -q "wrote 4096/4096 bytes" "$T/hmp.out" || fail "qemu-io write -z on vol1: $(cat "$T/hmp.out")"
+    ! grep -qiE "error|not found|conflicts" "$T/hmp.out" || fail "qemu-io write -z on vol1dbg: $(grep -iE "error|not found|conflicts" "$T/hmp.out")"
+    wait_for "(( \$(grep -c 'wrote 4096/4096 bytes' '$T/qemu.log') > $done_before ))" 30 \
+        || fail "qemu-io write -z on vol1dbg: no 'wrote 4096/4096 bytes' in QEMU's log"
     DISK_EIO=$1
     log "vol1: blkdebug EIO $1"
 }
@@ -628,6 +647,10 @@ vol_metric() { metric_sum "$METRICS_URL" "$1" volume="$2"; }
 inject 1000 300 5
 (($(vol_metric linecap_volume_written_packets_total "$VOL1/capture") > 0)) \
     || fail "nothing was written on $VOL1 before the fault (one of two streams should be there)"
+# The file system's metadata so far on the disk first: the writeback of a dirty inode or
+# bitmap failing later would lose it (ext2 drops a buffer whose write failed), and the
+# files finished before the fault would no longer be whole after it.
+g sync || fail "sync in the guest failed before the fault"
 disk_eio on
 # inject waits until written grows by what was sent: capture goes on on /var/lib/linecap
 # (what the failing volume lost on the way is counted, reason write_error).
@@ -651,21 +674,47 @@ http_get "$METRICS_URL" >"$T/metrics-degraded.txt"
 # The condition of the volume-failed / degraded alerts (config/prometheus/linecap-rules.yml).
 grep -qE "^linecap_volume_healthy\{[^}]*volume=\"$VOL1/capture\"[^}]*\} 0$" "$T/metrics-degraded.txt" \
     || fail "linecap_volume_healthy of $VOL1/capture is not 0 while its disk fails"
+[[ $(metric_sum "$METRICS_URL" linecap_volumes_healthy) == 1 && $(metric_sum "$METRICS_URL" linecap_volumes) == 2 ]] \
+    || fail "not degraded while the disk fails (LinecapVolumesDegraded): $(grep -E '^linecap_volumes' "$T/metrics-degraded.txt" | tr '\n' ' ')"
 log "disk failing: $written frames written on the other volume, $lost lost as write_error, unit active, no restart"
 # The disk works again: the daemon's probe finds it so and re-admits the volume.
 disk_eio off
 wait_for "(( \$(vol_metric linecap_volume_healthy '$VOL1/capture') == 1 ))" 300 || fail "the repaired volume was not re-admitted"
+wait_for "(( \$(vol_metric linecap_volume_streams '$VOL1/capture') >= 1 ))" 60 \
+    || fail "no stream placed on the re-admitted volume $VOL1/capture"
 files_before=$(g "ls $VOL1/capture | grep -c '\\.pcap\$'" || true)
+# A stream goes back at its next file (rotate.interval_s is 0 here and its file far from
+# size_mb): the reload finishes the current files now, as an operator would.
+g 'systemctl reload linecapd' || fail "systemctl reload linecapd failed"
+vol1_written=$(vol_metric linecap_volume_written_packets_total "$VOL1/capture")
 inject 1000 300 7
+(($(vol_metric linecap_volume_written_packets_total "$VOL1/capture") > vol1_written)) \
+    || fail "nothing written on the re-admitted volume $VOL1/capture after the reload"
 g 'systemctl stop linecapd' || fail "systemctl stop linecapd failed with two volumes"
+# The summary at the stop: the 4000 frames of this run reached the port, and each is written
+# or counted as a write_error drop, no other reason.
+g "journalctl -b --no-pager -o cat _PID=$MAIN_PID" >"$T/journal-volumes"
+VOL_SUMMARY=$(grep -E "port cap0: [0-9]+ packets reached the port" "$T/journal-volumes" | tail -1)
+log "summary: ${VOL_SUMMARY#*info }"
+[[ $VOL_SUMMARY =~ port\ cap0:\ 4000\ packets\ reached\ the\ port,\ ([0-9]+)\ written,\ 0\ filtered,\ dropped:(.*)$ ]] \
+    || fail "expected 4000 frames reached in the summary: $VOL_SUMMARY"
+vol_written=${BASH_REMATCH[1]}
+vol_drops=${BASH_REMATCH[2]}
+vol_eio=$(grep -oE 'write_error=[0-9]+' <<<"$vol_drops" | cut -d= -f2 || true)
+((vol_written + ${vol_eio:-0} == 4000)) || fail "the summary does not account for 4000 frames: $VOL_SUMMARY"
+[[ ! $(sed 's/ write_error=[0-9]*//' <<<"$vol_drops") =~ =[1-9] ]] || fail "the summary counts drops other than write_error: $VOL_SUMMARY"
 files_after=$(g "ls $VOL1/capture | grep -c '\\.pcap\$'" || true)
 ((files_after > files_before)) || fail "no new file on $VOL1 after its re-admission ($files_before before, $files_after after)"
-g "linecapd verify $VOL1/capture" >"$T/vol1.verify" 2>&1 || true
+# Both volumes together: a stream's file sequence goes on across them (it moved to
+# /var/lib/linecap during the fault and back after), so either alone shows gaps.
+g "ls -a $VOL1/capture" >"$T/vol1.ls" 2>&1 || true
+g "linecapd verify /var/lib/linecap $VOL1/capture" >"$T/vol1.verify" 2>&1 || true
 ! grep -Ev '^(verify |PENDING |note: |ok |RECOVERED |LOSS |GAP [^ ]+: the daemon was not capturing between )' "$T/vol1.verify" | grep -q . \
-    || { cat "$T/vol1.verify" >&2; fail "verify of $VOL1/capture has findings"; }
+    || { cat "$T/vol1.verify" "$T/vol1.ls" >&2; fail "verify of both volumes has findings"; }
 [[ $(g 'systemctl show -p NRestarts --value linecapd') == "$RESTARTS" ]] || fail "linecapd restarted during the volume phase"
-[[ -z $EVIDENCE ]] || { grep -E '^linecap_(volume_|dropped_packets_total|written_packets_total)' "$T/metrics-degraded.txt";
-    echo "--- verify $VOL1/capture:"; cat "$T/vol1.verify";
+[[ -z $EVIDENCE ]] || { grep -E '^linecap_(volume|dropped_packets_total|written_packets_total)' "$T/metrics-degraded.txt";
+    echo "--- the summary at the stop:"; echo "$VOL_SUMMARY";
+    echo "--- verify /var/lib/linecap $VOL1/capture:"; cat "$T/vol1.verify"; echo "--- ls -a $VOL1/capture:"; cat "$T/vol1.ls";
     g 'journalctl -b --no-pager -o short-precise -u linecapd | grep -iE "volume|write_error|EIO|re-admit" | tail -20'; } >"$EVIDENCE/volume-eio.txt" 2>&1
 g "cp /root/good.yaml /etc/linecap/linecap.yaml && rm /etc/systemd/system/linecapd.service.d/volumes.conf && systemctl daemon-reload"
 phase "volume EIO ok"
