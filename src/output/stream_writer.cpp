@@ -333,7 +333,7 @@ void StreamWriter::finalise_file() {
             context_.hasher->abandoned(index_);
             if (marked) context_.hasher->unmark_pending(left.final_name);
         }
-        // Finished when the volume is back (finish_left_file), or by startup recovery.
+        // Finished when the volume is back (finish_left_files), or by startup recovery.
         left.manifest = manifest_for(counts, clock, left.size, span_start, now_ns);
         left.manifest.file = left.final_name;
         left_.push_back(std::move(left));
@@ -341,17 +341,22 @@ void StreamWriter::finalise_file() {
     }
     // fetch_add: a file left open on a volume the stream moved away from is finished by
     // that volume's thread, maybe while the stream's new one finishes another.
-    counters_.files_finalised.fetch_add(1, std::memory_order_relaxed);
     spdlog::info("finalised {} ({} packets, {} bytes)", path_of(file_.final_name()), counts.packets, result.size);
+    hand_over({file_.final_name(), result.size, file_first_ns_, file_last_ns_},
+              manifest_for(counts, clock, result.size, span_start, now_ns), Followed::by_lane);
+}
 
-    const FinishedFile finished{file_.final_name(), result.size, file_first_ns_, file_last_ns_};
+void StreamWriter::hand_over(const FinishedFile& finished, Manifest manifest, Followed followed) {
+    counters_.files_finalised.fetch_add(1, std::memory_order_relaxed);
     // The hasher adds the digest once it has read back and hashed the file's last bytes,
     // and writes the manifest (the marker says "pending" until then).
-    if (context_.hasher != nullptr)
-        context_.hasher->finished(index_, manifest_for(counts, clock, result.size, span_start, now_ns));
+    if (context_.hasher != nullptr) {
+        if (followed == Followed::by_lane) context_.hasher->finished(index_, std::move(manifest));
+        else context_.hasher->finished_unfollowed(std::move(manifest));
+    }
     // Retention has the file from now on, pending manifest or not: its budgets stay exact.
     if (context_.retention != nullptr) context_.retention->add(finished);
-    if (context_.file_finished) context_.file_finished(file_.final_name());
+    if (context_.file_finished) context_.file_finished(finished.name);
 }
 
 // A full disk: retention (when it has a budget) deletes the oldest files to make room.
@@ -497,7 +502,6 @@ bool StreamWriter::finish_left(LeftFile& left) {
         m.last_ns = scan.last_ns;
     }
     if (m.drops) m.drops->write_error += lost;
-    counters_.files_finalised.fetch_add(1, std::memory_order_relaxed);
     if (lost > 0)
         spdlog::warn("{}: {} held {} of the {} packets written to it when its volume failed: {} lost after they "
                      "were written (the file system had not committed them)",
@@ -505,9 +509,7 @@ bool StreamWriter::finish_left(LeftFile& left) {
     spdlog::info("finalised {} ({} packets, {} bytes) now that its volume is back", path_of(left.final_name),
                  scan.packets, keep);
     const FinishedFile finished{left.final_name, keep, m.first_ns, m.last_ns};
-    if (context_.hasher != nullptr) context_.hasher->finished_unfollowed(std::move(m));
-    if (context_.retention != nullptr) context_.retention->add(finished);
-    if (context_.file_finished) context_.file_finished(left.final_name);
+    hand_over(finished, std::move(m), Followed::not_by_lane);
     return true;
 }
 

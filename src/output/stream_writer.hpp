@@ -152,6 +152,11 @@ private:
     bool write_records(const WriteBlock& block);
     bool open_file(const WriteBlock& block);
     void finalise_file();
+    // The hasher lane follows the stream's files in order (finished); a file finished out of
+    // that order (a left one) is given to the hasher by name (finished_unfollowed).
+    enum class Followed { by_lane, not_by_lane };
+    // A finished file to the counters, the hasher (its manifest), retention and the pipeline.
+    void hand_over(const FinishedFile& finished, Manifest manifest, Followed followed);
     SpanCounts span_counts(const CaptureCounts& capture) const;
     struct LeftFile;
     // Returns whether it is finished (false: an I/O error, counted for the volume).
