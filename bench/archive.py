@@ -36,6 +36,7 @@ SRC = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(SRC, "tests", "lib"))
 from linecap_harness import config, daemon, prometheus  # noqa: E402
 from harness import free_port  # noqa: E402
+from machine import system_cpu  # noqa: E402
 from metrics import thread_cpu  # noqa: E402
 
 BUILD = os.environ.get("LINECAP_BUILD", os.path.join(SRC, "build"))
@@ -43,13 +44,6 @@ LINECAPD = os.path.join(BUILD, "src", "linecapd")
 RGW = os.path.join(SRC, "tests", "archive", "rgw.sh")
 GEN_PCAP = os.path.join(SRC, "tests", "tools", "gen_pcap.py")
 FRAME = 1400
-
-
-def system_cpu():
-    """The machine's CPU seconds so far by kind (/proc/stat's first line)."""
-    fields = open("/proc/stat").readline().split()[1:8]
-    hz = os.sysconf("SC_CLK_TCK")
-    return dict(zip(("user", "nice", "system", "idle", "iowait", "irq", "softirq"), (int(x) / hz for x in fields)))
 
 
 def process_cpu(pids):

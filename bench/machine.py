@@ -17,17 +17,26 @@ def sh(cmd, check=False):
     return r.stdout.strip()
 
 
+CPU_KINDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def system_cpu():
+    """The machine's CPU seconds so far by kind (/proc/stat's first line, all CPUs)."""
+    with open("/proc/stat") as f:
+        ticks = f.readline().split()[1:1 + len(CPU_KINDS)]
+    hz = os.sysconf("SC_CLK_TCK")
+    return {k: int(t) / hz for k, t in zip(CPU_KINDS, ticks)}
+
+
 def load_now():
     """Load averages and a one-shot CPU busy share over 0.5 s (all CPUs)."""
     def stat():
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-        idle = v[3] + v[4]
-        return sum(v), idle
+        v = system_cpu()
+        return sum(v.values()), v["idle"] + v["iowait"]
     t1, i1 = stat()
     time.sleep(0.5)
     t2, i2 = stat()
-    busy = 1.0 - (i2 - i1) / max(1, t2 - t1)
+    busy = 1.0 - (i2 - i1) / max(1e-9, t2 - t1)
     la = os.getloadavg()
     return {"loadavg": [round(x, 2) for x in la], "cpu_busy_pct": round(100 * busy, 1)}
 
