@@ -77,6 +77,7 @@ Status CaptureEngine::init() {
     eal_ = std::move(eal.value());
     tsc_hz_ = rte_get_tsc_hz();
     clock_ = std::make_unique<TscClock>(tsc_hz_, rte_rdtsc(), utc_now_ns());
+    clock_started_ = std::chrono::steady_clock::now();
 
     // Every port first: the plan sizes the pools per NUMA socket from all of them, with
     // what the probed devices really offer.
@@ -158,7 +159,7 @@ Status CaptureEngine::init() {
             const RxTimestampPlan& stamps = stamp_plans_[ref.port_index];
             q.stamps = stamps.source;
             q.port_stamps = PortStamps{stamp_field_.offset, stamp_field_.flag, stamps.ns_per_unit,
-                                       port_clocks_[ref.port_index].clock.get()};
+                                       port_clocks_[ref.port_index].get()};
             ctx->queues.push_back(q);
             stream_views_[s].lcore = a.lcore;
             if (lcore_socket != infos[ref.port_index].socket) {
@@ -171,6 +172,7 @@ Status CaptureEngine::init() {
         worker_views_.push_back(WorkerView{a.lcore, &lcore_counters_[w], &worker_controls_[w]});
         worker_contexts_.push_back(std::move(ctx));
     }
+    calibrate_clocks();
     return launch_workers();
 }
 
@@ -209,10 +211,8 @@ Status CaptureEngine::start_port_clocks() {
                 stamps.note = "TSC per burst (the NIC clock is not readable)";
                 port_views_[p].stamps = StampSource::tsc;
             } else {
-                PortClock& pc = port_clocks_[p];
-                pc.last_ticks = ticks.value();
-                pc.last_ns = utc_now_ns();
-                pc.clock = std::make_unique<TscClock>(pc.hz, pc.last_ticks, pc.last_ns);
+                // Nanosecond ticks until measured (ice, mlx5 and idpf stamp in ns).
+                port_clocks_[p] = std::make_unique<TscClock>(1'000'000'000, ticks.value(), utc_now_ns());
             }
         }
         spdlog::info("port {}: timestamps {}", config_.ports[p].name, stamps.note);
@@ -501,22 +501,26 @@ Status CaptureEngine::reload_policies(const std::vector<PortConfig>& ports) {
     return {};
 }
 
-void CaptureEngine::tick_clock() {
-    clock_->anchor(tsc_hz_, rte_rdtsc(), utc_now_ns());
+// The first packets are not stamped with DPDK's nominal TSC rate (rounded to 10 MHz, up
+// to 0.2 % off): each clock's rate is measured over the set-up, for at least
+// TscClock::kMinRateSpanNs, before a worker runs.
+void CaptureEngine::calibrate_clocks() {
+    std::this_thread::sleep_until(clock_started_ + std::chrono::nanoseconds(TscClock::kMinRateSpanNs + 1'000'000));
+    clock_->calibrate(rte_rdtsc(), utc_now_ns());
     for (size_t p = 0; p < port_clocks_.size(); ++p) {
-        PortClock& pc = port_clocks_[p];
-        if (!pc.clock) continue;
+        if (!port_clocks_[p]) continue;
+        if (auto ticks = read_port_clock(port_views_[p].port_id)) port_clocks_[p]->calibrate(ticks.value(), utc_now_ns());
+    }
+}
+
+void CaptureEngine::tick_clock() {
+    clock_->discipline(rte_rdtsc(), utc_now_ns());
+    for (size_t p = 0; p < port_clocks_.size(); ++p) {
+        TscClock* clock = port_clocks_[p].get();
+        if (clock == nullptr) continue;
         auto ticks = read_port_clock(port_views_[p].port_id);
         if (!ticks) continue;  // keeps the last mapping; the clock runs on at its rate
-        const uint64_t now = utc_now_ns();
-        // The NIC clock's rate against the host's, over at least half a second.
-        if (now > pc.last_ns + 500000000ull && ticks.value() > pc.last_ticks) {
-            pc.hz = static_cast<uint64_t>(static_cast<unsigned __int128>(ticks.value() - pc.last_ticks) *
-                                          1000000000ull / (now - pc.last_ns));
-            pc.last_ticks = ticks.value();
-            pc.last_ns = now;
-        }
-        if (pc.hz != 0) pc.clock->anchor(pc.hz, ticks.value(), now);
+        clock->discipline(ticks.value(), utc_now_ns());
     }
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -62,7 +63,7 @@ public:
     // if any fails nothing changes and the error is returned.
     Status reload_policies(const std::vector<PortConfig>& ports);
 
-    // Re-anchors the TSC clock and the ports' NIC clocks to CLOCK_REALTIME (control
+    // Disciplines the TSC clock and the ports' NIC clocks to CLOCK_REALTIME (control
     // thread, about once a second).
     void tick_clock();
 
@@ -95,6 +96,7 @@ private:
     Writer::BlockWrittenHook block_written_;
     const ClockQualityBoard* const clock_quality_;
     uint64_t tsc_hz_ = 0;
+    std::chrono::steady_clock::time_point clock_started_;
     std::unique_ptr<Eal> eal_;
     std::vector<std::unique_ptr<Mempool>> pools_;
     std::vector<std::unique_ptr<Port>> ports_;
@@ -102,17 +104,12 @@ private:
     std::unique_ptr<TscClock> clock_;
     // Per port: where its stamps come from, and for a NIC clock its mapping to UTC with
     // the last (ticks, realtime) anchor, from which the clock's rate is measured.
-    struct PortClock {
-        std::unique_ptr<TscClock> clock;
-        uint64_t hz = 1000000000;  // ns ticks until measured (ice, mlx5 and idpf stamp in ns)
-        uint64_t last_ticks = 0;
-        uint64_t last_ns = 0;
-    };
     std::vector<RxTimestampPlan> stamp_plans_;
-    std::vector<PortClock> port_clocks_;
+    std::vector<std::unique_ptr<TscClock>> port_clocks_;  // per port; null: stamped with the TSC
     RxTimestampField stamp_field_;
     Status plan_timestamps(const std::vector<PortInfo>& infos, CapturePlan& plan);
     Status start_port_clocks();
+    void calibrate_clocks();
 
     // One policy slot per port; policies_ keeps every policy ever published alive until
     // the workers have provably moved past it (see reload_policies).
