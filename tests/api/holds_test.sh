@@ -176,8 +176,10 @@ deleted_files() { curl -sS "http://127.0.0.1:$MPORT/metrics" | awk '$1 == "linec
 wait_for_linecapd "[[ \$(deleted_files) =~ ^[1-9] ]]" 20
 deleted=$(deleted_files)
 (cd "$RUN/holds/$id5" && sha256sum --quiet -c SHA256SUMS) || fail "the hold does not check after the rollover"
-curl -sS "http://127.0.0.1:$MPORT/metrics" >"$T/metrics.txt"
-grep -q '^linecap_holds 1$' "$T/metrics.txt" || fail "metrics: $(grep "^linecap_hold" "$T/metrics.txt")"
+# Store figures (holds among them) are sampled once a second: the first scrape after the
+# rollover may predate the hold, a later one may not.
+scrape_holds() { curl -sS "http://127.0.0.1:$MPORT/metrics" >"$T/metrics.txt" && grep -q '^linecap_holds 1$' "$T/metrics.txt"; }
+wait_for "scrape_holds" 5 || fail "metrics: $(grep "^linecap_hold" "$T/metrics.txt")"
 hold_bytes=$(awk '$1 == "linecap_hold_bytes" { print $2 }' "$T/metrics.txt")
 [[ $hold_bytes =~ ^[0-9.e+]+$ && $hold_bytes != 0 ]] || fail "linecap_hold_bytes '$hold_bytes'"
 stop_linecapd || fail "linecapd exited $LINECAPD_RC"
