@@ -139,16 +139,18 @@ bool StreamWriter::write_records(const WriteBlock& block) {
     const auto now = Clock::now();
     context_.latency->record(now - start);
     if (!status.ok()) {
-        count_lost(block, status, file_.in_progress_name());
+        const std::string file_name = file_.in_progress_name();
         // A file that holds no record yet is named after (and its manifest would start at) the
         // block that did not fit: it goes, and the next block that fits opens the stream's
-        // next file (same seq), whose span carries this block's drops.
+        // next file (same seq), whose span carries this block's drops. It goes before the
+        // loss is counted: whoever sees the count sees the directory without it.
         if (file_.packets() == 0) {
             file_.discard();
             open_bytes_.store(0, std::memory_order_relaxed);
             next_seq_ = file_seq_;
             if (context_.hasher != nullptr) context_.hasher->abandoned(index_);
         }
+        count_lost(block, status, file_name);
         return false;
     }
 
