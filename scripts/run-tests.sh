@@ -254,6 +254,8 @@ step "tests"
 [[ " $* " == *vm* ]] || selection+=(--no-suite vm)
 # Suite corpus (tcpdump's whole test corpus against tcpdump -r, several minutes) likewise.
 [[ " $* " == *corpus* || " $* " == *store-tcpdump-suite* ]] || selection+=(--no-suite corpus)
+# Suite slow (a second tree built for a benchmark's --baseline) likewise.
+[[ " $* " == *slow* || " $* " == *bench-policy-cost-baseline* ]] || selection+=(--no-suite slow)
 rc=0
 run_child meson test -C "$BUILD" "${test_args[@]}" "${selection[@]}" || rc=$?
 ((MESON_RC != 0)) || MESON_RC=$rc

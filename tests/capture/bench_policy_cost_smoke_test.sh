@@ -2,19 +2,23 @@
 # bench/policy_cost.sh, shortest form: this build's linecap_micro, one run of 0.05 s per
 # row. Checks that every row (60 B, IMIX, 1514 B; unique, and with every other packet a
 # copy) has its off / dedup / flow cap / both cycles with the delta and ratio against off;
-# numbers are not judged here. In a git checkout, as doc/perf quotes it: with --baseline
-# (HEAD, built from `git archive` into /var/cache/linecap-bench), both programs' rows. Then
-# --rows with one row.
+# numbers are not judged here. Then --rows with one row.
+#
+#   bench_policy_cost_smoke_test.sh [baseline]
+#
+# With `baseline` (test bench-policy-cost-baseline, suite slow: it builds a second tree,
+# about two minutes), as doc/perf quotes it: --baseline HEAD (built from `git archive` into
+# /var/cache/linecap-bench), both programs' rows.
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 micro=${LINECAP_BUILD:?}/bench/linecap_micro
 [[ -x $micro ]] || skip "no $micro (built with -Dbench=true and libbenchmark-dev)"
 make_tmpdir
 
 programs=("this tree") baseline=()
-if git -C "$LINECAP_SRC" rev-parse --verify -q HEAD >/dev/null 2>&1; then
+if [[ ${1:-} == baseline ]]; then
+    git -C "$LINECAP_SRC" rev-parse --verify -q HEAD >/dev/null 2>&1 \
+        || skip "not a git checkout: --baseline HEAD has nothing to build"
     programs+=(HEAD) baseline=(--baseline HEAD)
-else
-    log "not a git checkout: no --baseline run"
 fi
 rc=0
 LINECAP_MICRO=$micro "$LINECAP_SRC/bench/policy_cost.sh" "${baseline[@]}" --repeat 1 --min-time 0.05 --nice 0 \
