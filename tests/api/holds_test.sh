@@ -161,9 +161,9 @@ start_linecapd "$T/run.yaml"
 newest_finished() { find "$RUN" -maxdepth 1 -name '*.pcap.manifest' -printf '%f\n' | sort | tail -n 1; }
 wait_for_linecapd "[[ \$(find '$RUN' -maxdepth 1 -name '*.pcap.manifest' | wc -l) -ge 2 ]]" 60
 # net_null fills a 1 MiB file every few milliseconds, so retention reaches the newest file
-# within a few hundred: sooner than a hold can be made. The daemon is stopped (SIGSTOP)
-# while the file is chosen and held, and continued to roll the store over.
-kill -STOP "$LINECAPD_PID"
+# within a few hundred: sooner than a hold can be made. The daemon is paused while the file
+# is chosen and held, and resumed to roll the store over.
+pause_linecapd
 first=$(newest_finished)
 first=${first%.manifest}
 stamp=${first%%Z-*}  # 20261203T121000.123456789
@@ -173,8 +173,9 @@ s, f = sys.argv[1].rstrip("Z").split(".")
 ns = calendar.timegm(time.strptime(s, "%Y-%m-%dT%H:%M:%S")) * 10**9 + int(f) + 10**6
 print(f"{ns // 10**9}.{ns % 10**9:09d}")' "$from")
 id5=$("$LINECAP" hold create --config "$T/run.yaml" --from "$from" --to "$to" --reason "before the rollover" \
-    2>"$T/err.txt") || { kill -CONT "$LINECAPD_PID"; fail "hold create on the running store: $(cat "$T/err.txt")"; }
-kill -CONT "$LINECAPD_PID"
+    2>"$T/err.txt") ||
+    fail "hold create on the running store: $(cat "$T/err.txt")"
+resume_linecapd
 wait_for_linecapd "[[ ! -e '$RUN/$first' ]]" 60
 deleted_files() { curl -sS "http://127.0.0.1:$MPORT/metrics" | awk '$1 == "linecap_retention_deleted_files_total" { print $2 }'; }
 wait_for_linecapd "[[ \$(deleted_files) =~ ^[1-9] ]]" 20

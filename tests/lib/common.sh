@@ -443,6 +443,12 @@ wait_for_linecapd() {
     fi
 }
 
+# pause_linecapd / resume_linecapd: SIGSTOP the daemon and SIGCONT it, for a moment in which
+# it must not move (no packet taken, no file finished or deleted). stop_linecapd and the
+# exit cleanup continue a paused daemon, so a test failing meanwhile needs no care of its own.
+pause_linecapd() { kill -s STOP "$LINECAPD_PID"; }
+resume_linecapd() { kill -s CONT "$LINECAPD_PID"; }
+
 # stop_linecapd [TIMEOUT_S] [SIGNAL]: send SIGNAL (default TERM), wait up to TIMEOUT_S
 # (default 15) for the daemon to exit (then SIGKILL), and return its exit status (also in
 # LINECAPD_RC; 128+n = killed by signal n). With set -e call it as: stop_linecapd || rc=$?
@@ -450,6 +456,7 @@ stop_linecapd() {
     local timeout=${1:-15} sig=${2:-TERM} pid=$LINECAPD_PID rc=0
     [[ -n $pid ]] || fail "stop_linecapd: linecapd is not running"
     kill -s "$sig" "$pid" 2>/dev/null || true
+    kill -s CONT "$pid" 2>/dev/null || true  # a paused daemon takes the signal now
     if ! wait_for "! _lc_alive $pid" "$timeout"; then
         log "linecapd (pid $pid) still running ${timeout}s after SIG$sig: sending SIGKILL"
         kill -s KILL "$pid" 2>/dev/null || true
@@ -465,6 +472,7 @@ _lc_kill_linecapd() {
     [[ -n $LINECAPD_PID ]] || return 0
     local pid=$LINECAPD_PID
     kill -s TERM "$pid" 2>/dev/null || true
+    kill -s CONT "$pid" 2>/dev/null || true
     if ! wait_for "! _lc_alive $pid" 10; then
         kill -s KILL "$pid" 2>/dev/null || true
     fi

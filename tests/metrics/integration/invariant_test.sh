@@ -144,12 +144,11 @@ case $mode in
         # rx_dropped, which DPDK reports as imissed, and the capture veth's rx_dropped).
         # Resume once the kernel has counted one; the rest of the flood meets the daemon.
         before_drops=$(cap_rx_dropped)
-        kill -STOP "$LINECAPD_PID"
-        on_exit "kill -CONT $LINECAPD_PID 2>/dev/null || true"
+        pause_linecapd
         replay_bg "$TEST_TMPDIR/sent.pcap" top "$loops"
         wait_for "(( \$(cap_rx_dropped) > $before_drops ))" 120 \
-            || { kill -CONT "$LINECAPD_PID"; fail "no overrun counted while linecapd was stopped"; }
-        kill -CONT "$LINECAPD_PID"
+            || fail "no overrun counted while linecapd was stopped"
+        resume_linecapd
         log "resumed linecapd after $(($(cap_rx_dropped) - before_drops)) overruns"
         accounting wait-for "http://$METRICS_LISTEN/metrics" received --at-least 1 --pid "$LINECAPD_PID" \
             || fail "linecapd received nothing after it resumed"
