@@ -1,6 +1,5 @@
 #include "api/remote.hpp"
 
-#include <curl/curl.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -18,7 +17,7 @@
 #include "format/pcapng_blocks.hpp"
 #include "linecap_build.h"
 #include "store/extract.hpp"
-#include "util/curl_handles.hpp"
+#include "util/curl_library.hpp"
 #include "util/secret_file.hpp"
 #include "util/unique_fd.hpp"
 #include "util/errno_text.hpp"
@@ -46,7 +45,7 @@ public:
 
 private:
     void remove() {
-        if (multi_ != nullptr) curl_multi_remove_handle(multi_, easy_);
+        if (multi_ != nullptr) curl::multi_remove_handle(multi_, easy_);
         multi_ = nullptr;
     }
     CURLM* multi_ = nullptr;
@@ -83,7 +82,7 @@ struct Transfer {
 size_t on_body(char* data, size_t size, size_t n, void* user) {
     auto* t = static_cast<Transfer*>(user);
     const size_t len = size * n;
-    if (t->http_status == 0) curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->http_status);
+    if (t->http_status == 0) curl::easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->http_status);
     if (t->http_status != 200) {  // an error body: keep its start for the message
         if (t->body_head.size() < 512) t->body_head.append(data, std::min<size_t>(len, 512 - t->body_head.size()));
         return len;
@@ -214,15 +213,15 @@ private:
 // The query string every appliance is asked, with format= the output's: pcapng answers
 // name their interfaces ("<port>:<queue>"), which the merged file keeps.
 Result<std::string> query_string(const RemoteOptions& o) {
-    CurlEasy escaper(curl_easy_init());
+    CurlEasy escaper(curl::easy_init());
     if (!escaper) return runtime_error("curl_easy_init failed");
     Params params = o.params;
     params.emplace_back("format", o.pcapng ? "pcapng" : "pcap");
     std::string query;
     for (const auto& [k, v] : params) {
-        char* e = curl_easy_escape(escaper.get(), v.c_str(), static_cast<int>(v.size()));
+        char* e = curl::easy_escape(escaper.get(), v.c_str(), static_cast<int>(v.size()));
         query += (query.empty() ? "" : "&") + k + "=" + (e ? e : "");
-        curl_free(e);
+        curl::free(e);
     }
     return query;
 }
@@ -253,43 +252,43 @@ Status start_transfer(Transfer& t, const std::string& url, const std::string& qu
     auto file = nameless_file(budget.tmpdir);
     if (!file) return file.error();
     t.file = std::move(file.value());
-    t.handle.reset(curl_easy_init());
+    t.handle.reset(curl::easy_init());
     t.easy = t.handle.get();
     if (!t.easy) return runtime_error("curl_easy_init failed");
-    curl_easy_setopt(t.easy, CURLOPT_URL, t.url.c_str());
-    curl_easy_setopt(t.easy, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(t.easy, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(t.easy, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(t.easy, CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(t.easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(t.easy, CURLOPT_CONNECTTIMEOUT, static_cast<long>(o.connect_timeout_s));
-    curl_easy_setopt(t.easy, CURLOPT_TIMEOUT, static_cast<long>(o.deadline_s));
-    curl_easy_setopt(t.easy, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(std::max<uint64_t>(o.min_rate, 1)));
-    curl_easy_setopt(t.easy, CURLOPT_LOW_SPEED_TIME, static_cast<long>(o.stall_timeout_s));
-    curl_easy_setopt(t.easy, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(t.easy, CURLOPT_USERAGENT, "linecap/" LINECAP_VERSION);
-    if (headers) curl_easy_setopt(t.easy, CURLOPT_HTTPHEADER, headers);
-    if (!o.cert.empty()) curl_easy_setopt(t.easy, CURLOPT_SSLCERT, o.cert.c_str());
-    if (!o.key.empty()) curl_easy_setopt(t.easy, CURLOPT_SSLKEY, o.key.c_str());
-    if (!o.cacert.empty()) curl_easy_setopt(t.easy, CURLOPT_CAINFO, o.cacert.c_str());
-    if (curl_multi_add_handle(multi, t.easy) != CURLM_OK) return runtime_error("curl_multi_add_handle failed");
+    curl::easy_setopt(t.easy, CURLOPT_URL, t.url.c_str());
+    curl::easy_setopt(t.easy, CURLOPT_WRITEFUNCTION, on_body);
+    curl::easy_setopt(t.easy, CURLOPT_WRITEDATA, &t);
+    curl::easy_setopt(t.easy, CURLOPT_HEADERFUNCTION, on_header);
+    curl::easy_setopt(t.easy, CURLOPT_HEADERDATA, &t);
+    curl::easy_setopt(t.easy, CURLOPT_NOSIGNAL, 1L);
+    curl::easy_setopt(t.easy, CURLOPT_CONNECTTIMEOUT, static_cast<long>(o.connect_timeout_s));
+    curl::easy_setopt(t.easy, CURLOPT_TIMEOUT, static_cast<long>(o.deadline_s));
+    curl::easy_setopt(t.easy, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(std::max<uint64_t>(o.min_rate, 1)));
+    curl::easy_setopt(t.easy, CURLOPT_LOW_SPEED_TIME, static_cast<long>(o.stall_timeout_s));
+    curl::easy_setopt(t.easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl::easy_setopt(t.easy, CURLOPT_USERAGENT, "linecap/" LINECAP_VERSION);
+    if (headers) curl::easy_setopt(t.easy, CURLOPT_HTTPHEADER, headers);
+    if (!o.cert.empty()) curl::easy_setopt(t.easy, CURLOPT_SSLCERT, o.cert.c_str());
+    if (!o.key.empty()) curl::easy_setopt(t.easy, CURLOPT_SSLKEY, o.key.c_str());
+    if (!o.cacert.empty()) curl::easy_setopt(t.easy, CURLOPT_CAINFO, o.cacert.c_str());
+    if (curl::multi_add_handle(multi, t.easy) != CURLM_OK) return runtime_error("curl_multi_add_handle failed");
     t.in_multi = CurlAdded(multi, t.easy);
     return {};
 }
 
 // What became of a finished transfer: cut by the client, failed, or usable.
 void judge_transfer(Transfer& t, CURLcode result, const RemoteOptions& o) {
-    curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.http_status);
+    curl::easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.http_status);
     if (!t.cut.empty() || !t.error.empty()) return;  // said by the callbacks
     if (result == CURLE_OPERATION_TIMEDOUT && t.bytes > 0) {
         double elapsed = 0;
-        curl_easy_getinfo(t.easy, CURLINFO_TOTAL_TIME, &elapsed);
+        curl::easy_getinfo(t.easy, CURLINFO_TOTAL_TIME, &elapsed);
         t.cut = elapsed + 1 >= static_cast<double>(o.deadline_s)
                     ? "still running after " + std::to_string(o.deadline_s) + " s (--remote-deadline)"
                     : "slower than " + std::to_string(o.min_rate) + " bytes/s for " +
                           std::to_string(o.stall_timeout_s) + " s (--min-rate, --remote-timeout)";
     } else if (result != CURLE_OK) {
-        t.error = std::string(curl_easy_strerror(result)) + " after " + std::to_string(t.bytes) + " bytes";
+        t.error = std::string(curl::easy_strerror(result)) + " after " + std::to_string(t.bytes) + " bytes";
     } else if (t.http_status != 200) {
         std::string body = t.body_head;
         while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
@@ -302,10 +301,10 @@ void judge_transfer(Transfer& t, CURLcode result, const RemoteOptions& o) {
 // Runs every transfer to its end, at once.
 void run_transfers(CURLM* multi, std::vector<Transfer>& transfers, const RemoteOptions& o) {
     for (int running = 1; running;) {
-        if (curl_multi_perform(multi, &running) != CURLM_OK) break;
-        if (running) curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
+        if (curl::multi_perform(multi, &running) != CURLM_OK) break;
+        if (running) curl::multi_poll(multi, nullptr, 0, 1000, nullptr);
     }
-    for (int left = 0; CURLMsg* m = curl_multi_info_read(multi, &left);) {
+    for (int left = 0; CURLMsg* m = curl::multi_info_read(multi, &left);) {
         if (m->msg != CURLMSG_DONE) continue;
         for (Transfer& t : transfers)
             if (t.easy == m->easy_handle) judge_transfer(t, m->data.result, o);
@@ -363,7 +362,7 @@ Result<RemoteReport> extract_remote(const RemoteOptions& o, int out_fd) {
         if (!t) return t.error();
         token = t.value();
     }
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return runtime_error("curl_global_init failed");
+    if (auto library = curl::load(); !library) return library.error();
     auto query = query_string(o);
     if (!query) return query.error();
     Budget budget;
@@ -372,9 +371,9 @@ Result<RemoteReport> extract_remote(const RemoteOptions& o, int out_fd) {
     if (!tmpdir) return tmpdir.error();
     budget.tmpdir = tmpdir.value();
     // Declared before the transfers, which leave it when they go.
-    CurlMulti multi(curl_multi_init());
+    CurlMulti multi(curl::multi_init());
     CurlList headers;
-    if (!token.empty()) headers.reset(curl_slist_append(nullptr, ("Authorization: Bearer " + token).c_str()));
+    if (!token.empty()) headers.reset(curl::slist_append(nullptr, ("Authorization: Bearer " + token).c_str()));
     if (!multi || (!token.empty() && !headers)) return runtime_error("curl: out of memory");
     std::vector<Transfer> transfers(o.urls.size());
     for (size_t i = 0; i < o.urls.size(); ++i)

@@ -1,12 +1,11 @@
 #include "api/status.hpp"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "archive/store_inventory.hpp"
 #include "store/time_spec.hpp"
+#include "util/curl_library.hpp"
 #include "util/utc_time.hpp"
 
 namespace linecap::api {
@@ -37,16 +36,39 @@ struct DaemonAnswer {
     std::string state;        // "up", or what went wrong
 };
 
+// No status document is larger; a bigger answer is not the daemon's.
+constexpr size_t kMaxStatusBytes = 16u << 20;
+
+size_t collect_status(char* data, size_t size, size_t n, void* body) {
+    auto& out = *static_cast<std::string*>(body);
+    if (out.size() + size * n > kMaxStatusBytes) return 0;  // ends the transfer (CURLE_WRITE_ERROR)
+    out.append(data, size * n);
+    return size * n;
+}
+
 DaemonAnswer ask_daemon(const std::string& url) {
     const size_t scheme = url.find("://");
-    const size_t path = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-    httplib::Client client(url.substr(0, path));
-    client.set_connection_timeout(2);
-    client.set_read_timeout(2);
-    auto res = client.Get(path == std::string::npos ? "/status" : url.substr(path).c_str());
-    if (!res) return {nullptr, "unreachable (" + httplib::to_string(res.error()) + ")"};
-    if (res->status != 200) return {nullptr, "status endpoint answered " + std::to_string(res->status)};
-    nlohmann::ordered_json document = nlohmann::ordered_json::parse(res->body, nullptr, false);
+    const bool has_path = url.find('/', scheme == std::string::npos ? 0 : scheme + 3) != std::string::npos;
+    if (auto library = curl::load(); !library) return {nullptr, "unreachable (" + library.error().message + ")"};
+    CurlEasy easy(curl::easy_init());
+    if (!easy) return {nullptr, "unreachable (curl_easy_init failed)"};
+    CURL* c = easy.get();
+    const std::string target = has_path ? url : url + "/status";
+    std::string body;
+    char errbuf[CURL_ERROR_SIZE] = {};
+    curl::easy_setopt(c, CURLOPT_URL, target.c_str());
+    curl::easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl::easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
+    curl::easy_setopt(c, CURLOPT_TIMEOUT_MS, 4000L);
+    curl::easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl::easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_status);
+    curl::easy_setopt(c, CURLOPT_WRITEDATA, &body);
+    if (const CURLcode rc = curl::easy_perform(c); rc != CURLE_OK)
+        return {nullptr, "unreachable (" + std::string(errbuf[0] ? errbuf : curl::easy_strerror(rc)) + ")"};
+    long status = 0;
+    curl::easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 200) return {nullptr, "status endpoint answered " + std::to_string(status)};
+    nlohmann::ordered_json document = nlohmann::ordered_json::parse(body, nullptr, false);
     if (!member(document, "ports").is_array()) return {nullptr, "status endpoint answered no status document"};
     return {std::move(document), "up"};
 }

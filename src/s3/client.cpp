@@ -1,12 +1,10 @@
 #include "s3/client.hpp"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstring>
 
-#include "util/curl_handles.hpp"
+#include "util/curl_library.hpp"
 #include "util/sha256.hpp"
 
 namespace linecap::s3 {
@@ -156,6 +154,7 @@ std::vector<std::string> metadata_headers(const Metadata& metadata) {
 
 struct Client::Curl {
     CurlEasy easy;
+    std::string load_error;  // libcurl could not be loaded (util/curl_library.hpp)
 };
 
 bool Failure::retryable() const {
@@ -181,9 +180,8 @@ std::string uri_encode(std::string_view text, bool keep_slash) {
 Client::Client(Endpoint endpoint, Credentials credentials, std::string bucket)
     : endpoint_(std::move(endpoint)), credentials_(std::move(credentials)), bucket_(std::move(bucket)),
       curl_(std::make_unique<Curl>()) {
-    static const CURLcode global = curl_global_init(CURL_GLOBAL_DEFAULT);  // once, before any handle
-    (void)global;
-    curl_->easy.reset(curl_easy_init());
+    if (auto library = curl::load(); library) curl_->easy.reset(curl::easy_init());
+    else curl_->load_error = library.error().message;
     while (!endpoint_.url.empty() && endpoint_.url.back() == '/') endpoint_.url.pop_back();
 }
 
@@ -206,66 +204,66 @@ Result<Client::Response> Client::perform(const Request& request) {
     failure_ = {};
     const std::string what = "S3 " + request.method + " " + object_url(bucket_, request.key);
     CURL* c = curl_->easy.get();
-    if (!c) return runtime_error(what + ": curl_easy_init failed");
-    curl_easy_reset(c);
+    if (!c) return runtime_error(what + ": " + (curl_->load_error.empty() ? "curl_easy_init failed" : curl_->load_error));
+    curl::easy_reset(c);
 
     Response response;
     UploadSource source{request.body};
     const std::string url = url_for(request.key, request.query);
     const std::string sigv4 = "aws:amz:" + endpoint_.region + ":s3";
-    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4.c_str());
-    curl_easy_setopt(c, CURLOPT_USERNAME, credentials_.access_key.c_str());
-    curl_easy_setopt(c, CURLOPT_PASSWORD, credentials_.secret_key.c_str());
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, endpoint_.connect_timeout_ms);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, endpoint_.low_speed_bytes);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, endpoint_.low_speed_seconds);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    if (!endpoint_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, endpoint_.ca_file.c_str());
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, &response.headers);
+    curl::easy_setopt(c, CURLOPT_URL, url.c_str());
+    curl::easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4.c_str());
+    curl::easy_setopt(c, CURLOPT_USERNAME, credentials_.access_key.c_str());
+    curl::easy_setopt(c, CURLOPT_PASSWORD, credentials_.secret_key.c_str());
+    curl::easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl::easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, endpoint_.connect_timeout_ms);
+    curl::easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, endpoint_.low_speed_bytes);
+    curl::easy_setopt(c, CURLOPT_LOW_SPEED_TIME, endpoint_.low_speed_seconds);
+    curl::easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (!endpoint_.ca_file.empty()) curl::easy_setopt(c, CURLOPT_CAINFO, endpoint_.ca_file.c_str());
+    curl::easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
+    curl::easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
+    curl::easy_setopt(c, CURLOPT_HEADERFUNCTION, collect_header);
+    curl::easy_setopt(c, CURLOPT_HEADERDATA, &response.headers);
     if (cancel_) {
-        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, cancelled);
-        curl_easy_setopt(c, CURLOPT_XFERINFODATA, cancel_);
+        curl::easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        curl::easy_setopt(c, CURLOPT_XFERINFOFUNCTION, cancelled);
+        curl::easy_setopt(c, CURLOPT_XFERINFODATA, cancel_);
     }
 
     // RGW and AWS refuse a SigV4 request without the payload's hash (libcurl 7.88 does not
     // add it), and check the body against it.
     CurlList headers;
-    auto add_header = [&headers](const std::string& h) { headers.reset(curl_slist_append(headers.release(), h.c_str())); };
+    auto add_header = [&headers](const std::string& h) { headers.reset(curl::slist_append(headers.release(), h.c_str())); };
     add_header("x-amz-content-sha256: " + sha256_hex(request.body));
     if (!credentials_.session_token.empty()) add_header("x-amz-security-token: " + credentials_.session_token);
     for (const std::string& h : request.headers) add_header(h);
 
     if (request.method == "HEAD") {
-        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+        curl::easy_setopt(c, CURLOPT_NOBODY, 1L);
     } else if (request.method == "PUT") {
-        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(c, CURLOPT_READFUNCTION, read_body);
-        curl_easy_setopt(c, CURLOPT_READDATA, &source);
-        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, curl_off_t(request.body.size()));
+        curl::easy_setopt(c, CURLOPT_UPLOAD, 1L);
+        curl::easy_setopt(c, CURLOPT_READFUNCTION, read_body);
+        curl::easy_setopt(c, CURLOPT_READDATA, &source);
+        curl::easy_setopt(c, CURLOPT_INFILESIZE_LARGE, curl_off_t(request.body.size()));
     } else if (request.method == "POST") {
         add_header("Content-Type: application/xml");
-        curl_easy_setopt(c, CURLOPT_POST, 1L);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.size()));
+        curl::easy_setopt(c, CURLOPT_POST, 1L);
+        curl::easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
+        curl::easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.size()));
     } else if (request.method != "GET") {
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+        curl::easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
     }
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+    curl::easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
 
     char errbuf[CURL_ERROR_SIZE] = "";
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    const CURLcode rc = curl_easy_perform(c);
+    curl::easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    const CURLcode rc = curl::easy_perform(c);
     if (rc != CURLE_OK) {
         return runtime_error(what + ": no answer from " + endpoint_.url + ": " +
-                             (errbuf[0] ? errbuf : curl_easy_strerror(rc)));
+                             (errbuf[0] ? errbuf : curl::easy_strerror(rc)));
     }
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
+    curl::easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
     if (response.status >= 300) {
         failure_.http_status = response.status;
         failure_.code = xml_value(response.body, "Code");
