@@ -172,6 +172,9 @@ ssize_t FileSource::read_at(void* dst, size_t n, uint64_t offset) const {
 
 void FileSource::advise_sequential() const { (void)::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL); }
 void FileSource::advise_random() const { (void)::posix_fadvise(fd_, 0, 0, POSIX_FADV_RANDOM); }
+void FileSource::will_need(uint64_t offset, uint64_t length) const {
+    (void)::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_WILLNEED);
+}
 
 // --- header ----------------------------------------------------------------------------------
 

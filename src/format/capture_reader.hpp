@@ -95,6 +95,10 @@ public:
     // Tells the kernel the file will be read sequentially (scans) or at random (indexed).
     virtual void advise_sequential() const = 0;
     virtual void advise_random() const = 0;
+    // Tells the kernel that [offset, offset + length) will be read soon: reading starts
+    // now, in the background, so the reads of many small ranges overlap instead of each
+    // waiting for the disk in turn. Nothing for sources without a page cache to fill.
+    virtual void will_need(uint64_t /*offset*/, uint64_t /*length*/) const {}
     // Whether reading a few hundred bytes costs about what it returns, so that a query
     // reads single records rather than the index blocks around them: a local plain file.
     // Not a compressed one (every read decompresses a frame) nor an object in an object
@@ -119,6 +123,7 @@ public:
     bool compressed() const override { return false; }
     void advise_sequential() const override;
     void advise_random() const override;
+    void will_need(uint64_t offset, uint64_t length) const override;
 
 private:
     FileSource() = default;

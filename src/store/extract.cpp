@@ -179,6 +179,9 @@ private:
     std::map<std::string, uint32_t> ids_;
 };
 
+// How far ahead of the range being read a cursor asks the kernel for the next ones.
+constexpr uint64_t kReadAheadBytes = 4u << 20;
+
 // One file's packets as an input of the merge: the ranges of its plan, read in file order,
 // filtered.
 class Cursor final : public format::MergeInput {
@@ -223,6 +226,7 @@ public:
         for (;;) {
             if (!in_range_) {
                 if (range_ >= plan_.ranges.size()) return Next::end;
+                if (plan_.indexed) read_ahead();
                 const Range& r = plan_.ranges[range_++];
                 if (!reader_)  // indexed: ranges of a few blocks; scans: the whole file
                     reader_ = std::make_unique<format::CaptureReader>(*file_, plan_.header, r.begin, r.end,
@@ -280,6 +284,20 @@ private:
         return false;
     }
 
+    // Asks the kernel for the ranges from the one about to be read on, up to
+    // kReadAheadBytes of them, so that the disk works on them all while the merge takes
+    // them in turn: a conversation spread over a file is a thousand reads of a record
+    // each, and one at a time each waits for the disk (cold, the spread query of
+    // bench/store/README.md: 108 ms without, 63 ms with).
+    void read_ahead() {
+        if (range_ > 0 && range_ - 1 < ahead_) asked_ -= plan_.ranges[range_ - 1].end - plan_.ranges[range_ - 1].begin;
+        for (ahead_ = std::max(ahead_, range_); ahead_ < plan_.ranges.size() && asked_ < kReadAheadBytes; ++ahead_) {
+            const Range& r = plan_.ranges[ahead_];
+            file_->will_need(r.begin, r.end - r.begin);
+            asked_ += r.end - r.begin;
+        }
+    }
+
     // A record outside the time span its index block claims: the index no longer
     // describes the file. Everything the index let the cursor skip, and everything after
     // the current range, is read too (the current range continues as planned).
@@ -296,6 +314,8 @@ private:
         if (at < plan_.rescan_end) rest.push_back({at, plan_.rescan_end});
         for (Range& x : rest) x.min_ts = 0, x.max_ts = UINT64_MAX;
         plan_.ranges = std::move(rest);
+        ahead_ = range_;  // the ranges after the current one are new
+        asked_ = 0;
     }
 
     FilePlan plan_;
@@ -306,6 +326,8 @@ private:
     std::unique_ptr<format::OpenFile> file_;
     std::unique_ptr<format::CaptureReader> reader_;
     size_t range_ = 0;
+    size_t ahead_ = 0;   // read_ahead() has asked for the ranges before this one
+    uint64_t asked_ = 0;  // bytes of the ranges asked for and not yet read
     bool in_range_ = false;
     format::Record cur_;
     bool seen_ = false;
