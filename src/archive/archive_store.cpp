@@ -515,6 +515,10 @@ LoadedIndex ArchiveStore::load_index(const StoredFile& file, uint64_t capture_si
         }
         const uint64_t size = body->size();
         auto parsed = Index::parse(std::vector<uint8_t>(body->begin(), body->end()));
+        // Fetched whole, so checked whole: a damaged object is named now, not found part by part.
+        if (parsed) {
+            if (auto whole = parsed->verify(); !whole) parsed = whole.error();
+        }
         if (!parsed) {
             out.state = IndexState::corrupt;
             out.problem = state_->url_of(key) + ": " + parsed.error().message;

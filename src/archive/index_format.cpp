@@ -35,6 +35,9 @@ constexpr uint32_t kCountMask = kRecordsFlag - 1;
 // records: enough to lead a query to a sparse flow's packets, while a key in most records
 // (a popular server's port) costs nothing beyond its block list.
 constexpr uint64_t kSelectiveRecords = 8;
+constexpr uint64_t kMaxVarintBytes = 5;  // of a u32
+// Index::chunk_state_
+constexpr uint8_t kChunkUnchecked = 0, kChunkGood = 1, kChunkBad = 2;
 
 constexpr mode_t kIndexMode = 0644;  // derived data anyone who may read the directory may use
 
@@ -132,6 +135,16 @@ T load(const uint8_t* p) {
     T v;
     std::memcpy(&v, p, sizeof v);
     return v;
+}
+
+// Whether key a < key b in a table of `kind` (IndexKey::Kind).
+bool key_less(int kind, const uint8_t* a, const uint8_t* b) {
+    switch (kind) {
+        case 0: return *a < *b;
+        case 1: return load<uint16_t>(a) < load<uint16_t>(b);
+        case 2: return load<uint32_t>(a) < load<uint32_t>(b);
+        default: return std::memcmp(a, b, 16) < 0;
+    }
 }
 
 std::string hex_bytes(const uint8_t* p, size_t n) {
@@ -257,7 +270,7 @@ std::vector<uint8_t> IndexBuilder::finish(uint64_t pcap_size, int64_t pcap_mtime
                                           uint32_t flags, uint64_t damage_at, IndexStats* stats) {
     close_block();
     const auto block_count = static_cast<uint32_t>(blocks_.size());
-    const uint32_t version = options_.version >= 2 ? kIndexVersion : 1;
+    const uint32_t version = std::clamp(options_.version, kIndexVersionOldest, kIndexVersion);
     const uint32_t section_count = index_section_count(version);
     const bool records = version >= 2;
 
@@ -309,11 +322,23 @@ std::vector<uint8_t> IndexBuilder::finish(uint64_t pcap_size, int64_t pcap_mtime
     h.block_count = block_count;
     h.section_count = section_count;
 
+    for (uint32_t i = 0; i < section_count; ++i) sections[i].resize(align8(sections[i].size()), 0);
+    if (version >= 3) {
+        // The chunks tile sections 2 to 8 as they follow each other in the file.
+        std::vector<uint8_t> lazy;
+        for (uint32_t i = 1; i < 8; ++i) lazy.insert(lazy.end(), sections[i].begin(), sections[i].end());
+        std::vector<uint32_t> crcs;
+        for (size_t at = 0; at < lazy.size(); at += kIndexChunkBytes)
+            crcs.push_back(crc32c(lazy.data() + at, std::min<size_t>(kIndexChunkBytes, lazy.size() - at)));
+        const auto* cp = reinterpret_cast<const uint8_t*>(crcs.data());
+        sections[8].assign(cp, cp + crcs.size() * sizeof(uint32_t));
+        sections[8].resize(align8(sections[8].size()), 0);
+        counts[8] = crcs.size();
+    }
     SectionEntry table[kSectionCount];
     const size_t table_bytes = section_count * sizeof(SectionEntry);
     uint64_t offset = sizeof(IndexHeader) + table_bytes;
     for (uint32_t i = 0; i < section_count; ++i) {
-        sections[i].resize(align8(sections[i].size()), 0);
         table[i] = SectionEntry{i + 1, crc32c(sections[i].data(), sections[i].size()), offset, sections[i].size(),
                                 counts[i]};
         offset += sections[i].size();
@@ -382,7 +407,11 @@ Result<Index> Index::parse(const uint8_t* data, size_t data_size, std::shared_pt
             return runtime_error("bad section table (entry " + std::to_string(i) + ")");
         if (s.offset < kFixed || s.offset > size || s.size > size - s.offset)
             return runtime_error("section " + std::to_string(s.type) + " lies outside the index file (truncated?)");
-        if (crc32c(base + s.offset, s.size) != s.crc)
+        // Version 3: the block table and the chunk checksums now, the rest by chunk as it
+        // is read (checked()).
+        const bool now = h.version < 3 || s.type == static_cast<uint32_t>(SectionType::blocks) ||
+                         s.type == static_cast<uint32_t>(SectionType::chunk_crcs);
+        if (now && crc32c(base + s.offset, s.size) != s.crc)
             return runtime_error("checksum mismatch in section " + std::to_string(s.type));
         found[s.type - 1] = e;
     }
@@ -438,12 +467,6 @@ Result<Index> Index::parse(const uint8_t* data, size_t data_size, std::shared_pt
         ix.record_starts_ = base + rs.offset;
         ix.record_lengths_ = base + rs.offset + starts;
         ix.record_lengths_size_ = rs.size - starts;
-        for (uint64_t i = 0; i < rs.count; ++i) {
-            const auto at = load<uint32_t>(ix.record_starts_ + i * sizeof(uint32_t));
-            if (at > ix.record_lengths_size_ ||
-                (i > 0 && at < load<uint32_t>(ix.record_starts_ + (i - 1) * sizeof(uint32_t))))
-                return runtime_error("record table: bad start of block " + std::to_string(i));
-        }
     }
 
     const SectionEntry ps = section(SectionType::postings);
@@ -459,28 +482,91 @@ Result<Index> Index::parse(const uint8_t* data, size_t data_size, std::shared_pt
         t.keys = base + s.offset;
         t.refs = base + s.offset + align8(s.count * ks);
         t.count = s.count;
+    }
+
+    if (h.version >= 3) {
+        // The chunks tile what lies between the block table and the chunk checksums, and
+        // every other section lies there.
+        const SectionEntry cs = section(SectionType::chunk_crcs);
+        ix.lazy_begin_ = bs.offset + bs.size;
+        ix.lazy_end_ = cs.offset;
+        if (ix.lazy_begin_ > ix.lazy_end_) return runtime_error("the chunk checksums come before the block table");
+        for (uint32_t type = 2; type <= 8; ++type) {
+            const SectionEntry s = section(static_cast<SectionType>(type));
+            if (s.offset < ix.lazy_begin_ || s.offset + s.size > ix.lazy_end_)
+                return runtime_error("section " + std::to_string(type) + " lies outside the checksummed chunks");
+        }
+        const uint64_t chunks = (ix.lazy_end_ - ix.lazy_begin_ + kIndexChunkBytes - 1) / kIndexChunkBytes;
+        if (cs.count != chunks || cs.size != align8(chunks * sizeof(uint32_t)))
+            return runtime_error("chunk checksum table size does not match the index's size");
+        ix.chunk_crcs_ = base + cs.offset;
+        ix.chunk_state_.reset(new std::atomic<uint8_t>[chunks]());  // kChunkUnchecked
+        return ix;
+    }
+    if (auto tables = ix.check_tables(); !tables) return tables.error();
+    return ix;
+}
+
+bool Index::valid_ref(const PostingRef& ref, int kind) const {
+    const uint32_t n = ref.count_enc & kCountMask;
+    return n > 0 && n <= header_.block_count && ref.offset <= postings_size_ &&
+           !((ref.count_enc & kRecordsFlag) && (header_.version < 2 || kind == 0));
+}
+
+Result<void> Index::check_tables() const {
+    for (uint32_t i = 0; record_starts_ && i < header_.block_count; ++i) {
+        const auto at = load<uint32_t>(record_starts_ + uint64_t{i} * sizeof(uint32_t));
+        if (at > record_lengths_size_ || (i > 0 && at < load<uint32_t>(record_starts_ + (i - 1) * sizeof(uint32_t))))
+            return runtime_error("record table: bad start of block " + std::to_string(i));
+    }
+    for (int kind = 0; kind < 4; ++kind) {
+        const Table& t = tables_[kind];
+        const size_t ks = kKeySize[kind];
+        const std::string name = "key table " + std::to_string(static_cast<uint32_t>(kKindSection[kind]));
         for (uint64_t i = 0; i < t.count; ++i) {
-            if (i > 0) {
-                const uint8_t* a = t.keys + (i - 1) * ks;
-                const uint8_t* b = t.keys + i * ks;
-                bool increasing;
-                switch (kind) {
-                    case 0: increasing = *a < *b; break;
-                    case 1: increasing = load<uint16_t>(a) < load<uint16_t>(b); break;
-                    case 2: increasing = load<uint32_t>(a) < load<uint32_t>(b); break;
-                    default: increasing = std::memcmp(a, b, 16) < 0; break;
-                }
-                if (!increasing) return runtime_error("key table " + std::to_string(s.type) + " is not sorted");
-            }
+            if (i > 0 && !key_less(kind, t.keys + (i - 1) * ks, t.keys + i * ks))
+                return runtime_error(name + " is not sorted");
             PostingRef ref;
             std::memcpy(&ref, t.refs + i * sizeof ref, sizeof ref);
-            const uint32_t n = ref.count_enc & kCountMask;
-            if (n == 0 || n > h.block_count || ref.offset > ix.postings_size_ ||
-                ((ref.count_enc & kRecordsFlag) && (h.version < 2 || kind == 0)))
-                return runtime_error("key table " + std::to_string(s.type) + ": bad postings reference");
+            if (!valid_ref(ref, kind)) return runtime_error(name + ": bad postings reference");
         }
     }
-    return ix;
+    return {};
+}
+
+Result<void> Index::verify() const {
+    for (uint64_t at = lazy_begin_; chunk_state_ && at < lazy_end_; at += kIndexChunkBytes) {
+        const uint64_t n = std::min<uint64_t>(kIndexChunkBytes, lazy_end_ - at);
+        if (!checked(data_ + at, n))
+            return runtime_error("checksum mismatch in chunk " + std::to_string((at - lazy_begin_) / kIndexChunkBytes) +
+                                 " (bytes " + std::to_string(at) + ".." + std::to_string(at + n) + ")");
+    }
+    return check_tables();
+}
+
+bool Index::checked(const uint8_t* p, uint64_t n) const {
+    if (!chunk_state_ || n == 0) return true;
+    const uint64_t begin = static_cast<uint64_t>(p - data_), end = begin + n;
+    if (begin < lazy_begin_ || end > lazy_end_) {  // not reached: callers stay within their sections
+        *damaged_ = true;
+        return false;
+    }
+    for (uint64_t c = (begin - lazy_begin_) / kIndexChunkBytes; lazy_begin_ + c * kIndexChunkBytes < end; ++c) {
+        std::atomic<uint8_t>& state = chunk_state_[c];
+        uint8_t now = state.load(std::memory_order_acquire);
+        if (now == kChunkUnchecked) {
+            const uint64_t at = lazy_begin_ + c * kIndexChunkBytes;
+            const uint32_t want = load<uint32_t>(chunk_crcs_ + c * sizeof(uint32_t));
+            now = crc32c(data_ + at, std::min<uint64_t>(kIndexChunkBytes, lazy_end_ - at)) == want ? kChunkGood
+                                                                                                    : kChunkBad;
+            state.store(now, std::memory_order_release);  // two threads may both check: same answer
+        }
+        if (now == kChunkBad) {
+            *damaged_ = true;
+            return false;
+        }
+    }
+    return true;
 }
 
 BlockSet Index::decode(const PostingRef& ref, uint64_t* end) const {
@@ -490,7 +576,8 @@ BlockSet Index::decode(const PostingRef& ref, uint64_t* end) const {
     bool ok = true;
     if (ref.count_enc & kBitmapFlag) {
         const uint64_t nbytes = (uint64_t{count} + 7) / 8;
-        ok = ref.offset <= postings_size_ && nbytes <= postings_size_ - ref.offset;
+        ok = ref.offset <= postings_size_ && nbytes <= postings_size_ - ref.offset &&
+             checked(postings_ + ref.offset, nbytes);
         uint32_t pop = 0;
         for (uint32_t i = 0; ok && i < count; ++i)
             if (postings_[ref.offset + i / 8] & (1u << (i % 8))) {
@@ -501,6 +588,8 @@ BlockSet Index::decode(const PostingRef& ref, uint64_t* end) const {
         if (end) *end = ref.offset + nbytes;
     } else {
         uint64_t pos = ref.offset, prev = 0;
+        ok = ref.offset <= postings_size_ &&
+             checked(postings_ + ref.offset, std::min<uint64_t>(uint64_t{n} * kMaxVarintBytes, postings_size_ - ref.offset));
         for (uint32_t k = 0; ok && k < n; ++k) {
             uint32_t v = 0;
             ok = get_varint(postings_, postings_size_, &pos, &v) && (k == 0 || v > 0);
@@ -520,7 +609,7 @@ BlockSet Index::decode(const PostingRef& ref, uint64_t* end) const {
     return set;
 }
 
-const uint8_t* Index::find(const IndexKey& key, PostingRef* out) const {
+Index::Found Index::find(const IndexKey& key, PostingRef* out) const {
     const int kind = static_cast<int>(key.kind);
     const Table& t = tables_[kind];
     const size_t ks = kKeySize[kind];
@@ -535,45 +624,51 @@ const uint8_t* Index::find(const IndexKey& key, PostingRef* out) const {
         case IndexKey::Kind::addr4: std::memcpy(want, &key.value, 4); break;
         case IndexKey::Kind::addr6: std::memcpy(want, key.addr6.data(), 16); break;
     }
-    auto less = [&](const uint8_t* a, const uint8_t* b) {
-        switch (kind) {
-            case 0: return *a < *b;
-            case 1: return load<uint16_t>(a) < load<uint16_t>(b);
-            case 2: return load<uint32_t>(a) < load<uint32_t>(b);
-            default: return std::memcmp(a, b, 16) < 0;
-        }
-    };
     uint64_t lo = 0, hi = t.count;
     while (lo < hi) {
         const uint64_t mid = (lo + hi) / 2;
-        if (less(t.keys + mid * ks, want)) lo = mid + 1;
+        if (!checked(t.keys + mid * ks, ks)) return Found::damaged;
+        if (key_less(kind, t.keys + mid * ks, want)) lo = mid + 1;
         else hi = mid;
     }
-    if (lo < t.count && !less(want, t.keys + lo * ks)) {
-        std::memcpy(out, t.refs + lo * sizeof *out, sizeof *out);
-        return t.keys + lo * ks;
+    if (lo == t.count || key_less(kind, want, t.keys + lo * ks)) return Found::no;  // t.keys[lo] was checked
+    if (!checked(t.refs + lo * sizeof *out, sizeof *out)) return Found::damaged;
+    std::memcpy(out, t.refs + lo * sizeof *out, sizeof *out);
+    if (!valid_ref(*out, kind)) {  // version 3 (older ones: checked by parse)
+        *damaged_ = true;
+        return Found::damaged;
     }
-    return nullptr;
+    return Found::yes;
 }
 
 BlockSet Index::lookup(const IndexKey& key) const {
     PostingRef ref;
-    if (!find(key, &ref)) return BlockSet(header_.block_count, false);
+    switch (find(key, &ref)) {
+        case Found::no: return BlockSet(header_.block_count, false);
+        case Found::damaged: return BlockSet(header_.block_count, true);
+        case Found::yes: break;
+    }
     return decode(ref);
 }
 
 std::optional<std::vector<uint32_t>> Index::lookup_records(const IndexKey& key) const {
     if (header_.version < 2 || key.kind == IndexKey::Kind::proto) return std::nullopt;
     PostingRef ref;
-    if (!find(key, &ref)) return std::vector<uint32_t>{};
+    switch (find(key, &ref)) {
+        case Found::no: return std::vector<uint32_t>{};
+        case Found::damaged: return std::nullopt;
+        case Found::yes: break;
+    }
     if (!(ref.count_enc & kRecordsFlag)) return std::nullopt;  // in many records: blocks only
     uint64_t pos = 0;
     const BlockSet blocks = decode(ref, &pos);
     if (pos == UINT64_MAX) return std::nullopt;  // decode() marked the index damaged
     // Every record in a listed block, ascending, no more than the file holds.
     uint32_t n = 0;
-    bool ok = get_varint(postings_, postings_size_, &pos, &n) && n >= (ref.count_enc & kCountMask) &&
-              n <= header_.packets;
+    bool ok = checked(postings_ + pos, std::min<uint64_t>(kMaxVarintBytes, postings_size_ - pos)) &&
+              get_varint(postings_, postings_size_, &pos, &n) && n >= (ref.count_enc & kCountMask) &&
+              n <= header_.packets &&
+              checked(postings_ + pos, std::min<uint64_t>(uint64_t{n} * kMaxVarintBytes, postings_size_ - pos));
     std::vector<uint32_t> out;
     if (ok) out.reserve(n);
     uint64_t prev = 0;
@@ -594,12 +689,15 @@ std::optional<std::vector<uint32_t>> Index::lookup_records(const IndexKey& key) 
 
 std::optional<uint32_t> Index::block_crc(uint32_t b) const {
     if (!block_crcs_ || b >= header_.block_count) return std::nullopt;
-    return load<uint32_t>(block_crcs_ + uint64_t{b} * sizeof(uint32_t));
+    const uint8_t* at = block_crcs_ + uint64_t{b} * sizeof(uint32_t);
+    if (!checked(at, sizeof(uint32_t))) return std::nullopt;
+    return load<uint32_t>(at);
 }
 
 bool Index::block_matches(uint32_t b, const uint8_t* bytes) const {
+    if (!block_crcs_) return true;  // version 1: nothing to check against
     const std::optional<uint32_t> crc = block_crc(b);
-    return !crc || crc32c(bytes, blocks_[b].length) == *crc;
+    return crc && crc32c(bytes, blocks_[b].length) == *crc;  // a damaged index vouches for nothing
 }
 
 uint32_t Index::block_of_record(uint64_t ordinal) const {
@@ -611,16 +709,21 @@ bool Index::record_extents(uint32_t b, std::span<const uint32_t> ordinals,
                            std::vector<std::pair<uint64_t, uint64_t>>& out) const {
     if (!record_starts_ || b >= header_.block_count) return false;
     const BlockEntry& e = blocks_[b];
-    uint64_t pos = load<uint32_t>(record_starts_ + uint64_t{b} * sizeof(uint32_t));
+    // The block's lengths lie between its start and the next block's.
+    const uint8_t* starts = record_starts_ + uint64_t{b} * sizeof(uint32_t);
+    const bool last = b + 1 == header_.block_count;
+    if (!checked(starts, last ? sizeof(uint32_t) : 2 * sizeof(uint32_t))) return false;
+    uint64_t pos = load<uint32_t>(starts);
+    const uint64_t stop = last ? record_lengths_size_ : load<uint32_t>(starts + sizeof(uint32_t));
+    bool ok = pos <= stop && stop <= record_lengths_size_ && checked(record_lengths_ + pos, stop - pos);
     uint64_t at = e.offset;
     const uint64_t end = e.offset + e.length, first = first_record_[b];
     std::vector<std::pair<uint64_t, uint64_t>> got;
     got.reserve(ordinals.size());
     size_t next = 0;
-    bool ok = true;
     for (uint32_t k = 0; ok && k < e.packets; ++k) {
         uint32_t len = 0;
-        ok = get_varint(record_lengths_, record_lengths_size_, &pos, &len) && len > 0 && len <= end - at;
+        ok = get_varint(record_lengths_, stop, &pos, &len) && len > 0 && len <= end - at;
         if (ok && next < ordinals.size() && ordinals[next] == first + k) {
             got.emplace_back(at, at + len);
             ++next;
@@ -767,6 +870,19 @@ LoadedIndex load_index(const std::string& pcap_path, uint64_t pcap_size, int64_t
     Result<Index> ix = runtime_error("empty file");
     void* map = size ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
     if (map != MAP_FAILED) {
+        // A lookup reads a version-3 index in pieces, each checked as it is read
+        // (Index::checked): the pages it touches, not the readahead window around each
+        // (8 MiB on some virtual disks: every index a query opens, whole). The header,
+        // section table and block table, which parse() reads, in one request.
+        ::madvise(map, size, MADV_RANDOM);
+        const auto* header = static_cast<const IndexHeader*>(map);
+        if (size >= sizeof(IndexHeader) && header->version >= 3)
+            ::madvise(map,
+                      std::min<uint64_t>(size, sizeof(IndexHeader) + kSectionCount * sizeof(SectionEntry) +
+                                                   uint64_t{header->block_count} * sizeof(BlockEntry)),
+                      MADV_WILLNEED);
+        else
+            ::madvise(map, size, MADV_SEQUENTIAL);  // older versions are checked whole at once
         std::shared_ptr<const void> keeper(map, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
         ix = Index::parse(static_cast<const uint8_t*>(map), size, std::move(keeper));
     } else {

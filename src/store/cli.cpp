@@ -590,6 +590,13 @@ int cmd_index_volume(const Cli& cli, const Common& c) {
     for (const auto& f : catalog->files) {
         if (!force) {
             LoadedIndex li = store.load_index(f, f.size, f.mtime_ns);
+            if (li.state == IndexState::valid) {
+                // A query checks only what it reads of an index; this checks all of it.
+                if (auto whole = li.index.verify(); !whole) {
+                    li.state = IndexState::corrupt;
+                    li.problem = whole.error().message;
+                }
+            }
             if (li.state == IndexState::valid && li.index.version() >= kIndexVersion) {
                 ++up_to_date;
                 continue;

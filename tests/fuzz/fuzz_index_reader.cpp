@@ -2,10 +2,10 @@
 //
 // Input byte 0 is a mode: bit 0 set = recompute every checksum before parsing, so the
 // fuzzer gets past the CRCs and exercises the structural checks (bounds, ordering,
-// postings) that stand behind them. An index that loads must answer every lookup without
-// reading outside its buffer, and name only blocks that exist; version 2's record lists
-// only records that exist, in blocks the key's block list names, and record byte ranges
-// only inside their block.
+// postings) that stand behind them (version 3's chunk checksums too). An index that loads
+// must answer every lookup and verify() without reading outside its buffer, and name only
+// blocks that exist; version 2's record lists only records that exist, in blocks the key's
+// block list names, and record byte ranges only inside their block.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -29,6 +29,23 @@ void reseal(std::vector<uint8_t>& ix) {
     const uint32_t sections = index_section_count(h.version);  // as the reader expects them
     const size_t fixed = sizeof(IndexHeader) + sections * sizeof(SectionEntry);
     if (ix.size() < fixed) return;
+    // Version 3: the chunk checksums first (the section checksums cover them).
+    SectionEntry blocks{}, chunks{};
+    for (uint32_t i = 0; i < sections; ++i) {
+        SectionEntry e;
+        std::memcpy(&e, ix.data() + sizeof(IndexHeader) + i * sizeof e, sizeof e);
+        if (e.type == uint32_t(SectionType::blocks)) blocks = e;
+        if (e.type == uint32_t(SectionType::chunk_crcs)) chunks = e;
+    }
+    if (h.version >= 3 && chunks.offset <= ix.size() && chunks.size <= ix.size() - chunks.offset &&
+        blocks.offset + blocks.size >= blocks.offset && blocks.offset + blocks.size <= chunks.offset) {
+        uint64_t c = 0;
+        for (uint64_t at = blocks.offset + blocks.size; at < chunks.offset && (c + 1) * 4 <= chunks.size;
+             at += kIndexChunkBytes, ++c) {
+            const uint32_t crc = crc32c(ix.data() + at, std::min<uint64_t>(kIndexChunkBytes, chunks.offset - at));
+            std::memcpy(ix.data() + chunks.offset + c * 4, &crc, 4);
+        }
+    }
     for (uint32_t i = 0; i < sections; ++i) {
         SectionEntry e;
         uint8_t* p = ix.data() + sizeof(IndexHeader) + i * sizeof e;
@@ -101,5 +118,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (some.whole.size() != h.block_count) abort();
     for (uint32_t r : some.records)
         if (r >= h.packets || some.whole.test(index->block_of_record(r))) abort();
+    // The whole check: an answer either way, within the buffer.
+    if (auto whole = index->verify(); !whole.ok() && whole.error().message.empty()) abort();
     return 0;
 }
