@@ -113,17 +113,15 @@ struct ArchiveStore::State {
         return f.path.substr(head, f.path.size() - head - f.name.size());
     }
 
-    Result<std::string> get(const std::string& key, std::atomic<uint64_t>& kind) {
+    // `absent` (when given): the request failed because the object is not there, read
+    // under the same lock as the request (queries load indexes on several threads).
+    Result<std::string> get(const std::string& key, std::atomic<uint64_t>& kind, bool* absent = nullptr) {
         std::lock_guard lock(client_mu);
         bytes.requests.fetch_add(1, std::memory_order_relaxed);
         auto body = client->get_object(key);
         if (body) kind.fetch_add(body->size(), std::memory_order_relaxed);
+        if (absent) *absent = !body && client->last_failure().http_status == 404;
         return body;
-    }
-    // The last request failed because the object is not there.
-    bool not_found() {
-        std::lock_guard lock(client_mu);
-        return client->last_failure().http_status == 404;
     }
 
     Result<std::vector<s3::ObjectInfo>> list_all(const std::string& under) {
@@ -506,9 +504,10 @@ LoadedIndex ArchiveStore::load_index(const StoredFile& file, uint64_t capture_si
         }
     }
     if (!index) {
-        auto body = state_->get(key, state_->bytes.index);
+        bool absent = false;
+        auto body = state_->get(key, state_->bytes.index, &absent);
         if (!body) {
-            if (state_->not_found()) return out;  // gone since the listing
+            if (absent) return out;  // gone since the listing
             out.state = IndexState::corrupt;
             out.problem = body.error().message;
             return out;
@@ -554,9 +553,10 @@ ManifestRead ArchiveStore::read_manifest(const StoredFile& file) const {
     ManifestRead out;
     const std::string name = layout::manifest_name(file.name);
     const std::string key = state_->key_dir(file) + name;
-    auto body = state_->get(key, state_->bytes.manifest);
+    bool absent = false;
+    auto body = state_->get(key, state_->bytes.manifest, &absent);
     if (!body) {
-        if (state_->not_found()) return out;
+        if (absent) return out;
         out.state = ManifestRead::State::unreadable;
         out.problem = body.error().message;
         return out;

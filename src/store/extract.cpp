@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <deque>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -436,6 +438,64 @@ bool plan_from_index(const Index& ix, FilePlan& p, bool by_record, Reporter& rep
     return true;
 }
 
+// The indexes of the files a query will plan, loaded ahead of the plan on threads of their
+// own, at most kIndexesAhead files ahead, each with the lookups the plan will make of it:
+// one file after another, a cold query waited for each file's index pages in turn (its
+// header and block table, a few pages of key table and postings), a dozen disk round
+// trips per file. The lookups here only bring those pages in and check their chunks; the
+// plan makes them again, from memory.
+class IndexReadAhead {
+public:
+    struct Loaded {
+        uint64_t size = 0;  // of the capture file when its index was loaded
+        int64_t mtime_ns = 0;
+        LoadedIndex index;
+    };
+    struct Wanted {
+        const StoredFile* file = nullptr;
+        SelectionRefs selections;
+    };
+
+    IndexReadAhead(const StoreBackend& store, std::vector<Wanted> wanted) : store_(store), wanted_(std::move(wanted)) {}
+
+    // The index of wanted[i]; nullopt when the file could not be opened. In ascending i:
+    // the ones skipped are dropped.
+    std::optional<Loaded> take(size_t i) {
+        for (; launched_ < wanted_.size() && launched_ < i + kIndexesAhead; ++launched_)
+            pending_.push_back(std::async(std::launch::async, [this, w = &wanted_[launched_]] { return load(*w); }));
+        while (first_ < i) {
+            pending_.pop_front();  // waits for a load the plan no longer wants
+            ++first_;
+        }
+        std::optional<Loaded> out = pending_.front().get();
+        pending_.pop_front();
+        ++first_;
+        return out;
+    }
+
+private:
+    static constexpr size_t kIndexesAhead = 8;
+
+    std::optional<Loaded> load(const Wanted& w) const {
+        auto file = store_.open(*w.file);
+        if (!file) return std::nullopt;
+        Loaded l{file.value()->size(), file.value()->mtime_ns(), {}};
+        l.index = store_.load_index(*w.file, l.size, l.mtime_ns);
+        if (l.index.state != IndexState::valid) return l;
+        const bool by_record = file.value()->small_reads_cheap() && l.index.index.version() >= 2;
+        for (const CompiledSelection* s : w.selections) {
+            if (by_record) (void)candidate_records(l.index.index, s->plan);
+            else (void)candidate_blocks(l.index.index, s->plan);
+        }
+        return l;
+    }
+
+    const StoreBackend& store_;
+    std::vector<Wanted> wanted_;
+    std::deque<std::future<std::optional<Loaded>>> pending_;  // wanted_[first_] onwards
+    size_t first_ = 0, launched_ = 0;
+};
+
 // require_synced refused: how many of the selected files were not captured on a synchronised
 // clock, naming the first few.
 Error not_synced_error(const std::vector<std::string>& not_synced, size_t files_selected) {
@@ -521,12 +581,27 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
     for (const CompiledSelection& s : selections) all.push_back(&s);
     const auto [from, to] = envelope(all);
     std::vector<std::string> not_synced;  // require_synced: "FILE (state)"
-    for (size_t rank = 0; rank < catalog->files.size(); ++rank) {
-        const StoredFile& f = catalog->files[rank];
-        if (from >= to) break;
+    // The files whose index the plan will read (in the range, not marked damaged).
+    std::vector<IndexReadAhead::Wanted> indexed;
+    std::vector<size_t> indexed_at(catalog->files.size(), SIZE_MAX);  // by rank: into indexed
+    auto meeting_of = [&](const StoredFile& f) {
         SelectionRefs meeting;
         for (const CompiledSelection* s : all)
             if (s->meets(f.lower_ns, f.upper_ns)) meeting.push_back(s);
+        return meeting;
+    };
+    for (size_t rank = 0; o.use_index && from < to && rank < catalog->files.size(); ++rank) {
+        const StoredFile& f = catalog->files[rank];
+        if (SelectionRefs meeting = meeting_of(f); !meeting.empty() && !f.damaged) {
+            indexed_at[rank] = indexed.size();
+            indexed.push_back({&f, std::move(meeting)});
+        }
+    }
+    IndexReadAhead indexes(*store, std::move(indexed));
+    for (size_t rank = 0; rank < catalog->files.size(); ++rank) {
+        const StoredFile& f = catalog->files[rank];
+        if (from >= to) break;
+        SelectionRefs meeting = meeting_of(f);
         if (meeting.empty()) continue;
         ++report.files_selected;
         if (o.require_synced) {
@@ -555,7 +630,11 @@ Result<ExtractReport> extract(const ExtractOptions& o, format::ByteSink& out) {
         p.selections = std::move(meeting);
 
         LoadedIndex li;
-        if (o.use_index && !marker) li = store->load_index(f, p.size, p.mtime_ns);
+        if (indexed_at[rank] != SIZE_MAX) {
+            std::optional<IndexReadAhead::Loaded> ahead = indexes.take(indexed_at[rank]);
+            if (ahead && ahead->size == p.size && ahead->mtime_ns == p.mtime_ns) li = std::move(ahead->index);
+            else li = store->load_index(f, p.size, p.mtime_ns);  // changed since (or not opened then)
+        }
         if (li.state == IndexState::valid) {
             p.indexed = true;
             ++report.files_indexed;

@@ -7,7 +7,9 @@
 // range and that may match the filter (store/filter_plan.hpp) — for a local plain file
 // with a version-2 index, to the records in them that may match, read by their byte
 // ranges (records closer than 4 KiB read as one); a file without a usable
-// index (missing, stale, corrupt) is scanned, with a warning naming it. Execution: one
+// index (missing, stale, corrupt) is scanned, with a warning naming it. The indexes are
+// loaded, with the lookups the plan makes, a few files ahead of it on threads of their
+// own, so their disk reads overlap. Execution: one
 // cursor per file, opened only when the merge reaches the file's first possible
 // timestamp; each cursor yields the packets with from <= ts < to that the filter accepts
 // (pcap_offline_filter, exact); a heap merges them by (timestamp, file name order) —
