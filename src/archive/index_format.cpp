@@ -137,6 +137,18 @@ T load(const uint8_t* p) {
     return v;
 }
 
+// Version 3's chunks tile [begin, end) of the index file along its pages: chunk c is what
+// lies inside [begin, end) of page begin / kIndexChunkBytes + c, so that checking a chunk
+// reads the one page a lookup faults in, not two.
+uint64_t chunk_count(uint64_t begin, uint64_t end) {
+    return end > begin ? (end + kIndexChunkBytes - 1) / kIndexChunkBytes - begin / kIndexChunkBytes : 0;
+}
+uint64_t chunk_of(uint64_t begin, uint64_t at) { return at / kIndexChunkBytes - begin / kIndexChunkBytes; }
+std::pair<uint64_t, uint64_t> chunk_bounds(uint64_t begin, uint64_t end, uint64_t c) {
+    const uint64_t page = begin / kIndexChunkBytes + c;
+    return {std::max(begin, page * kIndexChunkBytes), std::min(end, (page + 1) * kIndexChunkBytes)};
+}
+
 // Whether key a < key b in a table of `kind` (IndexKey::Kind).
 bool key_less(int kind, const uint8_t* a, const uint8_t* b) {
     switch (kind) {
@@ -324,12 +336,17 @@ std::vector<uint8_t> IndexBuilder::finish(uint64_t pcap_size, int64_t pcap_mtime
 
     for (uint32_t i = 0; i < section_count; ++i) sections[i].resize(align8(sections[i].size()), 0);
     if (version >= 3) {
-        // The chunks tile sections 2 to 8 as they follow each other in the file.
+        // The chunks tile sections 2 to 8 as they follow each other in the file, after the
+        // header, the section table and the block table.
         std::vector<uint8_t> lazy;
         for (uint32_t i = 1; i < 8; ++i) lazy.insert(lazy.end(), sections[i].begin(), sections[i].end());
+        const uint64_t begin = sizeof(IndexHeader) + section_count * sizeof(SectionEntry) + sections[0].size();
+        const uint64_t end = begin + lazy.size();
         std::vector<uint32_t> crcs;
-        for (size_t at = 0; at < lazy.size(); at += kIndexChunkBytes)
-            crcs.push_back(crc32c(lazy.data() + at, std::min<size_t>(kIndexChunkBytes, lazy.size() - at)));
+        for (uint64_t c = 0; c < chunk_count(begin, end); ++c) {
+            const auto [from, to] = chunk_bounds(begin, end, c);
+            crcs.push_back(crc32c(lazy.data() + (from - begin), to - from));
+        }
         const auto* cp = reinterpret_cast<const uint8_t*>(crcs.data());
         sections[8].assign(cp, cp + crcs.size() * sizeof(uint32_t));
         sections[8].resize(align8(sections[8].size()), 0);
@@ -496,7 +513,7 @@ Result<Index> Index::parse(const uint8_t* data, size_t data_size, std::shared_pt
             if (s.offset < ix.lazy_begin_ || s.offset + s.size > ix.lazy_end_)
                 return runtime_error("section " + std::to_string(type) + " lies outside the checksummed chunks");
         }
-        const uint64_t chunks = (ix.lazy_end_ - ix.lazy_begin_ + kIndexChunkBytes - 1) / kIndexChunkBytes;
+        const uint64_t chunks = chunk_count(ix.lazy_begin_, ix.lazy_end_);
         if (cs.count != chunks || cs.size != align8(chunks * sizeof(uint32_t)))
             return runtime_error("chunk checksum table size does not match the index's size");
         ix.chunk_crcs_ = base + cs.offset;
@@ -535,11 +552,11 @@ Result<void> Index::check_tables() const {
 }
 
 Result<void> Index::verify() const {
-    for (uint64_t at = lazy_begin_; chunk_state_ && at < lazy_end_; at += kIndexChunkBytes) {
-        const uint64_t n = std::min<uint64_t>(kIndexChunkBytes, lazy_end_ - at);
-        if (!checked(data_ + at, n))
-            return runtime_error("checksum mismatch in chunk " + std::to_string((at - lazy_begin_) / kIndexChunkBytes) +
-                                 " (bytes " + std::to_string(at) + ".." + std::to_string(at + n) + ")");
+    for (uint64_t c = 0; chunk_state_ && c < chunk_count(lazy_begin_, lazy_end_); ++c) {
+        const auto [from, to] = chunk_bounds(lazy_begin_, lazy_end_, c);
+        if (!checked(data_ + from, to - from))
+            return runtime_error("checksum mismatch in chunk " + std::to_string(c) + " (bytes " + std::to_string(from) +
+                                 ".." + std::to_string(to) + ")");
     }
     return check_tables();
 }
@@ -551,14 +568,13 @@ bool Index::checked(const uint8_t* p, uint64_t n) const {
         *damaged_ = true;
         return false;
     }
-    for (uint64_t c = (begin - lazy_begin_) / kIndexChunkBytes; lazy_begin_ + c * kIndexChunkBytes < end; ++c) {
+    for (uint64_t c = chunk_of(lazy_begin_, begin); c <= chunk_of(lazy_begin_, end - 1); ++c) {
         std::atomic<uint8_t>& state = chunk_state_[c];
         uint8_t now = state.load(std::memory_order_acquire);
         if (now == kChunkUnchecked) {
-            const uint64_t at = lazy_begin_ + c * kIndexChunkBytes;
+            const auto [from, to] = chunk_bounds(lazy_begin_, lazy_end_, c);
             const uint32_t want = load<uint32_t>(chunk_crcs_ + c * sizeof(uint32_t));
-            now = crc32c(data_ + at, std::min<uint64_t>(kIndexChunkBytes, lazy_end_ - at)) == want ? kChunkGood
-                                                                                                    : kChunkBad;
+            now = crc32c(data_ + from, to - from) == want ? kChunkGood : kChunkBad;
             state.store(now, std::memory_order_release);  // two threads may both check: same answer
         }
         if (now == kChunkBad) {
@@ -736,6 +752,26 @@ bool Index::record_extents(uint32_t b, std::span<const uint32_t> ordinals,
     }
     out.insert(out.end(), got.begin(), got.end());
     return true;
+}
+
+void Index::will_need_record_lengths(std::span<const uint32_t> blocks) const {
+    static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    uintptr_t asked_to = 0;  // pages below are asked for already
+    for (const uint32_t b : blocks) {
+        if (!record_starts_ || b >= header_.block_count) return;
+        // Its start (and the next block's) are read unchecked: only a hint is made of them.
+        const uint64_t from = load<uint32_t>(record_starts_ + uint64_t{b} * sizeof(uint32_t));
+        const uint64_t to = b + 1 < header_.block_count
+                                ? load<uint32_t>(record_starts_ + (uint64_t{b} + 1) * sizeof(uint32_t))
+                                : record_lengths_size_;
+        if (from >= to || to > record_lengths_size_) continue;
+        uintptr_t first = reinterpret_cast<uintptr_t>(record_lengths_ + from) & ~(page - 1);
+        const uintptr_t end = reinterpret_cast<uintptr_t>(record_lengths_ + to);
+        first = std::max(first, asked_to);
+        if (first >= end) continue;
+        (void)::madvise(reinterpret_cast<void*>(first), end - first, MADV_WILLNEED);
+        asked_to = (end + page - 1) & ~(page - 1);
+    }
 }
 
 uint64_t Index::key_count() const {

@@ -23,7 +23,7 @@
 //     keys and keeps the records whose blocks the other keys allow.
 //
 // Version 3 (written since the query table of issue 32) is version 2 with its checksums
-// per 4 KiB chunk (section chunk_crcs) over the sections a lookup reads only in part (key
+// per 4 KiB page (section chunk_crcs) over the sections a lookup reads only in part (key
 // tables, postings, block CRCs, records). A query checks what it touches, the first time
 // it touches it: the index of a file that a lookup rules out costs its header, its block
 // table and a few pages of key table, not the whole file read and checksummed (the
@@ -51,9 +51,10 @@
 //                                lengths, each the record and any non-packet pcapng blocks
 //                                before it, summing to the block's length
 //                    chunk_crcs: (v3) u32 crc[count], pad to 8: the CRC-32C of each
-//                                kIndexChunkBytes of the bytes from the end of the blocks
-//                                section to the start of this one (sections 2 to 8, in
-//                                order; the last chunk shorter)
+//                                page (kIndexChunkBytes) of the index file's bytes from the
+//                                end of the blocks section to the start of this one
+//                                (sections 2 to 8, in order): the part of each page in that
+//                                range, so the first and last chunks may be shorter
 //
 // Keys are sorted ascending (numeric value; IPv6 bytewise) and unique. The reader
 // verifies the header, the section table and the block table before it hands out an
@@ -301,6 +302,10 @@ public:
     // appended) when the index has no record lengths or they do not decode.
     bool record_extents(uint32_t b, std::span<const uint32_t> ordinals,
                         std::vector<std::pair<uint64_t, uint64_t>>& out) const;
+    // Asks the kernel for the pages of record lengths of blocks `blocks` (ascending), so
+    // that record_extents() of each then waits for no disk read of its own: a flow spread
+    // over a file has a record in hundreds of blocks, each a page of the index.
+    void will_need_record_lengths(std::span<const uint32_t> blocks) const;
     size_t bytes() const { return size_; }
     uint64_t key_count() const;
     bool damaged() const { return *damaged_; }

@@ -39,10 +39,11 @@ void reseal(std::vector<uint8_t>& ix) {
     }
     if (h.version >= 3 && chunks.offset <= ix.size() && chunks.size <= ix.size() - chunks.offset &&
         blocks.offset + blocks.size >= blocks.offset && blocks.offset + blocks.size <= chunks.offset) {
-        uint64_t c = 0;
+        uint64_t c = 0;  // one per page of the file, of the part of it from the block table's end on
         for (uint64_t at = blocks.offset + blocks.size; at < chunks.offset && (c + 1) * 4 <= chunks.size;
-             at += kIndexChunkBytes, ++c) {
-            const uint32_t crc = crc32c(ix.data() + at, std::min<uint64_t>(kIndexChunkBytes, chunks.offset - at));
+             at = (at / kIndexChunkBytes + 1) * kIndexChunkBytes, ++c) {
+            const uint64_t to = std::min<uint64_t>((at / kIndexChunkBytes + 1) * kIndexChunkBytes, chunks.offset);
+            const uint32_t crc = crc32c(ix.data() + at, to - at);
             std::memcpy(ix.data() + chunks.offset + c * 4, &crc, 4);
         }
     }
@@ -95,7 +96,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 if (ordinal >= h.packets || (r > 0 && ordinal <= (*records)[r - 1])) abort();
                 if (!index->damaged() && !s.test(index->block_of_record(ordinal))) abort();
             }
-            // Their byte ranges, block by block: inside the block, in order.
+            // Their blocks' record lengths asked for (a hint: within the buffer), then their
+            // byte ranges, block by block: inside the block, in order.
+            std::vector<uint32_t> blocks;
+            for (uint32_t ordinal : *records)
+                if (blocks.empty() || blocks.back() != index->block_of_record(ordinal))
+                    blocks.push_back(index->block_of_record(ordinal));
+            index->will_need_record_lengths(blocks);
             for (size_t r = 0; r < records->size();) {
                 const uint32_t b = index->block_of_record((*records)[r]);
                 size_t end = r;

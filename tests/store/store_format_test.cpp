@@ -156,8 +156,11 @@ void reseal(Bytes& ix) {
     if (h.version >= 3) {
         const SectionEntry blocks = section_of(ix, SectionType::blocks);
         const SectionEntry chunks = section_of(ix, SectionType::chunk_crcs);
-        for (uint64_t at = blocks.offset + blocks.size, c = 0; at < chunks.offset; at += kIndexChunkBytes, ++c) {
-            const uint32_t crc = crc32c(ix.data() + at, std::min<uint64_t>(kIndexChunkBytes, chunks.offset - at));
+        // One per page of the file, of the part of it from the block table's end on.
+        const uint64_t begin = blocks.offset + blocks.size;
+        for (uint64_t at = begin, c = 0; at < chunks.offset; at = (at / kIndexChunkBytes + 1) * kIndexChunkBytes, ++c) {
+            const uint64_t to = std::min<uint64_t>((at / kIndexChunkBytes + 1) * kIndexChunkBytes, chunks.offset);
+            const uint32_t crc = crc32c(ix.data() + at, to - at);
             std::memcpy(ix.data() + chunks.offset + c * 4, &crc, 4);
         }
     }
