@@ -8,7 +8,8 @@
 # stenoread's with extract's frame by frame (its timestamps are the replay's); the index
 # size ÷ the data; and for each query the bytes read ÷ the bytes returned, two ways: what
 # extract parsed (its own counter, `-v`) and what the kernel read from the disk for it
-# (getrusage's inblock × 512, cold runs).
+# (the store's device's sectors read, cold runs). Times are wall clock ($EPOCHREALTIME
+# around the command); warm means the same query ran just before (untimed).
 #
 #   bench/run.sh query            (or bench/store/query_table.sh [BUILD_DIR])
 #   BENCH_GB=10 REPS=3 BENCH_DIR=/var/tmp/lc-query-bench BENCH_KEEP=0 BENCH_DROP_CACHES=1
@@ -37,7 +38,7 @@ PY=python3
 [[ -x /usr/bin/python3 ]] && PY=/usr/bin/python3
 die() { echo "bench/store/query_table.sh: $*" >&2; exit 1; }
 for b in "$LINECAP" "$STORE_GEN"; do [[ -x $b ]] || die "missing $b (configure with -Dbench=true and build)"; done
-for c in tcpdump mergecap /usr/bin/time; do command -v "$c" >/dev/null || die "needs $c"; done
+for c in tcpdump mergecap; do command -v "$c" >/dev/null || die "needs $c"; done
 STENO=${BENCH_STENO:-1}
 STENO_DIR=$DIR-steno
 steno_note=""
@@ -62,7 +63,7 @@ drop_caches() {
     sync
     echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || { DROP=0; cold_note=" (NOT COLD: cannot drop the page cache)"; }
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else printf "%.4f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", a / b; else print "-" }'; }
 ratio2() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
@@ -95,8 +96,15 @@ if ((STENO)); then
         echo "Stenographer's store: $STENO_FILES files, $STENO_PACKETS packets (all replayed, 0 dropped), $STENO_BYTES bytes = $(ratio2 "$STENO_BYTES" "$STORE_BYTES") x linecap's; index $STENO_INDEX_BYTES bytes = $(awk -v i="$STENO_INDEX_BYTES" -v p="$STENO_BYTES" 'BEGIN { printf "%.2f", 100 * i / p }') % of its data; replayed at $STENO_REPLAY_PPS pps"
     fi
 fi
+# The sectors read from the disk under the store, as the kernel counts them for the whole
+# device: a tool's own reads and those of any server it asks (stenoread's are the
+# stenographer server's), with nothing else running (the bench's condition).
+STORE_DEV=$(findmnt -n -o SOURCE --target "$DIR" 2>/dev/null || true)
+STORE_DEV_STAT=/sys/class/block/$(basename "${STORE_DEV:-none}")/stat
+sectors_read() { if [[ -r $STORE_DEV_STAT ]]; then awk '{ print $3 }' "$STORE_DEV_STAT"; else echo 0; fi; }
 # run TOOL QUERY MODE: one timed run; appends seconds to WORK/TOOL-QUERY-MODE, disk bytes
-# (cold) to ...-disk.
+# (cold) to ...-disk. Warm: the same query has just run (an untimed run first), so the
+# program, its libraries and what it read are in the page cache.
 run() {
     local tool=$1 q=$2 mode=$3 out=$WORK/$1-$2.pcap
     if [[ $mode == cold && $tool == steno ]]; then
@@ -113,11 +121,16 @@ run() {
     else
         cmd=(tcpdump -q -Z root -V "$WORK/files.txt" -w "$out" "${FILTER[$q]}")
     fi
-    /usr/bin/time -f "%e %I" -o "$WORK/time" "${cmd[@]}" 2>"$WORK/$tool-$q.log" >/dev/null \
-        || die "$tool $q: $(cat "$WORK/$tool-$q.log")"
-    read -r secs blocks <"$WORK/time"
-    echo "$secs" >>"$WORK/$tool-$q-$mode"
-    [[ $mode == cold ]] && echo $((blocks * 512)) >>"$WORK/$tool-$q-disk"
+    if [[ $mode == warm ]]; then
+        "${cmd[@]}" 2>"$WORK/$tool-$q.log" >/dev/null || die "$tool $q: $(cat "$WORK/$tool-$q.log")"
+    fi
+    local sectors start end
+    sectors=$(sectors_read)
+    start=$EPOCHREALTIME
+    "${cmd[@]}" 2>"$WORK/$tool-$q.log" >/dev/null || die "$tool $q: $(cat "$WORK/$tool-$q.log")"
+    end=$EPOCHREALTIME
+    awk -v a="$start" -v b="$end" 'BEGIN { printf "%.4f\n", b - a }' >>"$WORK/$tool-$q-$mode"
+    [[ $mode == cold ]] && echo $((($(sectors_read) - sectors) * 512)) >>"$WORK/$tool-$q-disk"
     return 0
 }
 for ((rep = 1; rep <= REPS; rep++)); do
@@ -143,7 +156,7 @@ reference() {
 for q in spread clustered nothing; do reference "$q"; done
 
 echo ""
-echo "medians of $REPS runs, tools alternated, cold = sync + drop_caches before the run (stenoread: the server started again first)$cold_note; load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "medians of $REPS runs, tools alternated, cold = sync + drop_caches before the run (stenoread: the server started again first), warm = the same query run just before$cold_note; load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 [[ -z $steno_note ]] || echo "$steno_note"
 echo "| query | packets | tcpdump -r cold / warm s | linecap extract cold / warm s | tcpdump ÷ extract cold / warm | stenoread cold / warm s | stenoread ÷ extract cold / warm | bytes read ÷ returned: parsed by extract / from disk, cold | answers |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
