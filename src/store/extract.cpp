@@ -462,8 +462,10 @@ public:
     // The index of wanted[i]; nullopt when the file could not be opened. In ascending i:
     // the ones skipped are dropped.
     std::optional<Loaded> take(size_t i) {
+        // A thread each, or (no thread to be had) the load runs in get().
         for (; launched_ < wanted_.size() && launched_ < i + kIndexesAhead; ++launched_)
-            pending_.push_back(std::async(std::launch::async, [this, w = &wanted_[launched_]] { return load(*w); }));
+            pending_.push_back(std::async(std::launch::async | std::launch::deferred,
+                                          [this, w = &wanted_[launched_]] { return load(*w); }));
         while (first_ < i) {
             pending_.pop_front();  // waits for a load the plan no longer wants
             ++first_;
