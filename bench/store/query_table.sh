@@ -165,10 +165,10 @@ for q in spread clustered nothing; do
     ec=$(median <"$WORK/extract-$q-cold") ew=$(median <"$WORK/extract-$q-warm")
     returned=$(stat -c %s "$WORK/extract-$q.pcap")
     parsed=$(sed -n 's/.* packets \/ \([0-9.]*\) MiB examined.*/\1/p' "$WORK/extract-$q.log" | awk '{ printf "%.0f", $1 * 1048576 }')
-    disk=$(median <"$WORK/extract-$q-disk")
+    disk=$(median <"$WORK/extract-$q-disk" | cut -d. -f1)  # bytes: whole
     # Of the disk bytes, the capture files' share: less what the query matching nothing
     # read (the programs, libraries and the indexes, read cold as well).
-    base=$(median <"$WORK/extract-nothing-disk")
+    base=$(median <"$WORK/extract-nothing-disk" | cut -d. -f1)
     n=$("$PY" "$SRC/tests/tools/pcap_compare.py" count "$WORK/extract-$q.pcap" | sed -n 's/.*: \([0-9]*\) packets, .*/\1/p' | tail -1)
     if PYTHONPATH=$SRC/tests/lib "$PY" "$SRC/tests/store/ref_compare.py" compare "$WORK/reference-$q.pcap" \
         "$WORK/extract-$q.pcap" >"$WORK/cmp" 2>&1; then
