@@ -3,12 +3,19 @@
 # preparation, the whole meson test suite one test at a time, cleanup, and one closing line
 # "N passed, N failed, N skipped".
 #
-#   scripts/run-tests.sh [MESON_TEST_ARGS...]     e.g. scripts/run-tests.sh --suite infra
+#   scripts/run-tests.sh [--repeat N] [--load] [MESON_TEST_ARGS...]
+#                                   e.g. scripts/run-tests.sh --suite infra
 #
-# Without arguments the tests of suite `bare` (the README's demo from a bare machine) run
-# first, before this script reserves anything: on a fresh machine (CI) they really run, on a
-# prepared one they skip and say why. With arguments, only what they select runs, after the
-# preparation.
+# Without meson arguments the tests of suite `bare` (the README's demo from a bare machine)
+# run first, before this script reserves anything: on a fresh machine (CI) they really run,
+# on a prepared one they skip and say why. With arguments, only what they select runs, after
+# the preparation.
+#
+# The flake hunt: --repeat N runs the selection N times over (each time to the end, whatever
+# failed; suite bare once), --load runs tests/tools/hogs.sh beside the tests (CPU hogs and a
+# disk hog; LINECAP_HOGS holds its arguments). Either prints, before the closing line, a table
+# of each test's runs, failures and slowest run against its timeout (tests/tools/flake_report.py);
+# the closing line then counts every run.
 #
 # Exit status 0 only when no test failed and at least one test passed. Everything this
 # script sets up (hugepages, hugetlbfs/bpffs mounts) is undone by its EXIT/INT/TERM trap,
@@ -16,16 +23,35 @@
 #
 # Environment: LINECAP_BUILD_DIR (default build), LINECAP_HUGEPAGES (2 MiB pages, default
 # 1024), LINECAP_SKIP_DEPS=1 (do not run install-deps.sh), LINECAP_TIMEOUT_MULTIPLIER
-# (meson test -t, default 1).
+# (meson test -t, default 1), LINECAP_HOGS (tests/tools/hogs.sh's arguments for --load).
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 BUILD=${LINECAP_BUILD_DIR:-build}
 HUGEPAGES=${LINECAP_HUGEPAGES:-1024}
-TESTLOG=$BUILD/meson-logs/testlog.json
-BARE_TESTLOG=$BUILD/meson-logs/bare-testlog.json
+LOGDIR=$BUILD/meson-logs
+BARE_TESTLOG=$LOGDIR/bare-testlog.json
+TESTLOGS=()         # the main runs' logs, one per --repeat round
+
+REPEAT=1
+LOAD=0
+meson_args=()
+while (($#)); do
+    case $1 in
+        --repeat) REPEAT=${2:-}; shift $(($# > 1 ? 2 : 1)) ;;
+        --repeat=*) REPEAT=${1#*=}; shift ;;
+        --load) LOAD=1; shift ;;
+        *) meson_args+=("$1"); shift ;;
+    esac
+done
+set -- "${meson_args[@]}"
+if ! [[ $REPEAT =~ ^[1-9][0-9]*$ ]]; then
+    echo "run-tests: --repeat takes a whole number of runs, at least 1 (got '$REPEAT')" >&2
+    exit 64
+fi
 
 CHILD_PID=          # the running step (ninja, meson), killed by the trap when interrupted
+HOGS_PID=           # tests/tools/hogs.sh under --load
 RESERVED=0          # 1 when this run reserved hugepages and must release them
 STAGE_FAILED=       # a step before the tests that failed ("build", ...)
 MESON_RC=           # the first non-zero exit status of a meson test run (0: none)
@@ -77,7 +103,7 @@ sweep_stale() {
 # summarize: "PASSED FAILED SKIPPED" on the first line, then one line per failed test, over
 # both runs' logs (the bare-machine run's and the main one's).
 summarize() {
-    python3 - "$BARE_TESTLOG" "$TESTLOG" <<'PY'
+    python3 - "$BARE_TESTLOG" "${TESTLOGS[@]}" <<'PY'
 import json, os, sys
 passed = failed = skipped = 0
 bad = []
@@ -124,6 +150,10 @@ finish() {
     fi
 
     step "cleanup"
+    if [[ -n $HOGS_PID ]]; then
+        kill -TERM "$HOGS_PID" 2>/dev/null
+        wait "$HOGS_PID" 2>/dev/null
+    fi
     if ((RESERVED)); then
         bash scripts/hugepages.sh release || note "warning: hugepages.sh release failed"
     fi
@@ -133,12 +163,15 @@ finish() {
     mapfile -t counts < <(summarize)
     read -r passed failed skipped <<<"${counts[0]:-0 0 0}"
     local lines=("${counts[@]:1}")
+    if ((REPEAT > 1 || LOAD)); then
+        flake_table
+    fi
     if [[ -n $STAGE_FAILED ]]; then
         failed=$((failed + 1))
         lines+=("$STAGE_FAILED")
     elif [[ -n $MESON_RC && $MESON_RC != 0 && $failed == 0 ]]; then
         failed=$((failed + 1))
-        lines+=("meson test (exited $MESON_RC without a failed test in $TESTLOG)")
+        lines+=("meson test (exited $MESON_RC without a failed test in its log, $LOGDIR)")
     fi
     if [[ -n $INTERRUPTED ]]; then
         lines+=("interrupted by SIG$INTERRUPTED: the counts cover the tests that finished")
@@ -160,6 +193,23 @@ finish() {
     exit "$verdict"
 }
 
+# flake_table: the hunt's table over every run that left a log.
+flake_table() {
+    local logs=() f list
+    for f in "$BARE_TESTLOG" "${TESTLOGS[@]}"; do
+        [[ -s $f ]] && logs+=("$f")
+    done
+    ((${#logs[@]})) || return 0
+    list=$(mktemp) || return 0
+    step "flake hunt: $REPEAT run(s) of the selection$( ((LOAD)) && echo ", under load")"
+    if meson introspect --tests "$BUILD" >"$list" 2>/dev/null; then
+        python3 tests/tools/flake_report.py --tests "$list" --multiplier "${LINECAP_TIMEOUT_MULTIPLIER:-1}" "${logs[@]}"
+    else
+        note "warning: meson introspect --tests failed: no flake table"
+    fi
+    rm -f -- "$list"
+}
+
 on_signal() {
     INTERRUPTED=$1
     note "caught SIG$1"
@@ -172,7 +222,8 @@ trap 'on_signal TERM' TERM
 trap 'on_signal HUP' HUP
 
 sweep_stale
-rm -f -- "$TESTLOG" "$BARE_TESTLOG"   # the summary must never count an earlier run's results
+# The summary must never count an earlier run's results.
+rm -f -- "$BARE_TESTLOG" "$LOGDIR"/testlog.json "$LOGDIR"/testlog-run*.json
 
 if [[ ${LINECAP_SKIP_DEPS:-0} != 1 ]]; then
     step "dependencies"
@@ -218,6 +269,12 @@ test_args=(--print-errorlogs --num-processes 1)
 [[ -z ${LINECAP_TIMEOUT_MULTIPLIER:-} ]] || test_args+=(-t "$LINECAP_TIMEOUT_MULTIPLIER")
 MESON_RC=0
 selection=("$@")
+if ((LOAD)); then
+    # Dies with this script (SIGTERM from the kernel), whatever ends it.
+    # shellcheck disable=SC2086 # LINECAP_HOGS is a list of arguments
+    setpriv --pdeathsig TERM bash tests/tools/hogs.sh ${LINECAP_HOGS:-} &
+    HOGS_PID=$!
+fi
 if (($# == 0)); then
     step "tests on the bare machine (before anything is reserved)"
     run_child meson test -C "$BUILD" "${test_args[@]}" --suite bare --logbase bare-testlog || MESON_RC=$?
@@ -256,7 +313,15 @@ step "tests"
 [[ " $* " == *corpus* || " $* " == *store-tcpdump-suite* ]] || selection+=(--no-suite corpus)
 # Suite slow (a second tree built for a benchmark's --baseline) likewise.
 [[ " $* " == *slow* || " $* " == *bench-policy-cost-baseline* ]] || selection+=(--no-suite slow)
-rc=0
-run_child meson test -C "$BUILD" "${test_args[@]}" "${selection[@]}" || rc=$?
-((MESON_RC != 0)) || MESON_RC=$rc
+for ((round = 1; round <= REPEAT; round++)); do
+    logbase=testlog
+    if ((REPEAT > 1)); then
+        logbase=testlog-run$round
+        step "tests, run $round of $REPEAT"
+    fi
+    TESTLOGS+=("$LOGDIR/$logbase.json")
+    rc=0
+    run_child meson test -C "$BUILD" "${test_args[@]}" --logbase "$logbase" "${selection[@]}" || rc=$?
+    ((MESON_RC != 0)) || MESON_RC=$rc
+done
 exit 0

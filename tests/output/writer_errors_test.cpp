@@ -206,16 +206,20 @@ TEST_F(WriterErrorsTest, AFileWhoseFirstBlockDoesNotFitIsNotKept) {
 
 TEST_F(WriterErrorsTest, ReadOnlyFileSystemCountsWriteErrorsAndRecovers) {
     start_writer();
-    worker_->send_block(traffic_.next_block(), /*rotate_after=*/true);  // no file left open
+    worker_->send_block(traffic_.next_block(), /*rotate_after=*/true);
     wait_until_written();
-    ASSERT_TRUE(mount_->remount("", /*read_only=*/true));
+    // The block is counted as written before its file is finalised and closed, and a file
+    // system with a file open for writing refuses to go read-only (EBUSY): wait for the
+    // close, which files_finalised counts.
+    ASSERT_TRUE(test::wait_until([&] { return counters().files_finalised.load() == 1; }));
+    ASSERT_TRUE(mount_->remount("", /*read_only=*/true)) << std::strerror(errno);
 
     send_blocks(2);
     EXPECT_EQ(counters().write_error_packets.load(), 2 * kPacketsPerBlock);
     EXPECT_EQ(counters().disk_full_packets.load(), 0u);
     EXPECT_TRUE(logged("Read-only file system")) << log_.text();
 
-    ASSERT_TRUE(mount_->remount("", /*read_only=*/false));
+    ASSERT_TRUE(mount_->remount("", /*read_only=*/false)) << std::strerror(errno);
     send_blocks(1);
     EXPECT_EQ(counters().written_packets.load(), 2 * kPacketsPerBlock);
     EXPECT_TRUE(logged(kEpisodeEnd)) << log_.text();
