@@ -10,8 +10,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "config/config.hpp"
@@ -101,17 +105,64 @@ struct TestBlock {
     }
 };
 
-// Reads what arrives within `quiet` of the last byte.
-std::vector<uint8_t> read_available(int fd, std::chrono::milliseconds quiet = 300ms) {
-    std::vector<uint8_t> out;
-    timeval tv{static_cast<time_t>(quiet.count() / 1000), static_cast<suseconds_t>(quiet.count() % 1000 * 1000)};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    uint8_t buffer[65536];
-    for (;;) {
-        const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-        if (n <= 0) return out;
-        out.insert(out.end(), buffer, buffer + n);
+// A consumer reading on a thread of its own, as fast as the feed sends. A test offers the
+// next block once the one before has arrived (wait_for): a writer the feed keeps up with
+// whatever the machine's load, not a pace guessed with sleeps. take() reads to the end of
+// the stream, which the feed's stop() or a refusal makes.
+class Reader {
+public:
+    explicit Reader(int fd) : fd_(fd) {
+        timeval tv{0, 50 * 1000};  // how often the thread looks at stopping_
+        ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        thread_ = std::thread([this] { run(); });
     }
+    ~Reader() {
+        stopping_ = true;
+        thread_.join();
+    }
+
+    // True once `n` bytes have arrived, false if they have not within the bound.
+    bool wait_for(size_t n, std::chrono::milliseconds bound = 20s) {
+        std::unique_lock lock(mutex_);
+        return arrived_.wait_for(lock, bound, [&] { return bytes_.size() >= n || closed_; }) && bytes_.size() >= n;
+    }
+
+    // Everything the consumer read, once the feed has closed the connection (bounded).
+    std::vector<uint8_t> take(std::chrono::milliseconds bound = 20s) {
+        std::unique_lock lock(mutex_);
+        EXPECT_TRUE(arrived_.wait_for(lock, bound, [&] { return closed_; })) << "the feed did not close the stream";
+        return bytes_;
+    }
+
+private:
+    void run() {
+        uint8_t buffer[65536];
+        while (!stopping_) {
+            const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+            std::lock_guard lock(mutex_);
+            if (n <= 0) {
+                closed_ = true;
+                arrived_.notify_all();
+                return;
+            }
+            bytes_.insert(bytes_.end(), buffer, buffer + n);
+            arrived_.notify_all();
+        }
+    }
+
+    int fd_;
+    std::atomic<bool> stopping_{false};
+    std::mutex mutex_;
+    std::condition_variable arrived_;
+    std::vector<uint8_t> bytes_;
+    bool closed_ = false;
+    std::thread thread_;
+};
+
+// The bytes of a pcap stream of `records` records of `frame_size` bytes, file header included.
+size_t stream_bytes(uint32_t records, uint32_t frame_size) {
+    return sizeof(pcap::FileHeader) + size_t{records} * (sizeof(pcap::RecordHeader) + frame_size);
 }
 
 struct Parsed {
@@ -146,7 +197,7 @@ Parsed parse(const std::vector<uint8_t>& stream) {
 Stream stream_of(const std::string& port) { return Stream(StreamId{port, 0, 0}, 0, 1); }
 
 void wait_connected(const Feed& feed, uint64_t n) {
-    for (int i = 0; i < 200 && feed.counts().consumers != n; ++i) std::this_thread::sleep_for(10ms);
+    for (int i = 0; i < 2000 && feed.counts().consumers != n; ++i) std::this_thread::sleep_for(10ms);
     ASSERT_EQ(feed.counts().consumers, n);
 }
 
@@ -156,21 +207,24 @@ void check_feed_of(FileKind format) {
     ASSERT_TRUE((*feed)->start().ok());
     UniqueFd consumer = connect_to((*feed)->address());
     wait_connected(**feed, 1);
+    Reader reader(consumer.get());
     const Stream p0 = stream_of("p0");
     const Stream p1 = stream_of("p1");
+    size_t expected = sizeof(pcap::FileHeader);
     for (uint32_t b = 0; b < 10; ++b) {
         (*feed)->offer(p0, TestBlock(format, b * 20, 20, 100 + b).block);
         (*feed)->offer(p1, TestBlock(format, 9000, 5, 60).block);  // not a fed port
-        std::this_thread::sleep_for(2ms);  // a writer's pace: the feed thread keeps up
+        expected += stream_bytes(20, 100 + b) - sizeof(pcap::FileHeader);
+        ASSERT_TRUE(reader.wait_for(expected)) << "block " << b << " did not arrive";
     }
-    const Parsed got = parse(read_available(consumer.get()));
+    (*feed)->stop();
+    const Parsed got = parse(reader.take());
     EXPECT_EQ(got.header.magic, pcap::kMagicNanosecond);
     EXPECT_EQ(got.header.snaplen, 2000u);
     EXPECT_EQ(got.header.linktype, pcap::kLinktypeEthernet);
     ASSERT_EQ(got.sequence.size(), 200u);
     for (uint32_t i = 0; i < 200; ++i) EXPECT_EQ(got.sequence[i], i);
     EXPECT_TRUE(got.whole);
-    (*feed)->stop();
     const FeedCounts counts = (*feed)->counts();
     ASSERT_EQ(counts.addresses.size(), 1u);
     EXPECT_EQ(counts.addresses[0].address, "127.0.0.1");
@@ -190,10 +244,13 @@ TEST(Feed, SendsOnlyWhatTheFilterMatches) {
     ASSERT_TRUE((*feed)->start().ok());
     UniqueFd consumer = connect_to((*feed)->address());
     wait_connected(**feed, 1);
+    Reader reader(consumer.get());
     const Stream p0 = stream_of("p0");
     (*feed)->offer(p0, TestBlock(FileKind::pcap, 0, 10, 80, 17).block);
     (*feed)->offer(p0, TestBlock(FileKind::pcap, 10, 10, 80, 6).block);
-    const Parsed got = parse(read_available(consumer.get()));
+    ASSERT_TRUE(reader.wait_for(stream_bytes(10, 80)));
+    (*feed)->stop();  // the end of the stream: nothing more can arrive
+    const Parsed got = parse(reader.take());
     ASSERT_EQ(got.sequence.size(), 10u);
     EXPECT_EQ(got.sequence.front(), 10u);
     EXPECT_TRUE(got.whole);
@@ -213,30 +270,26 @@ TEST(Feed, ASlowConsumerLosesPacketsInItsOwnFeedOnly) {
     ASSERT_TRUE(feed.ok()) << feed.error().message;
     ASSERT_TRUE((*feed)->start().ok());
     UniqueFd stalled = connect_to((*feed)->address(), 4096);
-    UniqueFd reader = connect_to((*feed)->address());
+    UniqueFd consumer = connect_to((*feed)->address());
     wait_connected(**feed, 2);
-    std::vector<uint8_t> read;
-    std::thread reading([&] { read = read_available(reader.get(), 1000ms); });
+    Reader reader(consumer.get());
     const Stream p0 = stream_of("p0");
     constexpr uint32_t kBlocks = 400, kPerBlock = 40;  // 400 × 40 × 1016 bytes: 16 MiB, far over 1 MiB
     for (uint32_t b = 0; b < kBlocks; ++b) {
         (*feed)->offer(p0, TestBlock(FileKind::pcap, b * kPerBlock, kPerBlock, 1000).block);
-        // The pace of a writer: the feed thread keeps up with the reader.
-        std::this_thread::sleep_for(1ms);
+        ASSERT_TRUE(reader.wait_for(stream_bytes((b + 1) * kPerBlock, 1000))) << "block " << b << " did not arrive";
     }
-    reading.join();
-    const Parsed got = parse(read);
-    ASSERT_EQ(got.sequence.size(), kBlocks * kPerBlock);
-    for (uint32_t i = 0; i < got.sequence.size(); ++i) ASSERT_EQ(got.sequence[i], i);
     const FeedCounts counts = (*feed)->counts();
     ASSERT_EQ(counts.addresses.size(), 1u);  // both from 127.0.0.1
     const uint64_t dropped = counts.addresses[0].counts.dropped_packets;
     EXPECT_GT(dropped, 0u);
     // The stalled consumer now reads what it was sent: whole records, in order, with gaps.
-    std::thread draining([&] { read = read_available(stalled.get(), 1000ms); });
+    Reader draining(stalled.get());
     (*feed)->stop();
-    draining.join();
-    const Parsed slow = parse(read);
+    const Parsed got = parse(reader.take());
+    ASSERT_EQ(got.sequence.size(), kBlocks * kPerBlock);
+    for (uint32_t i = 0; i < got.sequence.size(); ++i) ASSERT_EQ(got.sequence[i], i);
+    const Parsed slow = parse(draining.take());
     EXPECT_TRUE(slow.whole);
     EXPECT_EQ(slow.sequence.size() + dropped, kBlocks * kPerBlock);
     EXPECT_TRUE(std::is_sorted(slow.sequence.begin(), slow.sequence.end()));
@@ -253,11 +306,12 @@ TEST(Feed, CountsTheBlocksItCouldNotStage) {
     wait_connected(**feed, 1);
     std::vector<TestBlock> blocks;
     for (uint32_t b = 0; b < 40; ++b) blocks.emplace_back(FileKind::pcap, b * 20, 20, 1000);
+    Reader reader(consumer.get());
     for (const TestBlock& b : blocks) (*feed)->offer(stream_of("p0"), b.block);
-    const Parsed got = parse(read_available(consumer.get()));
+    (*feed)->stop();
+    const Parsed got = parse(reader.take());
     EXPECT_TRUE(got.whole);
     EXPECT_TRUE(std::is_sorted(got.sequence.begin(), got.sequence.end()));
-    (*feed)->stop();
     const FeedConsumerCounts counts = (*feed)->counts().addresses.at(0).counts;
     EXPECT_EQ(counts.sent_packets, got.sequence.size());
     EXPECT_EQ(counts.sent_packets + counts.dropped_packets, 800u);
@@ -271,7 +325,7 @@ TEST(Feed, RefusesConsumersBeyondTheMaximum) {
     UniqueFd b = connect_to((*feed)->address());
     wait_connected(**feed, 2);
     UniqueFd c = connect_to((*feed)->address());
-    EXPECT_TRUE(read_available(c.get()).empty());  // closed at once, nothing sent
+    EXPECT_TRUE(Reader(c.get()).take().empty());  // closed at once, nothing sent
     EXPECT_EQ((*feed)->counts().connections.refused, 1u);
     a.reset();
     wait_connected(**feed, 1);
@@ -284,8 +338,11 @@ TEST(Feed, OffersNothingWithoutConsumers) {
     (*feed)->offer(stream_of("p0"), TestBlock(FileKind::pcap, 0, 10, 80).block);
     UniqueFd late = connect_to((*feed)->address());
     wait_connected(**feed, 1);
+    Reader reader(late.get());
     (*feed)->offer(stream_of("p0"), TestBlock(FileKind::pcap, 10, 10, 80).block);
-    const Parsed got = parse(read_available(late.get()));
+    ASSERT_TRUE(reader.wait_for(stream_bytes(10, 80)));
+    (*feed)->stop();  // the end of the stream: nothing more can arrive
+    const Parsed got = parse(reader.take());
     ASSERT_EQ(got.sequence.size(), 10u);
     EXPECT_EQ(got.sequence.front(), 10u);
 }
