@@ -23,14 +23,17 @@
 #
 # Environment: LINECAP_BUILD_DIR (default build), LINECAP_HUGEPAGES (2 MiB pages, default
 # 1024), LINECAP_SKIP_DEPS=1 (do not run install-deps.sh), LINECAP_TIMEOUT_MULTIPLIER
-# (meson test -t, default 1), LINECAP_HOGS (tests/tools/hogs.sh's arguments for --load).
+# (meson test -t, default 1), LINECAP_HOGS (tests/tools/hogs.sh's arguments for --load),
+# LINECAP_LOGBASE (the name of meson's logs in BUILD/meson-logs, default testlog: a run
+# inside another run's build keeps to its own).
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 BUILD=${LINECAP_BUILD_DIR:-build}
 HUGEPAGES=${LINECAP_HUGEPAGES:-1024}
 LOGDIR=$BUILD/meson-logs
-BARE_TESTLOG=$LOGDIR/bare-testlog.json
+LOGBASE=${LINECAP_LOGBASE:-testlog}
+BARE_TESTLOG=$LOGDIR/bare-$LOGBASE.json
 TESTLOGS=()         # the main runs' logs, one per --repeat round
 
 REPEAT=1
@@ -223,14 +226,14 @@ trap 'on_signal HUP' HUP
 
 sweep_stale
 # The summary must never count an earlier run's results.
-rm -f -- "$BARE_TESTLOG" "$LOGDIR"/testlog.json "$LOGDIR"/testlog-run*.json
+rm -f -- "$BARE_TESTLOG" "$LOGDIR/$LOGBASE.json" "$LOGDIR/$LOGBASE"-run*.json
 
 if [[ ${LINECAP_SKIP_DEPS:-0} != 1 ]]; then
     step "dependencies"
-    deps_args=()
+    profile=test
     # Suite vm's tools (QEMU, mmdebstrap, lintian, buildah) only when it is asked for.
-    [[ " $* " != *vm* ]] || deps_args=(vm)
-    run_child bash scripts/install-deps.sh "${deps_args[@]}" || { STAGE_FAILED="install-deps (see above)"; exit 1; }
+    [[ " $* " != *vm* ]] || profile=vm
+    run_child bash scripts/install-deps.sh "$profile" || { STAGE_FAILED="install-deps $profile (see above)"; exit 1; }
 fi
 
 # The test tools are Python programs, started several hundred times in a run. A python3
@@ -247,7 +250,8 @@ debian_python_first() {
 }
 
 step "configure ($BUILD)"
-setup_args=(-Dbench=true)
+# Both named: a build directory the demo made has neither.
+setup_args=(-Dtests=true -Dbench=true)
 if [[ -f $BUILD/meson-private/coredata.dat ]]; then
     debian_python_first
     if ! run_child meson setup --reconfigure "$BUILD" "${setup_args[@]}"; then
@@ -277,7 +281,7 @@ if ((LOAD)); then
 fi
 if (($# == 0)); then
     step "tests on the bare machine (before anything is reserved)"
-    run_child meson test -C "$BUILD" "${test_args[@]}" --suite bare --logbase bare-testlog || MESON_RC=$?
+    run_child meson test -C "$BUILD" "${test_args[@]}" --suite bare --logbase "bare-$LOGBASE" || MESON_RC=$?
     selection=(--no-suite bare)
 fi
 
@@ -314,9 +318,9 @@ step "tests"
 # Suite slow (a second tree built for a benchmark's --baseline) likewise.
 [[ " $* " == *slow* || " $* " == *bench-policy-cost-baseline* ]] || selection+=(--no-suite slow)
 for ((round = 1; round <= REPEAT; round++)); do
-    logbase=testlog
+    logbase=$LOGBASE
     if ((REPEAT > 1)); then
-        logbase=testlog-run$round
+        logbase=$LOGBASE-run$round
         step "tests, run $round of $REPEAT"
     fi
     TESTLOGS+=("$LOGDIR/$logbase.json")

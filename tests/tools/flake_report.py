@@ -21,6 +21,11 @@ import sys
 PASSED = ("OK", "EXPECTEDFAIL")
 
 
+def unusable(message):
+    print(f"flake_report: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def read_runs(paths):
     runs = []
     for path in paths:
@@ -31,7 +36,7 @@ def read_runs(paths):
                     if line:
                         runs.append(json.loads(line))
         except (OSError, ValueError) as e:
-            sys.exit(f"flake_report: {path}: {e}")
+            unusable(f"{path}: {e}")
     return runs
 
 
@@ -66,7 +71,7 @@ def main():
         with open(args.tests, encoding="utf-8") as f:
             timeouts = {t["name"]: t.get("timeout") or 0 for t in json.load(f)}
     except (OSError, ValueError, KeyError, TypeError) as e:
-        sys.exit(f"flake_report: {args.tests}: not meson's test list: {e}")
+        unusable(f"{args.tests}: not meson's test list: {e}")
 
     rows = table(read_runs(args.logs), timeouts, args.multiplier)
     order = sorted(rows.items(), key=lambda kv: (-kv[1]["failed"], -kv[1]["share"], kv[0]))

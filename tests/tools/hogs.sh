@@ -34,7 +34,11 @@ pids=()
 file=
 stop() {
     trap - TERM INT EXIT
-    ((${#pids[@]} == 0)) || kill -TERM "${pids[@]}" 2>/dev/null
+    if ((${#pids[@]})); then
+        kill -TERM "${pids[@]}" 2>/dev/null
+        # The disk hog's dd too: its shell would run the trap only once dd is done.
+        pkill -TERM -P "$(IFS=,; echo "${pids[*]}")" 2>/dev/null
+    fi
     wait 2>/dev/null
     [[ -z $file ]] || rm -f -- "$file"
     exit 0
