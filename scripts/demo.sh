@@ -3,9 +3,10 @@
 #
 #   sudo scripts/demo.sh [SECONDS]      (default 30)
 #
-# Installs what is needed, builds, reserves hugepages, creates a network namespace with a
-# veth pair, replays generated traffic into it with tcpreplay, and runs linecapd on the
-# root-namespace end through net_af_xdp. While it runs it shows the Prometheus metrics;
+# Installs what it needs (scripts/install-deps.sh run), builds linecapd and linecap,
+# reserves hugepages, creates a network namespace with a veth pair, replays generated
+# traffic into it with tcpreplay, and runs linecapd on the root-namespace end through
+# net_af_xdp. While it runs it shows the Prometheus metrics;
 # at the end the finished .pcap files and capinfos' view of them. Everything it set up is
 # removed on exit; the capture files stay in /tmp/linecap-demo/ ($LINECAP_DEMO_DIR). Exit 0 when
 # linecapd ran, stopped cleanly and finished at least one file. tests/infra/demo_bare_test.sh
@@ -15,10 +16,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=${1:-30}
 [[ $(id -u) -eq 0 ]] || { echo "demo.sh: run as root (DPDK, hugepages, network namespaces)" >&2; exit 1; }
 
-bash scripts/install-deps.sh
+# The run profile: what the build and this demo use, nothing only the tests need. A new
+# build directory builds the programs alone; one that exists (the tests') is used as it is.
+bash scripts/install-deps.sh run
 build=${LINECAP_BUILD_DIR:-build}
-[[ -d $build ]] || meson setup "$build" >/dev/null
-ninja -C "$build" src/linecapd >/dev/null
+[[ -d $build ]] || meson setup "$build" -Dtests=false -Dbench=false >/dev/null
+ninja -C "$build" src/linecapd src/linecap >/dev/null
 export LINECAPD=${LINECAPD:-$PWD/$build/src/linecapd}
 
 # The test library brings the namespace/veth/replay helpers and one cleanup trap.

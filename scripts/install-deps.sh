@@ -1,34 +1,38 @@
 #!/usr/bin/env bash
-# Install what linecap needs to build and test (Debian 12). Idempotent: when every package
-# is already installed it does nothing (no apt-get update), so reruns take a fraction of a
-# second. Needs root (or sudo) only when something is missing.
+# Install what one job of linecap needs (Debian 12), by profile. Idempotent: when every
+# package is already installed it does nothing (no apt-get update), so reruns take a
+# fraction of a second. Needs root (or sudo) only when something is missing.
 #
-#   scripts/install-deps.sh        what the build and the default test run need
-#   scripts/install-deps.sh vm     that, and what suite vm needs (tests/vm: the package
-#                                  build and lintian, the mmdebstrap image, QEMU, buildah)
+#   scripts/install-deps.sh run        build linecapd and linecap, and run the demo
+#                                      (scripts/demo.sh): nothing only the tests use
+#   scripts/install-deps.sh [test]     run, and everything the default test run uses
+#                                      (scripts/run-tests.sh): the Ceph RGW, Chromium,
+#                                      Stenographer, Prometheus, clang for fuzzing, ...
+#   scripts/install-deps.sh vm         test, and what suite vm needs (tests/vm: the package
+#                                      build and lintian, the mmdebstrap image, QEMU, buildah)
+#   scripts/install-deps.sh --list PROFILE   the profile's packages, one a line; installs nothing
+#
+# Each profile is the one before it plus its own list below. infra-profiles checks them:
+# the demo runs with only the run profile's programs on PATH, and every program a test or
+# bench names (need_cmd) comes with the test profile (the vm suite's with vm).
 set -euo pipefail
 
-case ${1:-} in
-    '') WITH_VM=0 ;;
-    vm) WITH_VM=1 ;;
-    -h | --help)
-        sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
-        exit 0
-        ;;
-    *)
-        echo "install-deps: unknown argument '$1' (expected nothing or 'vm')" >&2
-        exit 64
-        ;;
-esac
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
 
-PACKAGES=(
-    # build
+RUN_PACKAGES=(
+    # build linecapd and linecap (meson setup -Dtests=false -Dbench=false)
     build-essential g++ pkg-config meson ninja-build
-    libdpdk-dev dpdk-dev dpdk libpcap-dev libspdlog-dev libyaml-cpp-dev prometheus-cpp-dev libcivetweb-dev
-    libssl-dev nlohmann-json3-dev libzstd-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
-    libcurl4-openssl-dev
+    libdpdk-dev libpcap-dev libspdlog-dev libyaml-cpp-dev prometheus-cpp-dev libcivetweb-dev
+    libssl-dev nlohmann-json3-dev libzstd-dev libcurl4-openssl-dev
+    # the demo: a namespace and veth pair fed by tcpreplay, generated traffic (python3), the
+    # metrics scrape (curl), capinfos on the files; hugetlbfs and bpffs mounts (util-linux)
+    python3 iproute2 tcpreplay wireshark-common curl util-linux procps
+)
+TEST_PACKAGES=(
+    # the test and bench programs (GoogleTest, Google Benchmark) and dpdk-testpmd
+    dpdk-dev dpdk googletest libgtest-dev libgmock-dev libbenchmark-dev
     # integration tests and tools
-    tcpreplay tshark tcpdump netcat-openbsd zstd prometheus iproute2 ethtool netsniff-ng systemd python3 python3-yaml util-linux kmod procps curl coreutils
+    tshark tcpdump netcat-openbsd zstd prometheus ethtool netsniff-ng systemd python3-yaml kmod coreutils
     chromium openssl
     man-db groff bash-completion  # the man pages formatted without warnings; the completions
     # the live-path peer bench (bench/run.sh peers)
@@ -40,6 +44,8 @@ PACKAGES=(
     # disk faults under capture: the FUSE file system that fails on command
     # (tests/lib/linecap_harness/faultfs.py) and e2fsck for the ext4 loop device's repair
     fuse3 python3-pyfuse3 e2fsprogs
+    # the fuzzers (scripts/fuzz.sh): clang with libFuzzer and the sanitizers' runtime
+    clang-14 libclang-rt-14-dev
 )
 # Suite vm (tests/vm): the Debian package (dpkg-buildpackage, debhelper, lintian), the
 # Debian 12 image (mmdebstrap; mkfs.ext4 and debugfs from e2fsprogs above), the guest in
@@ -49,7 +55,31 @@ VM_PACKAGES=(
     qemu-system-x86 qemu-utils mmdebstrap debhelper dpkg-dev devscripts lintian fakeroot
     openssh-client buildah podman
 )
-((WITH_VM == 0)) || PACKAGES+=("${VM_PACKAGES[@]}")
+
+# profile_packages PROFILE: the profile's packages, or nothing (status 1) for an unknown one.
+profile_packages() {
+    case $1 in
+        run) printf '%s\n' "${RUN_PACKAGES[@]}" ;;
+        test) printf '%s\n' "${RUN_PACKAGES[@]}" "${TEST_PACKAGES[@]}" ;;
+        vm) printf '%s\n' "${RUN_PACKAGES[@]}" "${TEST_PACKAGES[@]}" "${VM_PACKAGES[@]}" ;;
+        *) return 1 ;;
+    esac
+}
+
+list=0
+case ${1:-} in
+    -h | --help) usage; exit 0 ;;
+    --list) list=1; shift ;;
+esac
+(($# <= 1)) || { echo "install-deps: one profile at most (run, test or vm; see --help)" >&2; exit 64; }
+profile=${1:-test}
+mapfile -t PACKAGES < <(profile_packages "$profile") \
+    && ((${#PACKAGES[@]})) \
+    || { echo "install-deps: unknown profile '$profile' (expected run, test or vm; see --help)" >&2; exit 64; }
+if ((list)); then
+    printf '%s\n' "${PACKAGES[@]}"
+    exit 0
+fi
 
 # missing_packages PKG...: prints the ones dpkg does not have installed (one query for all).
 missing_packages() {
@@ -65,11 +95,11 @@ missing_packages() {
 mapfile -t missing < <(missing_packages "${PACKAGES[@]}")
 
 if ((${#missing[@]} == 0)); then
-    echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+    echo "install-deps: all ${#PACKAGES[@]} packages of profile $profile already installed"
     exit 0
 fi
 
-echo "install-deps: installing ${#missing[@]} missing package(s): ${missing[*]}"
+echo "install-deps: profile $profile: installing ${#missing[@]} missing package(s): ${missing[*]}"
 SUDO=()
 if [[ $(id -u) -ne 0 ]]; then
     command -v sudo >/dev/null 2>&1 || {
