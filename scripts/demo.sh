@@ -77,7 +77,8 @@ curl -s "http://127.0.0.1:$port/metrics" 2>/dev/null | grep -E '^linecap_(rx|wri
     || echo "(metrics endpoint not available in this build)"
 wait "$replay_pid" 2>/dev/null
 rc=0
-stop_linecapd || rc=$?
+# As long as systemd waits for the unit (TimeoutStopSec): a stop drains the indexer first.
+stop_linecapd 120 || rc=$?
 grep -E 'reached the port|finalised' "$LINECAPD_LOG" | tail -5
 ((rc == 0)) || { tail -20 "$LINECAPD_LOG"; echo "demo.sh: linecapd exited $rc" >&2; exit 1; }
 echo "==> finished files in $out"
