@@ -26,7 +26,7 @@ PACKAGES=(
     build-essential g++ pkg-config meson ninja-build
     libdpdk-dev dpdk-dev dpdk libpcap-dev libspdlog-dev libyaml-cpp-dev prometheus-cpp-dev libcivetweb-dev
     libssl-dev nlohmann-json3-dev libzstd-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
-    libcurl4-openssl-dev
+    libcurl4-openssl-dev libexpat1-dev
     # integration tests and tools
     tcpreplay tshark tcpdump netcat-openbsd zstd prometheus iproute2 ethtool netsniff-ng systemd python3 python3-yaml util-linux kmod procps curl coreutils
     chromium openssl
