@@ -24,6 +24,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// linecap-store.json and a manifest are a few KiB: an answer longer than this is not one.
+constexpr uint64_t kMaxSmallObjectBytes = 16ull << 20;
+
 // An S3 timestamp ("2026-12-03T11:40:13.123Z", ListObjectsV2's LastModified) in UTC ns;
 // 0 when it does not parse.
 int64_t parse_s3_time(const std::string& text) {
@@ -115,10 +118,12 @@ struct ArchiveStore::State {
 
     // `absent` (when given): the request failed because the object is not there, read
     // under the same lock as the request (queries load indexes on several threads).
-    Result<std::string> get(const std::string& key, std::atomic<uint64_t>& kind, bool* absent = nullptr) {
+    // MAX_BYTES: what the object may hold; a longer answer is an error, never read whole.
+    Result<std::string> get(const std::string& key, std::atomic<uint64_t>& kind, bool* absent = nullptr,
+                            uint64_t max_bytes = s3::kMaxObjectBytes) {
         std::lock_guard lock(client_mu);
         bytes.requests.fetch_add(1, std::memory_order_relaxed);
-        auto body = client->get_object(key);
+        auto body = client->get_object(key, max_bytes);
         if (body) kind.fetch_add(body->size(), std::memory_order_relaxed);
         if (absent) *absent = !body && client->last_failure().http_status == 404;
         return body;
@@ -141,7 +146,7 @@ struct ArchiveStore::State {
     Result<Description> describe(const s3::ObjectInfo& object) {
         if (auto it = descriptions.find(object.key); it != descriptions.end() && it->second.etag == object.etag)
             return it->second;
-        auto body = get(object.key, bytes.manifest);
+        auto body = get(object.key, bytes.manifest, nullptr, kMaxSmallObjectBytes);
         if (!body) return body.error();
         const auto json = nlohmann::json::parse(body.value(), nullptr, false);
         const std::string what = url_of(object.key);
@@ -554,7 +559,7 @@ ManifestRead ArchiveStore::read_manifest(const StoredFile& file) const {
     const std::string name = layout::manifest_name(file.name);
     const std::string key = state_->key_dir(file) + name;
     bool absent = false;
-    auto body = state_->get(key, state_->bytes.manifest, &absent);
+    auto body = state_->get(key, state_->bytes.manifest, &absent, kMaxSmallObjectBytes);
     if (!body) {
         if (absent) return out;
         out.state = ManifestRead::State::unreadable;

@@ -2,12 +2,20 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstring>
 
+#include "s3/xml_answer.hpp"
 #include "util/curl_library.hpp"
+#include "util/human_bytes.hpp"
+#include "util/one_line.hpp"
 #include "util/sha256.hpp"
 
 namespace linecap::s3 {
+
+// What a successful answer's body is: read as XML, kept as an object's bytes (bounded), or
+// a few bytes nobody reads. An error answer (status >= 300) is always read as XML.
+enum class Answer { discard, xml, object };
 
 struct Client::Request {
     std::string method = "GET";
@@ -15,11 +23,20 @@ struct Client::Request {
     std::string query;   // canonical: parameters sorted, values encoded, "name=" for subresources
     std::string_view body;
     std::vector<std::string> headers;
+    Answer answer = Answer::discard;
+    std::string_view root;    // xml: the document element the answer must have
+    uint64_t max_bytes = 0;   // object: the most bytes taken
+    // object, a Range GET of max_bytes from range_offset: from a store that ignores Range
+    // and answers 200 with the whole object, the bytes before the range are skipped and
+    // the transfer ends once the range is in.
+    bool range = false;
+    uint64_t range_offset = 0;
 };
 
 struct Client::Response {
     long status = 0;
-    std::string body;
+    std::string body;  // object
+    XmlAnswer xml;     // xml
     std::map<std::string, std::string> headers;  // names lower-case
 };
 
@@ -34,86 +51,27 @@ std::string lower(std::string s) {
     return s;
 }
 
-std::string unquote(std::string s) {
-    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') return s.substr(1, s.size() - 2);
-    return s;
-}
-
-// The S3 answers read here are flat XML documents of known elements; entities are the five
-// XML predefined ones plus numeric references, which keys may need.
-std::string xml_unescape(std::string_view text) {
-    std::string out;
-    for (size_t i = 0; i < text.size(); ++i) {
-        if (text[i] != '&') {
-            out += text[i];
-            continue;
-        }
-        const size_t end = text.find(';', i);
-        if (end == std::string_view::npos) {
-            out += text.substr(i);
-            break;
-        }
-        const std::string_view entity = text.substr(i + 1, end - i - 1);
-        if (entity == "amp") out += '&';
-        else if (entity == "lt") out += '<';
-        else if (entity == "gt") out += '>';
-        else if (entity == "quot") out += '"';
-        else if (entity == "apos") out += '\'';
-        else if (entity.starts_with("#")) {
-            const bool hex = entity.size() > 1 && (entity[1] == 'x' || entity[1] == 'X');
-            const unsigned long cp = std::strtoul(std::string(entity.substr(hex ? 2 : 1)).c_str(), nullptr, hex ? 16 : 10);
-            if (cp < 0x80) {
-                out += char(cp);
-            } else if (cp < 0x800) {
-                out += char(0xC0 | (cp >> 6));
-                out += char(0x80 | (cp & 0x3F));
-            } else if (cp < 0x10000) {
-                out += char(0xE0 | (cp >> 12));
-                out += char(0x80 | ((cp >> 6) & 0x3F));
-                out += char(0x80 | (cp & 0x3F));
-            } else {
-                out += char(0xF0 | (cp >> 18));
-                out += char(0x80 | ((cp >> 12) & 0x3F));
-                out += char(0x80 | ((cp >> 6) & 0x3F));
-                out += char(0x80 | (cp & 0x3F));
-            }
-        } else {
-            out += text.substr(i, end - i + 1);
-        }
-        i = end;
-    }
-    return out;
-}
-
-// The raw contents of every <TAG>...</TAG> in TEXT, in order (not unescaped: blocks nest).
-std::vector<std::string_view> xml_blocks(std::string_view text, const std::string& tag) {
-    std::vector<std::string_view> out;
-    const std::string open = "<" + tag + ">", close = "</" + tag + ">";
-    size_t at = 0;
-    while ((at = text.find(open, at)) != std::string_view::npos) {
-        const size_t begin = at + open.size();
-        const size_t end = text.find(close, begin);
-        if (end == std::string_view::npos) break;
-        out.push_back(text.substr(begin, end - begin));
-        at = end + close.size();
-    }
-    return out;
-}
-
-std::string xml_value(std::string_view text, const std::string& tag) {
-    const auto blocks = xml_blocks(text, tag);
-    return blocks.empty() ? "" : xml_unescape(blocks.front());
-}
-
-size_t collect_body(char* data, size_t size, size_t n, void* out) {
-    static_cast<std::string*>(out)->append(data, size * n);
-    return size * n;
-}
+// The answer's headers, bounded: libcurl bounds one line, not how many there are.
+constexpr uint64_t kHeaderBytes = 256u << 10;
+struct HeaderSink {
+    std::map<std::string, std::string>* headers;
+    uint64_t bytes = 0;
+    bool refused = false;
+};
 
 size_t collect_header(char* data, size_t size, size_t n, void* out) {
-    auto& headers = *static_cast<std::map<std::string, std::string>*>(out);
+    auto& sink = *static_cast<HeaderSink*>(out);
+    auto& headers = *sink.headers;
     std::string_view line(data, size * n);
-    if (line.starts_with("HTTP/")) headers.clear();  // a new response (after 100 Continue)
+    if (line.starts_with("HTTP/")) {  // a new response (after 100 Continue)
+        headers.clear();
+        sink.bytes = 0;
+    }
+    sink.bytes += line.size();
+    if (sink.bytes > kHeaderBytes) {
+        sink.refused = true;
+        return 0;
+    }
     const size_t colon = line.find(':');
     if (colon != std::string_view::npos) {
         std::string_view value = line.substr(colon + 1);
@@ -124,6 +82,84 @@ size_t collect_header(char* data, size_t size, size_t n, void* out) {
         headers[lower(std::string(line.substr(0, colon)))] = std::string(value);
     }
     return size * n;
+}
+
+// Where an answer's body goes, as libcurl hands it over. Every kind is bounded: a store
+// that answers without end is cut off (the write callback returns 0) with a reason.
+struct BodySink {
+    CURL* curl = nullptr;
+    Answer answer = Answer::discard;
+    uint64_t max_bytes = 0;      // object
+    bool range = false;          // object: a Range GET of max_bytes from range_offset
+    uint64_t range_offset = 0;
+    long status = -1;            // the answer's, read at its first byte
+    uint64_t bytes = 0;          // of the body, all of it
+    std::string body;            // object
+    XmlAnswerReader xml;         // xml, and every error answer
+    bool error_not_xml = false;  // an error answer that is not an S3 <Error> (a proxy's page)
+    bool range_taken = false;    // a 200 to a Range GET: the range is in, the rest not wanted
+    std::string refused;         // why the transfer was cut off
+};
+
+constexpr uint64_t kDiscardBytes = 64u << 10;
+
+size_t take_object(BodySink& sink, std::string_view piece) {
+    if (sink.range && sink.status == 200) {  // the store ignored Range: the range out of the whole
+        const uint64_t before = sink.bytes - piece.size();
+        if (sink.bytes <= sink.range_offset) return piece.size();
+        if (before < sink.range_offset) piece.remove_prefix(static_cast<size_t>(sink.range_offset - before));
+        const size_t room = static_cast<size_t>(sink.max_bytes - sink.body.size());
+        sink.body.append(piece.substr(0, room));
+        if (sink.body.size() < sink.max_bytes) return piece.size();
+        sink.range_taken = true;
+        return 0;
+    }
+    if (sink.body.size() + piece.size() > sink.max_bytes) {
+        sink.refused = "answer longer than the " + std::to_string(sink.max_bytes) + " bytes " +
+                       (sink.range ? "of the range asked for" : "an object may have here");
+        return 0;
+    }
+    sink.body.append(piece);
+    return piece.size();
+}
+
+size_t take_body(char* data, size_t size, size_t n, void* out) {
+    auto& sink = *static_cast<BodySink*>(out);
+    const std::string_view piece(data, size * n);
+    if (sink.status < 0) {
+        curl::easy_getinfo(sink.curl, CURLINFO_RESPONSE_CODE, &sink.status);
+        curl_off_t announced = -1;
+        curl::easy_getinfo(sink.curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced);
+        if (sink.answer == Answer::object && sink.status < 300 && !(sink.range && sink.status == 200) &&
+            announced >= 0 && static_cast<uint64_t>(announced) > sink.max_bytes) {
+            sink.refused = "the answer announces " + std::to_string(announced) + " bytes, more than the " +
+                           std::to_string(sink.max_bytes) + " asked for";
+            return 0;
+        }
+    }
+    sink.bytes += piece.size();
+    if (sink.answer == Answer::xml || sink.status >= 300) {
+        const uint64_t bound = XmlLimits{}.answer_bytes;
+        if (sink.error_not_xml) {  // not read, but not taken without end either
+            if (sink.bytes <= bound) return piece.size();
+            sink.refused = "HTTP " + std::to_string(sink.status) + " with an answer longer than " + human_bytes(bound, 0);
+            return 0;
+        }
+        if (sink.xml.feed(piece)) return piece.size();
+        if (sink.status >= 300 && sink.bytes <= bound) {
+            sink.error_not_xml = true;  // the status says enough
+            return piece.size();
+        }
+        sink.refused = (sink.status >= 300 ? "HTTP " + std::to_string(sink.status) + " with an " : std::string()) +
+                       sink.xml.error();
+        return 0;
+    }
+    if (sink.answer == Answer::discard) {
+        if (sink.bytes <= kDiscardBytes) return piece.size();
+        sink.refused = "answer longer than " + human_bytes(kDiscardBytes, 0) + " where no body was expected";
+        return 0;
+    }
+    return take_object(sink, piece);
 }
 
 // libcurl's progress callback: non-zero abandons the transfer.
@@ -200,6 +236,10 @@ std::string Client::url_for(const std::string& key, const std::string& query) co
     return query.empty() ? url : url + "?" + query;
 }
 
+std::string Client::answer_what(const std::string& method, const std::string& key, const std::string& query) const {
+    return "S3 " + method + " " + object_url(bucket_, key) + (query.empty() ? "" : "?" + query) + " at " + endpoint_.url;
+}
+
 Result<Client::Response> Client::perform(const Request& request) {
     failure_ = {};
     const std::string what = "S3 " + request.method + " " + object_url(bucket_, request.key);
@@ -208,6 +248,9 @@ Result<Client::Response> Client::perform(const Request& request) {
     curl::easy_reset(c);
 
     Response response;
+    HeaderSink header_sink{.headers = &response.headers};
+    BodySink sink{.curl = c, .answer = request.answer, .max_bytes = request.max_bytes,
+                  .range = request.range, .range_offset = request.range_offset};
     UploadSource source{request.body};
     const std::string url = url_for(request.key, request.query);
     const std::string sigv4 = "aws:amz:" + endpoint_.region + ":s3";
@@ -221,10 +264,10 @@ Result<Client::Response> Client::perform(const Request& request) {
     curl::easy_setopt(c, CURLOPT_LOW_SPEED_TIME, endpoint_.low_speed_seconds);
     curl::easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     if (!endpoint_.ca_file.empty()) curl::easy_setopt(c, CURLOPT_CAINFO, endpoint_.ca_file.c_str());
-    curl::easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
-    curl::easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
+    curl::easy_setopt(c, CURLOPT_WRITEFUNCTION, take_body);
+    curl::easy_setopt(c, CURLOPT_WRITEDATA, &sink);
     curl::easy_setopt(c, CURLOPT_HEADERFUNCTION, collect_header);
-    curl::easy_setopt(c, CURLOPT_HEADERDATA, &response.headers);
+    curl::easy_setopt(c, CURLOPT_HEADERDATA, &header_sink);
     if (cancel_) {
         curl::easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
         curl::easy_setopt(c, CURLOPT_XFERINFOFUNCTION, cancelled);
@@ -259,22 +302,47 @@ Result<Client::Response> Client::perform(const Request& request) {
     char errbuf[CURL_ERROR_SIZE] = "";
     curl::easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     const CURLcode rc = curl::easy_perform(c);
-    if (rc != CURLE_OK) {
+    // How errors about the answer itself name the request: with its query and the endpoint.
+    const auto answer_error = [&](const std::string& why) {
+        failure_.http_status = sink.status > 0 ? sink.status : 0;
+        return runtime_error(answer_what(request.method, request.key, request.query) + ": " + one_line(why));
+    };
+    if (rc == CURLE_WRITE_ERROR && !sink.refused.empty()) return answer_error(sink.refused);
+    if (rc == CURLE_WRITE_ERROR && header_sink.refused) {
+        return answer_error("answer headers longer than " + human_bytes(kHeaderBytes, 0));
+    }
+    if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && sink.range_taken)) {
         return runtime_error(what + ": no answer from " + endpoint_.url + ": " +
-                             (errbuf[0] ? errbuf : curl::easy_strerror(rc)));
+                             one_line(errbuf[0] ? errbuf : curl::easy_strerror(rc)));
     }
     curl::easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
     if (response.status >= 300) {
         failure_.http_status = response.status;
-        failure_.code = xml_value(response.body, "Code");
-        std::string detail = failure_.code;
-        if (const std::string message = xml_value(response.body, "Message"); !message.empty()) {
-            detail += (detail.empty() ? "" : ": ") + message;
+        std::string detail;
+        if (!sink.error_not_xml && sink.xml.finish() && sink.xml.answer().root == "Error") {
+            failure_.code = one_line(sink.xml.answer().code);
+            detail = failure_.code;
+            if (const std::string& message = sink.xml.answer().message; !message.empty()) {
+                detail += (detail.empty() ? "" : ": ") + one_line(message);
+            }
         }
         if (detail.empty() && response.status == 404) detail = "not found";
         if (detail.empty() && response.status == 403) detail = "access denied (credentials or permissions)";
         return runtime_error(what + ": HTTP " + std::to_string(response.status) + (detail.empty() ? "" : " " + detail));
     }
+    if (request.answer == Answer::xml) {
+        if (!sink.xml.finish()) return answer_error(sink.xml.error());
+        XmlAnswer& xml = sink.xml.answer();
+        if (xml.root == "Error") {  // a 200 carrying a failure (CompleteMultipartUpload)
+            failure_.code = one_line(xml.code);
+            return answer_error(failure_.code + (xml.message.empty() ? "" : ": " + xml.message));
+        }
+        if (xml.root != request.root) {
+            return answer_error("answer is <" + xml.root + ">, not <" + std::string(request.root) + ">");
+        }
+        response.xml = std::move(xml);
+    }
+    response.body = std::move(sink.body);
     return response;
 }
 
@@ -289,7 +357,12 @@ Result<ObjectInfo> Client::head_object(const std::string& key) {
     if (!r) return r.error();
     ObjectInfo info{.key = key};
     const auto& h = r->headers;
-    if (auto it = h.find("content-length"); it != h.end()) info.size = std::strtoull(it->second.c_str(), nullptr, 10);
+    if (auto it = h.find("content-length"); it != h.end()) {
+        const std::string& v = it->second;
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), info.size);
+        if (v.empty() || ec != std::errc() || end != v.data() + v.size())
+            return runtime_error(answer_what("HEAD", key, "") + ": Content-Length is not a number of bytes");
+    }
     if (auto it = h.find("etag"); it != h.end()) info.etag = unquote(it->second);
     if (auto it = h.find("last-modified"); it != h.end()) info.last_modified = it->second;
     for (const auto& [name, value] : h) {
@@ -298,8 +371,8 @@ Result<ObjectInfo> Client::head_object(const std::string& key) {
     return info;
 }
 
-Result<std::string> Client::get_object(const std::string& key) {
-    auto r = perform({.method = "GET", .key = key});
+Result<std::string> Client::get_object(const std::string& key, uint64_t max_bytes) {
+    auto r = perform({.method = "GET", .key = key, .answer = Answer::object, .max_bytes = max_bytes});
     if (!r) return r.error();
     return std::move(r->body);
 }
@@ -307,13 +380,9 @@ Result<std::string> Client::get_object(const std::string& key) {
 Result<std::string> Client::get_range(const std::string& key, uint64_t offset, uint64_t length) {
     if (length == 0) return std::string();
     const std::string range = "Range: bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1);
-    auto r = perform({.method = "GET", .key = key, .headers = {range}});
+    auto r = perform({.method = "GET", .key = key, .headers = {range}, .answer = Answer::object,
+                      .max_bytes = length, .range = true, .range_offset = offset});
     if (!r) return r.error();
-    // A store that ignores Range answers 200 with the whole object: cut it here.
-    if (r->status == 200) {
-        if (offset >= r->body.size()) return std::string();
-        return r->body.substr(offset, length);
-    }
     return std::move(r->body);
 }
 
@@ -324,19 +393,17 @@ Result<Listing> Client::list_objects(const std::string& prefix, const std::strin
     if (!token.empty()) query += "continuation-token=" + uri_encode(token, false) + "&";
     if (!delimiter.empty()) query += "delimiter=" + uri_encode(delimiter, false) + "&";
     query += "list-type=2&prefix=" + uri_encode(prefix, false);
-    auto r = perform({.method = "GET", .query = query});
+    auto r = perform({.method = "GET", .query = query, .answer = Answer::xml, .root = "ListBucketResult"});
     if (!r) return r.error();
-    Listing listing;
-    for (const std::string_view block : xml_blocks(r->body, "Contents")) {
-        listing.objects.push_back({.key = xml_value(block, "Key"),
-                                   .size = std::strtoull(xml_value(block, "Size").c_str(), nullptr, 10),
-                                   .etag = unquote(xml_value(block, "ETag")),
-                                   .last_modified = xml_value(block, "LastModified")});
+    Listing listing = std::move(r->xml.listing);
+    if (!r->xml.truncated) {
+        listing.next_token.clear();
+    } else if (listing.next_token.empty() || listing.next_token == token) {
+        // Followed, either would end the listing early or never.
+        return runtime_error(answer_what("GET", "", query) + ": the page is truncated but " +
+                             (listing.next_token.empty() ? "names no NextContinuationToken"
+                                                         : "names its own continuation token as the next"));
     }
-    for (const std::string_view block : xml_blocks(r->body, "CommonPrefixes")) {
-        listing.common_prefixes.push_back(xml_value(block, "Prefix"));
-    }
-    if (xml_value(r->body, "IsTruncated") == "true") listing.next_token = xml_value(r->body, "NextContinuationToken");
     return listing;
 }
 
@@ -347,11 +414,11 @@ Status Client::delete_object(const std::string& key) {
 }
 
 Result<std::string> Client::create_multipart_upload(const std::string& key, const Metadata& metadata) {
-    auto r = perform({.method = "POST", .key = key, .query = "uploads=", .headers = metadata_headers(metadata)});
+    auto r = perform({.method = "POST", .key = key, .query = "uploads=", .headers = metadata_headers(metadata),
+                      .answer = Answer::xml, .root = "InitiateMultipartUploadResult"});
     if (!r) return r.error();
-    std::string id = xml_value(r->body, "UploadId");
-    if (id.empty()) return runtime_error("S3 POST " + object_url(bucket_, key) + "?uploads: no UploadId in the answer");
-    return id;
+    if (r->xml.upload_id.empty()) return runtime_error(answer_what("POST", key, "uploads=") + ": no UploadId in the answer");
+    return std::move(r->xml.upload_id);
 }
 
 Result<std::string> Client::upload_part(const std::string& key, const std::string& upload_id, unsigned part_number,
@@ -373,14 +440,10 @@ Status Client::complete_multipart_upload(const std::string& key, const std::stri
                "\"</ETag></Part>";
     }
     xml += "</CompleteMultipartUpload>";
-    auto r = perform({.method = "POST", .key = key, .query = "uploadId=" + uri_encode(upload_id, false), .body = xml});
+    // The store may fail the completion inside a 200 answer: perform() reads an <Error> there.
+    auto r = perform({.method = "POST", .key = key, .query = "uploadId=" + uri_encode(upload_id, false), .body = xml,
+                      .answer = Answer::xml, .root = "CompleteMultipartUploadResult"});
     if (!r) return r.error();
-    // The store may fail the completion inside a 200 answer.
-    if (r->body.find("<Error>") != std::string::npos) {
-        failure_ = {.http_status = 200, .code = xml_value(r->body, "Code")};
-        return runtime_error("S3 POST " + object_url(bucket_, key) + " (complete): " + failure_.code + ": " +
-                             xml_value(r->body, "Message"));
-    }
     return {};
 }
 
@@ -391,13 +454,10 @@ Status Client::abort_multipart_upload(const std::string& key, const std::string&
 }
 
 Result<std::vector<Upload>> Client::list_multipart_uploads(const std::string& prefix) {
-    auto r = perform({.method = "GET", .query = "prefix=" + uri_encode(prefix, false) + "&uploads="});
+    auto r = perform({.method = "GET", .query = "prefix=" + uri_encode(prefix, false) + "&uploads=",
+                      .answer = Answer::xml, .root = "ListMultipartUploadsResult"});
     if (!r) return r.error();
-    std::vector<Upload> uploads;
-    for (const std::string_view block : xml_blocks(r->body, "Upload")) {
-        uploads.push_back({.key = xml_value(block, "Key"), .upload_id = xml_value(block, "UploadId")});
-    }
-    return uploads;
+    return std::move(r->xml.uploads);
 }
 
 Status Client::create_bucket() {

@@ -6,7 +6,10 @@
 // Every request sends x-amz-content-sha256 with the body's SHA-256, so the store refuses a
 // body that arrived altered; objects carry user metadata (x-amz-meta-*) that a HEAD returns.
 // An error names the request ("S3 PUT s3://bucket/key") and what the store or the network
-// said; last_failure() tells the caller whether trying again can help.
+// said; last_failure() tells the caller whether trying again can help. Every answer is
+// bounded — XML answers by s3/xml_answer.hpp's limits, objects by what was asked, the body
+// of a PUT, DELETE or POST answer that nobody reads by 64 KiB, headers by 256 KiB — and one
+// past its bound is cut off, one error line naming the request and the endpoint.
 #pragma once
 
 #include <atomic>
@@ -34,6 +37,10 @@ struct Endpoint {
     long low_speed_bytes = 1024;
     long low_speed_seconds = 30;
 };
+
+// The largest object get_object() reads whole unless its caller says less: an answer
+// longer than that is refused, not held (the archive's indexes and manifests are far smaller).
+inline constexpr uint64_t kMaxObjectBytes = 256ull << 20;
 
 using Metadata = std::map<std::string, std::string>;  // x-amz-meta-NAME (names lower-case)
 
@@ -74,10 +81,13 @@ public:
 
     Status put_object(const std::string& key, std::string_view body, const Metadata& metadata = {});
     Result<ObjectInfo> head_object(const std::string& key);
-    // The whole object, or LENGTH bytes from OFFSET (a Range GET: 206).
-    Result<std::string> get_object(const std::string& key);
+    // The whole object, or LENGTH bytes from OFFSET (a Range GET: 206). An answer longer
+    // than MAX_BYTES, or than the range, is refused (an error), never read to its end.
+    Result<std::string> get_object(const std::string& key, uint64_t max_bytes = kMaxObjectBytes);
     Result<std::string> get_range(const std::string& key, uint64_t offset, uint64_t length);
     // One page (up to 1000 keys) of ListObjectsV2 under PREFIX; pass next_token back for more.
+    // XML answers (this, multipart, errors) are read as they arrive (s3/xml_answer.hpp),
+    // each bounded: 16 MiB, 64 KiB of text in one element, 10000 entries.
     Result<Listing> list_objects(const std::string& prefix, const std::string& token = "",
                                  const std::string& delimiter = "");
     Status delete_object(const std::string& key);
@@ -104,6 +114,8 @@ public:
 
 private:
     Result<Response> perform(const Request& request);
+    // "S3 GET s3://bucket/?list-type=2&prefix=p at http://host:port": errors about an answer.
+    std::string answer_what(const std::string& method, const std::string& key, const std::string& query) const;
     std::string url_for(const std::string& key, const std::string& query) const;
 
     Endpoint endpoint_;

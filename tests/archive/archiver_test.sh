@@ -27,6 +27,7 @@ need_hugepages 256
 make_tmpdir
 start_rgw
 CHECK="python3 $(dirname "${BASH_SOURCE[0]}")/archive_check.py"
+ACCOUNTED=$(dirname "${BASH_SOURCE[0]}")/accounted.py
 M() { echo "http://$METRICS_LISTEN/metrics"; }
 metric() { metric_sum "$(M)" "$@"; }
 
@@ -44,22 +45,7 @@ config() {
 # accounted SENT: from the shutdown summary (after the drain, so exact): every packet that
 # reached the port was written, filtered, kept out by a policy or dropped by reason, and
 # SENT ("any": a looping replay) reached it.
-accounted() {
-    python3 - "$LINECAPD_LOG" "$1" <<'PY' || fail "the packets do not add up"
-import re, sys
-log, sent = sys.argv[1], sys.argv[2]
-line = [l for l in open(log) if " packets reached the port, " in l][-1]
-m = re.search(r"port (\S+): (\d+) packets reached the port, (\d+) written, (\d+) filtered, dropped:([^;]*)(.*)", line)
-received, written, filtered = (int(m.group(i)) for i in (2, 3, 4))
-dropped = sum(int(v) for v in re.findall(r"=(\d+)", m.group(5)))
-policy = sum(int(v) for v in re.findall(r"=(\d+)", m.group(6)))
-if sent != "any" and received != int(sent):
-    sys.exit(f"{received} packets reached the port, {sent} sent")
-if received != written + filtered + policy + dropped:
-    sys.exit(f"received {received} != written {written} + filtered {filtered} + policy {policy} + dropped {dropped}")
-print(f"accounted: received {received} = written {written} + filtered {filtered} + policy {policy} + dropped {dropped}")
-PY
-}
+accounted() { python3 "$ACCOUNTED" "$LINECAPD_LOG" "$1" || fail "the packets do not add up"; }
 
 # capture NAME FRAME_SIZE SEED [SETTINGS...]: linecapd capturing 30000 generated frames into
 # NAME, archived to prefix NAME; returns once every packet arrived.
