@@ -31,7 +31,10 @@ public:
     WatchdogFeeder(const CaptureEngine& engine, SystemdNotifier& notifier) : engine_(engine), notifier_(notifier) {
         if (notifier_.watchdog_usec() == 0) return;
         interval_ = std::chrono::microseconds(notifier_.watchdog_usec() / 2);
-        next_ = Clock::now();
+        // The first check one interval from now: at once, no worker could have moved yet,
+        // and that first ping would be withheld for nothing (a gap of a whole interval
+        // more, past WATCHDOG_USEC on a loaded machine).
+        next_ = Clock::now() + interval_;
         last_ = heartbeats();
     }
 
