@@ -64,7 +64,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view answer(reinterpret_cast<const char*>(data) + 1, size - 1);
     const Outcome whole = read(answer, 0);
     const Outcome pieces = read(answer, data[0] == 0 ? 1 : data[0]);
-    if (whole.ok != pieces.ok || whole.error != pieces.error) __builtin_trap();
+    // The same verdict whatever the split, and the same reason where expat named no fault.
+    // When it does, which of two faults comes first depends on how far ahead it could read:
+    // "junk after document element" in pieces, "invalid token" further on when it had it
+    // all, or a bound passed before a token it was still waiting to finish.
+    const std::string_view not_xml = "answer is not XML: ";
+    const bool expat_named = whole.error.starts_with(not_xml) || pieces.error.starts_with(not_xml);
+    if (whole.ok != pieces.ok || (!expat_named && whole.error != pieces.error)) __builtin_trap();
     if (whole.ok && !same(whole.answer, pieces.answer)) __builtin_trap();
     if (!whole.ok) {
         if (whole.error.empty()) __builtin_trap();
