@@ -98,8 +98,8 @@ def programs(packages):
     owners = _owners()
     found = {}
     for directory in BIN_DIRS:
-        if not os.path.isdir(directory) or os.path.realpath(directory) != directory and directory in ("/bin", "/sbin"):
-            continue  # a merged /usr: /bin is /usr/bin
+        if not os.path.isdir(directory) or os.path.islink(directory):
+            continue  # a merged /usr: /bin is a link to usr/bin, read once as /usr/bin
         for name in os.listdir(directory):
             path = os.path.join(directory, name)
             if not (os.path.isfile(path) and os.access(path, os.X_OK)):
