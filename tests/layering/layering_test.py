@@ -11,9 +11,9 @@ caught, not just a wrong table) and checks, with translation units of its own:
 
 1. the layer sees exactly its VISIBLE directories: a header of each is found, a header of
    every other layer is not (__has_include);
-2. every header of the layer preprocesses with that command: an upward include in a
-   header that no source of its own layer includes is caught too (the build catches it
-   in the sources);
+2. every header of the layer preprocesses with that command (all of them in one
+   translation unit): an upward include in a header that no source of its own layer
+   includes is caught too (the build catches it in the sources);
 3. an upward include fails to compile: the format layer's command on a file including
    "store/extract.hpp" stops with "No such file or directory";
 4. every edge of the table is used: for each layer USES names, some file of LAYER includes
@@ -121,10 +121,11 @@ def main():
                     checks.append(f'#if __has_include("{header}")\n'
                                   f'#error "{layer}/ can include {header}: an upward include would compile"\n#endif\n')
             jobs.append((f"{layer}: visibility", pool.submit(run, argv, cwd, "".join(checks), ["-fsyntax-only"])))
-            # 2. Every header of the layer with the layer's own command.
-            for h in sorted((src / layer).glob("*.hpp")):
-                text = f'#include "{layer}/{h.name}"\n'
-                jobs.append((f"{layer}: {layer}/{h.name}", pool.submit(run, argv, cwd, text, ["-E", "-o", os.devnull])))
+            # 2. Every header of the layer with the layer's own command: one translation
+            #    unit including them all (an upward include in any of them is a missing
+            #    file, named in the error), not one compiler run per header.
+            text = "".join(f'#include "{layer}/{h.name}"\n' for h in sorted((src / layer).glob("*.hpp")))
+            jobs.append((f"{layer}: its headers", pool.submit(run, argv, cwd, text, ["-E", "-o", os.devnull])))
         # 3. The upward include itself.
         argv, cwd = layer_command(entries, "format")
         upward = None
