@@ -23,7 +23,7 @@ RUN_PACKAGES=(
     # build linecapd and linecap (meson setup -Dtests=false -Dbench=false)
     build-essential g++ pkg-config meson ninja-build
     libdpdk-dev libpcap-dev libspdlog-dev libyaml-cpp-dev prometheus-cpp-dev libcivetweb-dev
-    libssl-dev nlohmann-json3-dev libzstd-dev libcurl4-openssl-dev libexpat1-dev
+    libssl-dev nlohmann-json3-dev libzstd-dev libcurl4-openssl-dev libexpat1-dev libboost-dev
     # the demo: a namespace and veth pair fed by tcpreplay, generated traffic (python3), the
     # metrics scrape (curl), capinfos on the files; hugetlbfs and bpffs mounts (util-linux)
     python3 iproute2 tcpreplay wireshark-common curl util-linux procps

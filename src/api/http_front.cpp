@@ -15,37 +15,15 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
 
-#include "api/query.hpp"
 #include "util/errno_text.hpp"
 
 namespace linecap::api {
-
-const char* http_reason_phrase(int status) {
-    switch (status) {
-        case 200: return "OK";
-        case 400: return "Bad Request";
-        case 401: return "Unauthorized";
-        case 404: return "Not Found";
-        case 405: return "Method Not Allowed";
-        case 408: return "Request Timeout";
-        case 431: return "Request Header Fields Too Large";
-        case 500: return "Internal Server Error";
-        case 503: return "Service Unavailable";
-        case 505: return "HTTP Version Not Supported";
-        default: return "Status";
-    }
-}
-
-std::optional<std::string> HttpRequest::header(std::string_view lower_name) const {
-    for (const auto& [k, v] : headers)
-        if (k == lower_name) return v;
-    return std::nullopt;
-}
 
 namespace {
 
@@ -62,9 +40,9 @@ struct Conn {
     bool want_write = false;        // the handshake waits for POLLOUT
     std::string in;                 // bytes read, not yet consumed
     Clock::time_point deadline;
-    size_t body_left = 0;
-    HttpRequest pending;            // its head read, the body being read
+    std::unique_ptr<RequestReader> reader;  // the request being read: made by its first bytes
     bool keep_alive = true;
+    bool http11 = true;             // the version of the request being answered
     // Set by the handler thread; read by the front once the connection is back.
     bool gone = false;
 };
@@ -74,59 +52,6 @@ struct Work {
     std::optional<HttpRequest> request;
     std::optional<HttpRefusal> refusal;
 };
-
-bool token_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-std::string lower(std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-}
-
-std::string trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return std::string(s);
-}
-
-// Where the head ends (just after its empty line), or npos. Lines end in LF, with or
-// without CR before it.
-size_t head_end(const std::string& in) {
-    for (size_t pos = 0;;) {
-        const size_t lf = in.find('\n', pos);
-        if (lf == std::string::npos) return std::string::npos;
-        const size_t line_len = lf - pos;
-        if (line_len == 0 || (line_len == 1 && in[pos] == '\r')) return pos > 0 ? lf + 1 : std::string::npos;
-        pos = lf + 1;
-    }
-}
-
-std::vector<std::string_view> head_lines(std::string_view head) {
-    std::vector<std::string_view> lines;
-    while (!head.empty()) {
-        size_t lf = head.find('\n');
-        std::string_view line = head.substr(0, lf);
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        if (line.empty()) break;
-        lines.push_back(line);
-        head.remove_prefix(lf + 1);
-    }
-    return lines;
-}
-
-// The request line's method and target, as far as they go, for a refusal's record.
-void request_line_words(const std::string& in, std::string& method, std::string& target) {
-    std::string_view line(in);
-    line = line.substr(0, std::min(line.find('\n'), size_t{4096}));
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    const size_t sp = line.find(' ');
-    method = std::string(line.substr(0, std::min(sp, size_t{32})));
-    if (sp == std::string_view::npos) return;
-    std::string_view rest = line.substr(sp + 1);
-    target = std::string(rest.substr(0, rest.find(' ')));
-}
 
 }  // namespace
 
@@ -188,20 +113,29 @@ struct HttpFront::Impl {
         work_ready.notify_one();
     }
 
-    void refuse(Conn* c, int status, std::string reason, const std::optional<std::string>& authorization = {}) {
+    // Hands the refusal to a handler thread, to be answered and audited; the connection
+    // closes after it.
+    void refuse(Conn* c, HttpProblem p) {
         HttpRefusal r;
-        r.status = status;
-        r.reason = std::move(reason);
-        request_line_words(c->in, r.method, r.target);
+        r.status = p.status;
+        r.reason = std::move(p.reason);
+        r.method = std::move(p.method);
+        r.target = std::move(p.target);
+        r.authorization = std::move(p.authorization);
         r.peer_address = c->peer_address;
         r.peer_port = c->peer_port;
         r.ssl = c->ssl;
-        r.authorization = authorization;
         c->keep_alive = false;
-        if (status == 0) c->gone = true;
+        if (r.status == 0) c->gone = true;
         Work w;
         w.refusal = std::move(r);
         dispatch(c, std::move(w));
+    }
+
+    // A refusal of the front's own (a deadline, the client's close): the request so far.
+    void refuse(Conn* c, int status, std::string reason) {
+        refuse(c, c->reader ? c->reader->so_far(status, std::move(reason), c->in)
+                            : RequestReader(limits.max_request_bytes).so_far(status, std::move(reason), c->in));
     }
 
     void accept_all() {
@@ -289,9 +223,9 @@ struct HttpFront::Impl {
         }
         char buf[16384];
         for (;;) {
-            // Never more than one byte past what max_request_bytes allows for this request.
-            const size_t cap = c->state == State::body ? c->body_left + limits.max_request_bytes
-                                                        : limits.max_request_bytes + 1;
+            // Never more than one byte past what max_request_bytes allows for a head, or
+            // for a body and a pipelined head after it.
+            const size_t cap = c->state == State::body ? 2 * limits.max_request_bytes : limits.max_request_bytes + 1;
             if (c->in.size() >= cap) break;
             const size_t want = std::min(sizeof buf, cap - c->in.size());
             ssize_t n;
@@ -322,137 +256,62 @@ struct HttpFront::Impl {
         return true;
     }
 
-    // Takes the next request out of the buffer if it is complete. False: handed off.
+    // Takes the next request out of the buffer if it is complete. False: handed off (or
+    // closed).
     bool take_request(Conn* c) {
-        if (c->state == State::body) {
-            if (c->in.size() < c->body_left) return true;
-            c->pending.body = c->in.substr(0, c->body_left);  // POST /query's; bounded by max_request_bytes
-            c->in.erase(0, c->body_left);
-            c->body_left = 0;
-            Work w;
-            w.request = std::move(c->pending);
-            c->pending = HttpRequest{};
-            dispatch(c, std::move(w));
-            return false;
+        if (c->state != State::head && c->state != State::body) return true;
+        if (!c->reader) {
+            if (c->in.empty()) return true;
+            c->reader = std::make_unique<RequestReader>(limits.max_request_bytes);
         }
-        if (c->state != State::head) return true;
-        const size_t end = head_end(c->in);
-        if (end == std::string::npos || end > limits.max_request_bytes) {
-            if (c->in.size() > limits.max_request_bytes || (end != std::string::npos && end > limits.max_request_bytes)) {
-                refuse(c, 431, "the request is larger than api.max_request_bytes (" + std::to_string(limits.max_request_bytes) + ")");
-                return false;
-            }
-            // HTTP/0.9 ("GET /path", no version) never sends an empty line: refuse it at
-            // its first line.
-            const size_t lf = c->in.find('\n');
-            if (lf != std::string::npos) {
-                std::string_view first(c->in.data(), lf);
-                if (!first.empty() && first.back() == '\r') first.remove_suffix(1);
-                if (first.find(' ') != std::string_view::npos && first.find(' ') == first.rfind(' ') &&
-                    first.find(" HTTP/") == std::string_view::npos) {
-                    refuse(c, 400, "HTTP/0.9 request (no HTTP version): only HTTP/1.0 and 1.1 are served");
+        size_t consumed = 0;
+        const RequestReader::Step step = c->reader->read(c->in, consumed);
+        c->in.erase(0, consumed);
+        switch (step) {
+            case RequestReader::Step::more:
+                return true;
+            case RequestReader::Step::send_continue:
+                if (!send_interim(c, continue_response())) {
+                    refuse(c, 0, "the client closed before its request body was complete");
                     return false;
                 }
-            }
-            return true;
-        }
-        const std::string head = c->in.substr(0, end);
-        HttpRequest r;
-        r.peer_address = c->peer_address;
-        r.peer_port = c->peer_port;
-        r.ssl = c->ssl;
-        std::string problem;
-        int status = 400;
-        const auto lines = head_lines(head);
-        std::optional<std::string> authorization;
-        std::optional<uint64_t> content_length;
-        bool chunked = false;
-        if (lines.empty()) {
-            problem = "empty request line";
-        } else {
-            const std::string_view line = lines[0];
-            const size_t a = line.find(' '), b = a == std::string_view::npos ? a : line.find(' ', a + 1);
-            if (a == std::string_view::npos || b == std::string_view::npos || line.find(' ', b + 1) != std::string_view::npos) {
-                problem = "malformed request line (want METHOD TARGET HTTP/1.x)";
-            } else {
-                r.method = std::string(line.substr(0, a));
-                r.target = std::string(line.substr(a + 1, b - a - 1));
-                r.version = std::string(line.substr(b + 1));
-                if (r.method.empty() || !std::all_of(r.method.begin(), r.method.end(), token_char))
-                    problem = "malformed method";
-                else if (!r.version.starts_with("HTTP/") || r.version.size() != 8 || r.version[6] != '.')
-                    problem = "malformed HTTP version";
-                else if (r.version != "HTTP/1.1" && r.version != "HTTP/1.0")
-                    status = 505, problem = r.version + " is not supported (HTTP/1.0 and 1.1 are)";
-                else if (!r.target.starts_with('/'))
-                    problem = "the target must be a path starting with '/'";
-                else if (std::any_of(r.target.begin(), r.target.end(), [](char ch) { return static_cast<unsigned char>(ch) <= 0x20 || ch == 0x7f; }))
-                    problem = "control character in the target";
-            }
-        }
-        for (size_t i = 1; problem.empty() && i < lines.size(); ++i) {
-            const std::string_view line = lines[i];
-            if (line.front() == ' ' || line.front() == '\t') {
-                problem = "obsolete header line folding";
-                break;
-            }
-            const size_t colon = line.find(':');
-            if (colon == std::string_view::npos || colon == 0 ||
-                !std::all_of(line.begin(), line.begin() + static_cast<long>(colon), token_char)) {
-                problem = "malformed header line " + std::to_string(i);
-                break;
-            }
-            std::string name = lower(std::string(line.substr(0, colon)));
-            std::string value = trim(line.substr(colon + 1));
-            if (name == "authorization") authorization = value;
-            if (name == "content-length") {
-                uint64_t n = 0;
-                if (content_length || value.empty() || value.size() > 12 ||
-                    !std::all_of(value.begin(), value.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
-                    problem = "bad or repeated Content-Length";
-                    break;
+                [[fallthrough]];
+            case RequestReader::Step::body:
+                if (c->state != State::body) {
+                    c->state = State::body;
+                    c->deadline = Clock::now() + std::chrono::milliseconds(limits.body_timeout_ms);
                 }
-                n = std::stoull(value);
-                content_length = n;
+                return true;
+            case RequestReader::Step::complete: {
+                Work w;
+                w.request = c->reader->take();
+                c->reader.reset();
+                c->keep_alive = w.request->keep_alive;
+                c->http11 = w.request->http11();
+                w.request->peer_address = c->peer_address;
+                w.request->peer_port = c->peer_port;
+                w.request->ssl = c->ssl;
+                dispatch(c, std::move(w));
+                return false;
             }
-            if (name == "transfer-encoding") chunked = true;
-            r.headers.emplace_back(std::move(name), std::move(value));
+            case RequestReader::Step::refused: {
+                HttpProblem p = c->reader->problem();
+                c->reader.reset();
+                refuse(c, std::move(p));
+                return false;
+            }
         }
-        if (problem.empty() && chunked)
-            problem = "a request body with Transfer-Encoding is not accepted (send Content-Length)";
-        if (problem.empty()) {
-            const size_t q = r.target.find('?');
-            r.query = q == std::string::npos ? "" : r.target.substr(q + 1);
-            auto path = percent_decode(std::string_view(r.target).substr(0, q), false);
-            if (!path) problem = "path: " + path.error().message;
-            else if (path->find('\0') != std::string::npos) problem = "path: %00 in the path";
-            else r.path = std::move(path.value());
-        }
-        if (!problem.empty()) {
-            refuse(c, status, problem, authorization);
-            return false;
-        }
-        const auto connection = lower(r.header("connection").value_or(""));
-        c->keep_alive = r.version == "HTTP/1.1" ? connection.find("close") == std::string::npos
-                                                 : connection.find("keep-alive") != std::string::npos;
-        if (content_length && end + *content_length > limits.max_request_bytes) {
-            c->in.erase(0, end);
-            c->in.insert(0, head);  // the record names the request
-            refuse(c, 431, "the request with its body is larger than api.max_request_bytes (" +
-                               std::to_string(limits.max_request_bytes) + ")", authorization);
-            return false;
-        }
-        c->in.erase(0, end);
-        if (content_length && *content_length > 0) {
-            c->state = State::body;
-            c->body_left = *content_length;
-            c->pending = std::move(r);
-            c->deadline = Clock::now() + std::chrono::milliseconds(limits.body_timeout_ms);
-            return take_request(c);
-        }
-        Work w;
-        w.request = std::move(r);
-        dispatch(c, std::move(w));
+        return true;
+    }
+
+    // The front's only write: a 25-byte interim answer, which one non-blocking write puts
+    // into the socket unless the client stopped reading an earlier answer (such a client is
+    // dropped). False: the client is gone.
+    bool send_interim(Conn* c, std::string_view bytes) {
+        const ssize_t n = c->ssl ? SSL_write(c->ssl, bytes.data(), static_cast<int>(bytes.size()))
+                                 : ::send(c->fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        if (n == static_cast<ssize_t>(bytes.size())) return true;
+        c->gone = true;
         return false;
     }
 
@@ -487,9 +346,7 @@ struct HttpFront::Impl {
             if (c->state == State::handshake || (c->state == State::head && c->in.empty())) {
                 close_conn(c);  // silent all along: nothing to answer or audit
             } else if (c->state == State::body) {
-                c->in.clear();
-                c->in = c->pending.method + " " + c->pending.target + " " + c->pending.version + "\r\n";
-                refuse(c, 408, "the request body did not arrive within api.body_timeout", c->pending.header("authorization"));
+                refuse(c, 408, "the request body did not arrive within api.body_timeout");
             } else {
                 refuse(c, 408, "the request head did not arrive within api.header_timeout");
             }
@@ -505,24 +362,51 @@ class Exchange final : public HttpExchange {
 public:
     Exchange(Conn& c, uint64_t timeout_ms) : c_(c), timeout_ms_(timeout_ms) {}
 
-    bool respond(int status, std::string_view type, std::string_view body,
-                 const std::vector<std::pair<std::string, std::string>>& headers) override {
+    bool respond(int status, std::string_view type, std::string_view body, const HttpFields& headers) override {
         auto h = headers;
         h.emplace_back("Content-Type", std::string(type));
         h.emplace_back("Content-Length", std::to_string(body.size()));
-        if (!send_head(status, h)) return false;
-        return send(body);
+        return send(response_head(status, h, c_.keep_alive)) && send(body);
     }
 
-    bool send_head(int status, const std::vector<std::pair<std::string, std::string>>& headers) override {
-        std::string head = "HTTP/1.1 " + std::to_string(status) + " " + http_reason_phrase(status) + "\r\n";
-        for (const auto& [k, v] : headers) head += k + ": " + v + "\r\n";
-        head += c_.keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
-        head += "\r\n";
-        return send(head);
+    bool begin_stream(int status, const HttpFields& headers, std::string_view trailer_names) override {
+        auto h = headers;
+        if (c_.http11) {
+            h.emplace_back("Transfer-Encoding", "chunked");
+            if (!trailer_names.empty()) h.emplace_back("Trailer", std::string(trailer_names));
+        } else {
+            c_.keep_alive = false;  // the end of the connection is the end of the answer
+        }
+        return send(response_head(status, h, c_.keep_alive));
     }
 
-    bool send(std::string_view bytes) override {
+    bool send_stream(std::string_view bytes) override {
+        if (!c_.http11) return send(bytes);
+        if (bytes.empty()) return true;  // an empty chunk would end the answer
+        char size[20];
+        const int n = std::snprintf(size, sizeof size, "%zx\r\n", bytes.size());
+        return send(std::string_view(size, static_cast<size_t>(n))) && send(bytes) && send("\r\n");
+    }
+
+    bool end_stream(const HttpFields& trailers) override {
+        if (!c_.http11) return true;
+        std::string last = "0\r\n";
+        for (const auto& [k, v] : trailers) last += k + ": " + v + "\r\n";
+        return send(last + "\r\n");
+    }
+
+    uint64_t bytes_sent() const override { return sent_; }
+
+    bool client_gone() override {
+        if (c_.gone) return true;
+        // Between writes: a peer that closed or reset shows as POLLHUP/POLLERR or EOF.
+        pollfd p{c_.fd, POLLIN | POLLRDHUP, 0};
+        if (::poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL))) c_.gone = true;
+        return c_.gone;
+    }
+
+private:
+    bool send(std::string_view bytes) {
         while (!bytes.empty()) {
             if (c_.gone) return false;
             short wait_for = POLLOUT;
@@ -555,17 +439,6 @@ public:
         return true;
     }
 
-    uint64_t bytes_sent() const override { return sent_; }
-
-    bool client_gone() override {
-        if (c_.gone) return true;
-        // Between writes: a peer that closed or reset shows as POLLHUP/POLLERR or EOF.
-        pollfd p{c_.fd, POLLIN | POLLRDHUP, 0};
-        if (::poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL))) c_.gone = true;
-        return c_.gone;
-    }
-
-private:
     bool fail() {
         c_.gone = true;
         return false;

@@ -7,10 +7,10 @@
 // header_timeout of the connection's start (or of the end of its previous answer), a
 // body within body_timeout after its head, head and body together within
 // max_request_bytes (431 however the excess is shaped: one long line, many headers, a
-// long path), HTTP/1.0 or 1.1 (505 otherwise, 400 for HTTP/0.9), a well-formed head (400),
-// no chunked request body (400: no endpoint takes a body, and its bytes must not be read
-// as further requests). A connection that stays silent is closed quietly at its
-// deadline; one that sent part of a request gets 408. So a slow or idle client costs a
+// long path). The bytes are read as HTTP by RequestReader (http_message.hpp: Boost.Beast's
+// parser and the front's rules), which also says when to send "100 Continue". A
+// connection that stays silent is closed quietly at its deadline; one that sent part of a
+// request gets 408. So a slow or idle client costs a
 // descriptor and a buffer, never a thread. Connections are limited in total and per
 // client address; more are closed at accept and reported.
 //
@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/http_message.hpp"
 #include "util/result.hpp"
 
 namespace linecap::api {
@@ -46,22 +47,6 @@ struct HttpLimits {
     unsigned max_connections = 1024;
     unsigned max_connections_per_client = 64;
     unsigned threads = 16;                // handler threads
-};
-
-struct HttpRequest {
-    std::string method;
-    std::string target;    // as received
-    std::string version;   // "HTTP/1.1"
-    std::string path;      // percent-decoded, without the query
-    std::string query;     // as received, after '?'
-    std::vector<std::pair<std::string, std::string>> headers;  // names lower-case
-    std::string body;      // Content-Length bytes (at most api.max_request_bytes with the head)
-    std::string peer_address;
-    int peer_port = 0;
-    SSL* ssl = nullptr;    // TLS: the session (peer certificate), else null
-
-    // The value of the first header named `lower_name`, or nullopt.
-    std::optional<std::string> header(std::string_view lower_name) const;
 };
 
 // What the front refused, before any endpoint saw it.
@@ -83,10 +68,15 @@ public:
     // A whole response with Content-Length. False: the client is gone (or did not read
     // within client_timeout); nothing more can be sent.
     virtual bool respond(int status, std::string_view content_type, std::string_view body,
-                         const std::vector<std::pair<std::string, std::string>>& headers = {}) = 0;
-    // Status line and headers only (the caller frames the body, e.g. chunked).
-    virtual bool send_head(int status, const std::vector<std::pair<std::string, std::string>>& headers) = 0;
-    virtual bool send(std::string_view bytes) = 0;
+                         const HttpFields& headers = {}) = 0;
+    // An answer whose length is known only at its end. To an HTTP/1.1 client it is sent
+    // chunked, and end_stream() ends it with TRAILERS (named in the head by
+    // `trailer_names`). An HTTP/1.0 client cannot take chunks (RFC 9112 §7), so it gets the
+    // bytes as they are, the end of the connection as their end, and no trailers: what they
+    // say is then only in the audit record.
+    virtual bool begin_stream(int status, const HttpFields& headers, std::string_view trailer_names) = 0;
+    virtual bool send_stream(std::string_view bytes) = 0;
+    virtual bool end_stream(const HttpFields& trailers) = 0;
     // Bytes of the response the kernel has accepted (head included).
     virtual uint64_t bytes_sent() const = 0;
     // The client is gone (a write failed, or it closed while waiting for an answer).
@@ -120,8 +110,5 @@ private:
     HttpFront();
     std::unique_ptr<Impl> impl_;
 };
-
-// The reason phrase of a status ("Request Header Fields Too Large").
-const char* http_reason_phrase(int status);
 
 }  // namespace linecap::api

@@ -97,7 +97,7 @@ private:
 };
 
 // One streaming answer: extract() on its own thread writes the pcap into a pipe; the
-// handler thread reads it and sends chunks.
+// handler thread reads it and streams it to the client.
 struct Answer {
     int read_fd = -1;
     std::thread worker;
@@ -561,8 +561,7 @@ void ApiServer::Impl::handle_steno_query(const HttpRequest& req, HttpExchange& e
     stream_packets(std::move(*admitted), std::move(o), ex, std::move(a), started);
 }
 
-// The query runs on a thread of its own into a pipe; its bytes are sent as they come,
-// chunked, ending with a trailer that says whether the answer is complete.
+// The query runs on a thread of its own into a pipe; its bytes are sent as they come.
 void ApiServer::Impl::stream_packets(Admitted admitted, store::ExtractOptions o, HttpExchange& ex, AuditRecord a,
                                      Clock::time_point started) {
     const PacketQuery& q = admitted.query;
@@ -621,16 +620,14 @@ void ApiServer::Impl::stream_packets(Admitted admitted, store::ExtractOptions o,
 
     const std::string from = store::format_time(q.from_ns), to = q.to_ns == UINT64_MAX ? "end" : store::format_time(q.to_ns);
     const bool pcapng = q.format == FileKind::pcapng;
-    // Chunked by hand, so that the answer can end with a trailer saying whether it is
-    // complete.
-    bool gone = !ex.send_head(200, {
+    // Streamed: to a 1.1 client chunked, ending with trailers that say whether the answer
+    // is complete; to a 1.0 client as it comes, the outcome only in the audit record.
+    bool gone = !ex.begin_stream(200, {
         {"Content-Type", pcapng ? "application/x-pcapng" : "application/vnd.tcpdump.pcap"},
         {"Content-Disposition", pcapng ? "attachment; filename=\"linecap.pcapng\"" : "attachment; filename=\"linecap.pcap\""},
         {"X-Linecap-Query", "from=" + from + " to=" + to},
         {"X-Linecap-Max-Bytes", std::to_string(o.max_bytes)},
-        {"Transfer-Encoding", "chunked"},
-        {"Trailer", "X-Linecap-Outcome, X-Linecap-Packets"},
-    });
+    }, "X-Linecap-Outcome, X-Linecap-Packets");
     RecordCounter sent_records(pcapng);
     uint64_t body_bytes = 0;
     std::vector<char> buf(64 << 10);
@@ -638,10 +635,7 @@ void ApiServer::Impl::stream_packets(Admitted admitted, store::ExtractOptions o,
         const ssize_t n = ::read(answer.read_fd, buf.data(), buf.size());
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
-        char head[16];
-        const int hl = std::snprintf(head, sizeof head, "%zx\r\n", static_cast<size_t>(n));
-        if (!ex.send(std::string_view(head, static_cast<size_t>(hl))) ||
-            !ex.send(std::string_view(buf.data(), static_cast<size_t>(n))) || !ex.send("\r\n")) {
+        if (!ex.send_stream(std::string_view(buf.data(), static_cast<size_t>(n)))) {
             gone = true;
             break;
         }
@@ -651,11 +645,9 @@ void ApiServer::Impl::stream_packets(Admitted admitted, store::ExtractOptions o,
     }
     answer.join();
     slot.release();
-    if (!gone) {
-        const std::string trailer = "0\r\nX-Linecap-Outcome: " + answer.outcome(false, 0) +
-                                    "\r\nX-Linecap-Packets: " + std::to_string(answer.report.packets_written) + "\r\n\r\n";
-        gone = !ex.send(trailer);
-    }
+    if (!gone)
+        gone = !ex.end_stream({{"X-Linecap-Outcome", answer.outcome(false, 0)},
+                               {"X-Linecap-Packets", std::to_string(answer.report.packets_written)}});
     a.packets = sent_records.records();
     finish(a, started, 200, body_bytes, answer.outcome(gone, body_bytes));
 }

@@ -4,12 +4,13 @@
 # query (time ranges, filters, Community ID; the Community ID query also checked against
 # Wireshark's own Community ID dissector), authentication refusals, a tokens file with
 # bad permissions, bad input (malformed times, from > to, a filter libpcap rejects,
-# unknown parameters, an oversized request), max_bytes ending cleanly with its trailer,
+# unknown parameters, an oversized request), max_bytes ending cleanly with its trailer, an
+# HTTP/1.0 client's answer without chunk framing (as tcpdump -r), Expect: 100-continue,
 # a client disconnecting mid-stream (audited, no thread or descriptor left behind), and
 # 100 concurrent requests against a limit of 4. Every request leaves an audit record.
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 source "$LINECAP_SRC/tests/api/api_lib.sh"
-need_cmd curl tshark openssl python3 capinfos
+need_cmd curl tshark tcpdump openssl python3 capinfos
 need_linecap
 make_tmpdir
 log "building a store"
@@ -110,6 +111,26 @@ python3 "$LINECAP_SRC/tests/tools/pcap_compare.py" same-order "$T/tshark-cid.pca
 got=$(curl -sf -G "${CA[@]}" "${CERT[@]}" --data-urlencode "filter=tcp" "$URL/api/v1/packets" | tshark -r - 2>/dev/null | wc -l)
 want=$("$LINECAP" extract --dir "$STORE" --filter tcp -o - 2>/dev/null | tshark -r - 2>/dev/null | wc -l)
 ((got == want && got > 0)) || fail "tshark read $got packets from the stream, $want from linecap extract"
+# An HTTP/1.0 client cannot take chunks (RFC 9112 §7): the pcap as it is, the end of the
+# connection its end; equal to tcpdump -r of the same filter over the whole store.
+F10="tcp port $TPORT and host $V4"
+curl -sf --http1.0 -G "${CA[@]}" "${TOK[@]}" --data-urlencode "filter=$F10" -D "$T/hdr-10" -o "$T/api-10.pcap" \
+    "$URL/api/v1/packets" || fail "HTTP/1.0: the request failed"
+grep -qi '^Transfer-Encoding' "$T/hdr-10" && fail "HTTP/1.0: the answer was chunked: $(cat "$T/hdr-10")"
+grep -qi '^Connection: close' "$T/hdr-10" || fail "HTTP/1.0: the answer does not end the connection: $(cat "$T/hdr-10")"
+tcpdump --time-stamp-precision=nano -r "$T/all.pcap" -w "$T/tcpdump-10.pcap" "$F10" 2>/dev/null || fail "tcpdump -r '$F10'"
+python3 "$LINECAP_SRC/tests/store/ref_compare.py" compare "$T/tcpdump-10.pcap" "$T/api-10.pcap" \
+    || fail "HTTP/1.0: the answer differs from tcpdump -r"
+wait_for "grep -F '$F10' '$AUDIT' | grep -q '\"outcome\":\"complete\"'" 5 || fail "HTTP/1.0: no complete audit record"
+log "HTTP/1.0: $(capinfos -Mc "$T/api-10.pcap" | awk '/Number of packets/ {print $NF}') packets, no chunk framing, as tcpdump -r"
+# Expect: 100-continue (what curl sends before a large body) is answered at once: without
+# the 100, curl would wait --expect100-timeout (30 s here; 1 s by default) before the body.
+t=$(curl -s -v -o "$T/expect.pcap" -w '%{http_code} %{time_total}' "${CA[@]}" "${TOK[@]}" --expect100-timeout 30 \
+    -H 'Expect: 100-continue' --data-binary "host $V4" "$URL/query" 2>"$T/expect.err")
+[[ ${t%% *} == 200 ]] || fail "Expect: 100-continue: status ${t%% *}: $(grep '^<' "$T/expect.err")"
+grep -q '^< HTTP/1.1 100 Continue' "$T/expect.err" || fail "Expect: 100-continue: no 100: $(grep '^<' "$T/expect.err")"
+python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 10 else 1)' "${t#* }" || fail "Expect: 100-continue took ${t#* } s"
+log "Expect: 100-continue: 100, then the answer, ${t#* } s in all"
 # Size before download.
 size_json=$(curl -sf -G "${CA[@]}" "${TOK[@]}" --data-urlencode "filter=tcp" "$URL/api/v1/size")
 python3 -c 'import json,sys; j=json.loads(sys.argv[1]); sys.exit(0 if j["bytes"]==int(sys.argv[2]) else 1)' \

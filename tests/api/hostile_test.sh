@@ -7,7 +7,8 @@
 #   thread count stays where it was;
 # - every refusal of the HTTP layer (431 for a 100 KB Authorization header, a 9,000-character
 #   path and a 64 KB header line; 405, HTTP/0.9, 505, a malformed header, a chunked GET body,
-#   408 for a head that never ends) has exactly one audit record with its reason in the body;
+#   408 for a head that never ends, HTTP/1.1 without Host or with two, an expectation other
+#   than 100-continue, bare LF line ends) has exactly one audit record with its reason in the body;
 #   a chunked GET body is not read as a request; 4 pipelined requests are answered in order;
 #   a percent-encoded path is audited decoded; a token in the query string is redacted; a
 #   valid certificate with a wrong token is refused and the record says so; a client that
@@ -131,6 +132,10 @@ cases = {
     "chunked": (b"GET /m-chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                 b"2e\r\nGET /m-smuggled HTTP/1.1\r\nHost: x\r\n\r\n\r\n0\r\n\r\n", 400),
     "slowhead": (b"GET /m-slowhead HTTP/1.1\r\nHost: x\r\n", 408),
+    "nohost": (b"GET /m-nohost HTTP/1.1\r\n\r\n", 400),
+    "twohosts": (b"GET /m-twohosts HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", 400),
+    "expect": (b"POST /m-expect HTTP/1.1\r\nHost: x\r\nExpect: tea\r\nContent-Length: 4\r\n\r\n", 417),
+    "barelf": (b"GET /m-barelf HTTP/1.1\nHost: x\n\n", 400),
 }
 for name, (raw, want) in cases.items():
     got = exchange(raw)
@@ -140,13 +145,14 @@ for name, (raw, want) in cases.items():
     assert body.startswith(b'{"error":"') and body.count(b"\n") == 1, (name, body)
     print(name, status_line.decode(), body.decode().strip())
 PY
-for m in bigauth longpath bigline foo http09 http2 badheader chunked slowhead; do
+for m in bigauth longpath bigline foo http09 http2 badheader chunked slowhead nohost twohosts expect barelf; do
     n=$(grep -c "/m-$m" "$AUDIT" || true)
     [[ $n == 1 ]] || fail "refusal $m: $n audit records, want 1"
 done
 grep -q "/m-smuggled" "$AUDIT" && fail "a chunked GET body was read as a request"
 grep '/m-longpath' "$AUDIT" | grep -q '"status":431' || fail "the long path's record"
-log "9 refusals, one record each: $(grep '/m-http09' "$AUDIT")"
+grep '/m-nohost' "$AUDIT" | grep -q '"outcome":"refused: an HTTP/1.1 request needs a Host header"' || fail "the missing Host's record"
+log "13 refusals, one record each: $(grep '/m-http09' "$AUDIT")"
 
 # --- pipelining, a GET body by Content-Length: answered in order --------------------------------
 python3 - "$PORT" "$T/ca.pem" "$TOKEN" <<'PY' || fail "pipelined requests"
