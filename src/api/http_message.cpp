@@ -101,8 +101,8 @@ struct RequestReader::Impl {
     http::request_parser<http::string_body> parser;
     bool head_done = false;
     bool continue_sent = false;
-    size_t head_bytes = 0;  // of the head, taken by the parser so far
-    size_t scanned = 0;     // how far the incomplete head's line endings were checked
+    size_t head_bytes = 0;  // of the accepted head
+    size_t scanned = 0;     // how far head_end looked
     HttpRequest request;  // its head, once accepted
     HttpProblem problem;
 
@@ -123,7 +123,7 @@ struct RequestReader::Impl {
         HttpProblem p;
         p.status = status;
         p.reason = std::move(reason);
-        if (head_bytes > 0 || parser.is_header_done()) {  // the request line was read
+        if (parser.is_header_done()) {
             const auto& m = parser.get();
             p.method = std::string(sv(m.method_string()));
             p.target = std::string(sv(m.target()));
@@ -137,15 +137,18 @@ struct RequestReader::Impl {
     // What Beast refused, in the words of the request's problem.
     Step refuse_parse(error_code ec, std::string_view in) {
         using E = http::error;
-        if (head_bytes == 0 && http09_request_line(in))
-            return refuse(400, "HTTP/0.9 request (no HTTP version): only HTTP/1.0 and 1.1 are served", in);
         if (ec == E::bad_version) {
-            // Beast reads only 1.x; another well-formed version is one this server does not speak.
-            std::string_view line = in.substr(0, in.find("\r\n"));
+            // Beast reads only 1.x, and counts what ends the request line as the version's.
+            std::string_view line = in.substr(0, in.find('\n'));
+            const bool crlf = !line.empty() && line.back() == '\r';
+            if (crlf) line.remove_suffix(1);
             line.remove_prefix(std::min(line.size(), line.rfind(' ') + 1));
-            if (line.size() == 8 && line.starts_with("HTTP/") && std::isdigit(static_cast<unsigned char>(line[5])) &&
-                line[6] == '.' && std::isdigit(static_cast<unsigned char>(line[7])))
+            const bool well_formed = line.size() == 8 && line.starts_with("HTTP/") &&
+                                     std::isdigit(static_cast<unsigned char>(line[5])) && line[6] == '.' &&
+                                     std::isdigit(static_cast<unsigned char>(line[7]));
+            if (well_formed && line != "HTTP/1.1" && line != "HTTP/1.0")
                 return refuse(505, std::string(line) + " is not supported (HTTP/1.0 and 1.1 are)", in);
+            if (well_formed && !crlf) ec = E::bad_line_ending;
         }
         if (ec == E::header_limit) return refuse(431, too_large(max_bytes, false), in);
         if (ec == E::body_limit) return refuse(431, too_large(max_bytes, true), in);
@@ -203,34 +206,42 @@ struct RequestReader::Impl {
         return {};
     }
 
+    // Where the head in IN ends (just past its empty line), or npos. A bare LF ends a line
+    // here too, so that a head Beast will refuse for it is handed to Beast whole, not
+    // waited on for a CRLF that never comes.
+    size_t head_end(std::string_view in) {
+        for (size_t lf; (lf = in.find('\n', scanned)) != std::string_view::npos; scanned = lf + 1) {
+            size_t next = lf + 1;
+            if (next < in.size() && in[next] == '\r') ++next;
+            if (next >= in.size()) return std::string_view::npos;  // scanned stays: look again
+            if (in[next] == '\n') return next + 1;
+        }
+        return std::string_view::npos;
+    }
+
     Step read(std::string_view in, size_t& consumed) {
         consumed = 0;
         error_code ec;
         if (!head_done) {
-            if (in.empty()) return Step::more;
-            // Beast takes the head a line at a time as lines complete (the request line, then
-            // each field), so the head is bounded here over all of it, not by its limit alone.
-            const size_t n = parser.put(boost::asio::const_buffer(in.data(), in.size()), ec);
-            const bool request_line_read = head_bytes > 0 || n > 0;
-            head_bytes += n;
-            consumed = n;
-            if (ec == http::error::need_more) {
-                // What Beast would refuse once the head is complete, and a head that would
-                // never be (a bare LF is no line end to it, HTTP/0.9 sends no empty line), is
-                // refused now: the verdict is the same however the bytes arrive.
-                for (size_t lf; (lf = in.find('\n', scanned)) != std::string_view::npos; scanned = lf + 1) {
-                    if (!request_line_read && http09_request_line(in))
-                        return refuse(400, "HTTP/0.9 request (no HTTP version): only HTTP/1.0 and 1.1 are served", in);
-                    if (lf == 0 || in[lf - 1] != '\r') return refuse_parse(http::error::bad_line_ending, in);
-                }
-                scanned = in.size() - n;  // the caller drops the n bytes taken
-                if (head_bytes + in.size() - n > max_bytes) return refuse(431, too_large(max_bytes, false), in);
-                return Step::more;
-            }
+            // HTTP/0.9 sends no empty line: it is told by its first line.
+            if (const size_t lf = in.find('\n'); lf != std::string_view::npos && lf < max_bytes && http09_request_line(in))
+                return refuse(400, "HTTP/0.9 request (no HTTP version): only HTTP/1.0 and 1.1 are served", in);
+            // Beast sees the head only once it is all here (or over the limit), in one
+            // piece: it reads a head as it comes a line at a time, and would find a fault in
+            // part of one that it finds elsewhere in all of it. So the verdict is the same
+            // however the bytes arrive.
+            const size_t end = head_end(in);
+            if (end == std::string_view::npos && in.size() <= max_bytes) return Step::more;
+            const size_t n = parser.put(boost::asio::const_buffer(in.data(), std::min(end, in.size())), ec);
+            if (ec == http::error::need_more)  // what ended the head was a bare LF, or there is none
+                return end == std::string_view::npos ? refuse(431, too_large(max_bytes, false), in)
+                                                     : refuse_parse(http::error::bad_line_ending, in);
             if (ec) return refuse_parse(ec, in);
+            head_bytes = n;
             if (auto [status, reason] = check_head(); status) return refuse(status, std::move(reason), in);
             if (auto reason = fill_request(); !reason.empty()) return refuse(400, std::move(reason), in);
             head_done = true;
+            consumed = n;
         }
         while (!parser.is_done() && consumed < in.size()) {
             const size_t n = parser.put(boost::asio::const_buffer(in.data() + consumed, in.size() - consumed), ec);
