@@ -22,8 +22,10 @@ public:
     const format::Record& current() const override { return current_; }
     Next advance() override {
         if (reader_.next(current_)) return Next::record;
-        // A cut answer ends inside a record: that is the cut, already said.
-        if (reader_.failed() && !answer_.cut) error_(answer_.base + ": its answer: " + reader_.error());
+        // A cut answer ends inside a record: that is the cut, already said. Damage before
+        // the cut is the answer's own.
+        const bool the_cut = answer_.cut && reader_.problem() == format::CaptureReader::Problem::truncated;
+        if (reader_.failed() && !the_cut) error_(answer_.base + ": its answer: " + reader_.error());
         return Next::end;
     }
     Result<std::optional<uint32_t>> output_interface(format::CaptureWriter& writer, uint64_t) override {

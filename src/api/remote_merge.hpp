@@ -30,10 +30,11 @@ struct ReceivedAnswer {
 // Writes the records of every answer, merged by (timestamp, order in ANSWERS: ties go to
 // the earlier), to SINK as OUTPUT: pcapng with one interface per appliance and interface of
 // its answer ("host:port <its if_name>"), or pcap. An answer that is not a capture file, or
-// that ends in a problem without having been cut, is reported through ERROR, one line each;
-// a cut answer keeps the records received whole before the cut. REPORT counts the
-// appliances whose answer was a capture file (appliances_ok) or not (appliances_failed)
-// and the packets written. Errors: the output's only.
+// whose records end in a problem other than its cut (a cut answer ends inside a record), is
+// reported through ERROR, one line each; a cut answer keeps the records received whole
+// before the cut. REPORT counts the appliances whose answer was a capture file
+// (appliances_ok) or not (appliances_failed) and the packets written. Errors: the
+// output's only.
 Status merge_answers(std::vector<ReceivedAnswer> answers, FileKind output, format::ByteSink& sink, RemoteReport& report,
                      const ErrorLine& error);
 
