@@ -7,16 +7,12 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <memory>
-#include <optional>
 #include <utility>
 
-#include "format/capture_merge.hpp"
+#include "api/remote_merge.hpp"
 #include "format/capture_reader.hpp"
 #include "format/capture_writer.hpp"
-#include "format/pcapng_blocks.hpp"
 #include "linecap_build.h"
-#include "store/extract.hpp"
 #include "util/curl_library.hpp"
 #include "util/secret_file.hpp"
 #include "util/unique_fd.hpp"
@@ -169,47 +165,6 @@ Result<UniqueFd> nameless_file(const std::string& dir) {
     return fd;
 }
 
-// One appliance's answer as an input of the merge. pcapng output: one output interface per
-// interface of the answer, described before its first packet, named after both, so every
-// packet says where it was captured.
-class Answer final : public format::MergeInput {
-public:
-    using ErrorLine = std::function<void(const std::string&)>;
-    Answer(const Transfer& transfer, std::unique_ptr<format::FileSource> file, const format::CaptureHeader& header,
-           ErrorLine error)
-        : transfer_(transfer), file_(std::move(file)), reader_(*file_, header), error_(std::move(error)) {}
-
-    const format::Record& current() const override { return current_; }
-    Next advance() override {
-        if (reader_.next(current_)) return Next::record;
-        // A cut answer ends inside a record: that is the cut, already said.
-        if (reader_.failed() && transfer_.cut.empty()) error_(transfer_.base + ": its answer: " + reader_.error());
-        return Next::end;
-    }
-    Result<std::optional<uint32_t>> output_interface(format::CaptureWriter& writer, uint64_t) override {
-        const uint32_t in = current_.interface;
-        if (auto known = ids_.find(reader_, in)) return known;
-        const format::Interface& from = reader_.interfaces()[in];
-        pcapng::InterfaceInfo info;
-        info.name = store::appliance_interface_name(transfer_.name, from.name);
-        info.description = transfer_.base + (from.description.empty() ? "" : ": " + from.description);
-        info.snaplen = from.snaplen;
-        info.link_type = format::link_type(from.link_field);
-        auto id = writer.add_interface(info);
-        if (!id) return id.error();
-        ids_.set(in, id.value());
-        return std::optional<uint32_t>(id.value());
-    }
-
-private:
-    const Transfer& transfer_;
-    std::unique_ptr<format::FileSource> file_;
-    format::CaptureReader reader_;
-    const ErrorLine error_;
-    format::Record current_;
-    format::InterfaceIds ids_;
-};
-
 // The query string every appliance is asked, with format= the output's: pcapng answers
 // name their interfaces ("<port>:<queue>"), which the merged file keeps.
 Result<std::string> query_string(const RemoteOptions& o) {
@@ -311,11 +266,11 @@ void run_transfers(CURLM* multi, std::vector<Transfer>& transfers, const RemoteO
     }
 }
 
-// Each received answer as an input of the merge, in appliance order; the problems of
-// the others reported, one line each.
-std::vector<format::MergeEntry> received_answers(std::vector<Transfer>& transfers, format::MergedHeader& output_header,
-                                                 RemoteReport& report, const Answer::ErrorLine& error) {
-    std::vector<format::MergeEntry> answers;
+// The received answers, in appliance order; the problems of the others reported, one line
+// each.
+std::vector<ReceivedAnswer> received_answers(std::vector<Transfer>& transfers, RemoteReport& report,
+                                             const ErrorLine& error) {
+    std::vector<ReceivedAnswer> answers;
     for (Transfer& t : transfers) {
         if (!t.error.empty()) {
             error(t.base + ": " + t.error + "; its packets are left out");
@@ -332,17 +287,13 @@ std::vector<format::MergeEntry> received_answers(std::vector<Transfer>& transfer
         // A second descriptor on the nameless file, through /proc (the reader opens a path).
         auto f = format::FileSource::open("/proc/self/fd/" + std::to_string(t.file.get()));
         t.file.reset();
-        auto header = f ? format::read_header(*f.value()) : Result<format::CaptureHeader>(f.error());
-        if (!header) {
+        if (!f) {
             if (!t.cut.empty() && t.bytes == 0) continue;  // said above
-            error(t.base + ": its answer is not a capture file: " + header.error().message);
+            error(t.base + ": its answer is not a capture file: " + f.error().message);
             ++report.appliances_failed;
             continue;
         }
-        ++report.appliances_ok;
-        if (header->kind == FileKind::pcap) output_header.add(header->snaplen, header->link_field);
-        // Appliance order: ties in time go to the earlier.
-        answers.push_back({0, answers.size(), std::make_unique<Answer>(t, std::move(f.value()), header.value(), error)});
+        answers.push_back({t.base, t.name, !t.cut.empty(), std::move(f.value())});
     }
     return answers;
 }
@@ -351,7 +302,7 @@ std::vector<format::MergeEntry> received_answers(std::vector<Transfer>& transfer
 
 Result<RemoteReport> extract_remote(const RemoteOptions& o, int out_fd) {
     RemoteReport report;
-    const Answer::ErrorLine error = [&](const std::string& m) {
+    const ErrorLine error = [&](const std::string& m) {
         report.errors.push_back(m);
         if (o.on_error) o.on_error(m);
     };
@@ -382,17 +333,11 @@ Result<RemoteReport> extract_remote(const RemoteOptions& o, int out_fd) {
     run_transfers(multi.get(), transfers, o);
     for (Transfer& t : transfers) t.in_multi = {};
 
-    format::MergedHeader output_header;  // pcap output: the answers' snaplen and link type
-    std::vector<format::MergeEntry> answers = received_answers(transfers, output_header, report, error);
+    std::vector<ReceivedAnswer> answers = received_answers(transfers, report, error);
     format::FdSink sink(out_fd);
-    format::CaptureWriter writer(sink, o.pcapng ? FileKind::pcapng : FileKind::pcap);
-    if (auto s = writer.begin(output_header.snaplen(), output_header.link_field(),
-                              "linecap " LINECAP_VERSION " extract --remote");
+    if (auto s = merge_answers(std::move(answers), o.pcapng ? FileKind::pcapng : FileKind::pcap, sink, report, error);
         !s)
-        return s.error().context("output");
-    if (auto merged = format::merge_by_time(std::move(answers), writer, {}); !merged) return merged.error();
-    if (auto s = writer.flush(); !s) return s.error().context("output");
-    report.packets_written = writer.packets();
+        return s.error();
     return report;
 }
 

@@ -5,11 +5,12 @@
 // (O_TMPFILE; where the file system lacks it, a file unlinked as soon as it is created),
 // so nothing is left behind however the process ends (SIGKILL included): the merge needs
 // the first packet of every answer before it can write anything, and a slow appliance
-// must not hold the others' data in memory. Then a k-way merge by (timestamp, appliance
-// order), read with format::CaptureReader and written with format::CaptureWriter,
-// writes pcapng with one interface per appliance and source stream (if_name = "host:port
-// <port>:<queue>", if_description = the appliance's URL and the stream's description), so
-// every packet says where it was captured — or pcap, which cannot say it.
+// must not hold the others' data in memory. Then a k-way merge (remote_merge.hpp) by
+// (timestamp, appliance order), read with format::CaptureReader and written with
+// format::CaptureWriter, writes pcapng with one interface per appliance and source stream
+// (if_name = "host:port <port>:<queue>", if_description = the appliance's URL and the
+// stream's description), so every packet says where it was captured — or pcap, which
+// cannot say it.
 //
 // An appliance is not trusted to bound its answer: the client cuts an answer larger
 // than max_answer_bytes, all answers together larger than max_total_bytes, an answer

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "store/time_spec.hpp"
+#include "util/one_line.hpp"
 
 namespace linecap::api {
 
@@ -23,7 +24,28 @@ struct Node {
     std::string filter;          // term: its libpcap expression
     bool before = false;         // time: "before" (upper bound) or "after" (lower bound)
     uint64_t time_ns = 0;
+    size_t at = 0;               // time: where the term starts (0-based), for an error
     std::unique_ptr<Node> left, right;
+};
+
+// One line naming the position (0-based AT): it goes into a 400 body and the audit log, and
+// the words it quotes are the client's.
+Error steno_error(const std::string& what, size_t at) {
+    return config_error(one_line("stenographer query: " + what + " at character " + std::to_string(at + 1)));
+}
+
+// An IP address as inet_pton read it.
+struct Address {
+    int family = AF_INET;
+    unsigned char bytes[16] = {};
+
+    bool v6() const { return family == AF_INET6; }
+    // In inet_ntop's canonical form, the one libpcap's scanner is sure to read.
+    std::string text() const {
+        char buf[INET6_ADDRSTRLEN] = {};
+        ::inet_ntop(family, bytes, buf, sizeof buf);
+        return buf;
+    }
 };
 
 class Parser {
@@ -78,7 +100,7 @@ private:
         if (word == "host") {
             auto ip = address();
             if (!ip) return ip.error();
-            return term("host " + ip.value());
+            return term("host " + ip->text());
         }
         if (word == "net") return network();
         if (word == "port") {
@@ -114,33 +136,41 @@ private:
                         ") or ((ether[12:2] = 0x8100 or ether[12:2] = 0x88a8) and ether[16:2] = 0x8847 and ether[18:4] >> 12 = " +
                         l + "))");
         }
-        if (word == "before" || word == "after") return time_term(word == "before");
+        if (word == "before" || word == "after") return time_term(word == "before", at);
         if (word.empty()) return fail_at(at, "unexpected '" + std::string(1, text_[at]) + "'");
         return fail_at(at, "'" + word + "' is not a word of Stenographer's query language (host, net, port, ip "
                                "proto, tcp, udp, icmp, vlan, mpls, before, after, and, or)");
     }
 
+    // The network's address keeps only the bits of its prefix or mask, as Stenographer's
+    // does (net 10.1.2.3/8 is 10.0.0.0/8): libpcap refuses others ("non-network bits set").
     Result<std::unique_ptr<Node>> network() {
         auto ip = address();
         if (!ip) return ip.error();
         skip_space();
-        const bool v6 = ip->find(':') != std::string::npos;
+        const bool v6 = ip->v6();
         if (pos_ < text_.size() && text_[pos_] == '/') {
             ++pos_;
             auto bits = number(v6 ? 128 : 32, "prefix length");
             if (!bits) return bits.error();
+            for (unsigned i = 0; i < (v6 ? 16u : 4u); ++i) {
+                const unsigned kept = std::min(8u, bits.value() - std::min(bits.value(), 8 * i));
+                ip->bytes[i] &= static_cast<unsigned char>(0xff00u >> kept);
+            }
             return std::make_unique<Node>(Node{.kind = Node::Kind::term,
-                                               .filter = "net " + ip.value() + "/" + std::to_string(bits.value())});
+                                               .filter = "net " + ip->text() + "/" + std::to_string(bits.value())});
         }
         const size_t at = pos_;
         if (next_word() != "mask") return fail_at(at, "'net ADDRESS' needs '/BITS' or 'mask MASK'");
         auto mask = address();
         if (!mask) return mask.error();
-        if (v6 || mask->find(':') != std::string::npos) return fail_at(at, "'mask' is for IPv4; use net ADDRESS/BITS");
-        return std::make_unique<Node>(Node{.kind = Node::Kind::term, .filter = "net " + ip.value() + " mask " + mask.value()});
+        if (v6 || mask->v6()) return fail_at(at, "'mask' is for IPv4; use net ADDRESS/BITS");
+        for (unsigned i = 0; i < 4; ++i) ip->bytes[i] &= mask->bytes[i];
+        return std::make_unique<Node>(
+            Node{.kind = Node::Kind::term, .filter = "net " + ip->text() + " mask " + mask->text()});
     }
 
-    Result<std::unique_ptr<Node>> time_term(bool before) {
+    Result<std::unique_ptr<Node>> time_term(bool before, size_t term_at) {
         skip_space();
         const size_t at = pos_;
         std::string value;
@@ -160,10 +190,11 @@ private:
             if (!t) return fail_at(at, t.error().message);
             ns = t.value();
         }
-        return std::make_unique<Node>(Node{.kind = Node::Kind::time, .before = before, .time_ns = ns});
+        return std::make_unique<Node>(Node{.kind = Node::Kind::time, .before = before, .time_ns = ns, .at = term_at});
     }
 
-    // "45m", "3h", "1h30m", "90s": what Stenographer's relative times are.
+    // "45m", "3h", "1h30m", "90s": what Stenographer's relative times are. Saturating: a
+    // span past what 64 bits of ns hold reaches back to 1970.
     static Result<uint64_t> duration_ns(const std::string& text) {
         uint64_t total = 0;
         size_t i = 0;
@@ -177,12 +208,14 @@ private:
             const char unit = text[i++];
             const uint64_t scale = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : 0;
             if (!scale) return runtime_error("'" + text + "': units are s, m and h");
-            total += n * scale * 1000000000ull;
+            uint64_t part = 0;
+            if (__builtin_mul_overflow(n, scale * 1000000000ull, &part) || __builtin_add_overflow(total, part, &total))
+                total = UINT64_MAX;
         }
         return total;
     }
 
-    Result<std::string> address() {
+    Result<Address> address() {
         skip_space();
         const size_t at = pos_;
         std::string value;
@@ -190,12 +223,12 @@ private:
                                        text_[pos_] == ':')) {
             value += text_[pos_++];
         }
-        unsigned char buf[16];
-        if (value.empty() || (inet_pton(AF_INET, value.c_str(), buf) != 1 && inet_pton(AF_INET6, value.c_str(), buf) != 1)) {
-            return fail_at(at, "'" + (value.empty() ? std::string(peek_word()) : value) +
-                                   "' is not an IP address (Stenographer takes no host names)");
-        }
-        return value;
+        Address a;
+        if (!value.empty() && inet_pton(AF_INET, value.c_str(), a.bytes) == 1) return a;
+        a.family = AF_INET6;
+        if (!value.empty() && inet_pton(AF_INET6, value.c_str(), a.bytes) == 1) return a;
+        return fail_at(at, "'" + (value.empty() ? std::string(peek_word()) : value) +
+                               "' is not an IP address (Stenographer takes no host names)");
     }
 
     Result<unsigned> number(unsigned max, const std::string& what) {
@@ -235,9 +268,7 @@ private:
         return text_.substr(pos_, std::min<size_t>(end - pos_, 40));
     }
     Error fail(const std::string& what) const { return fail_at(pos_, what); }
-    Error fail_at(size_t at, const std::string& what) const {
-        return config_error("stenographer query: " + what + " at character " + std::to_string(at + 1));
-    }
+    Error fail_at(size_t at, const std::string& what) const { return steno_error(what, at); }
 
     std::string_view text_;
     uint64_t now_ns_;
@@ -248,8 +279,9 @@ private:
 Result<std::string> filter_of(const Node& node) {
     if (node.kind == Node::Kind::term) return node.filter;
     if (node.kind == Node::Kind::time) {
-        return config_error("stenographer query: 'before'/'after' may only narrow the whole query (join it with "
-                            "'and' at the top level), not one side of an 'or'");
+        return steno_error("'before'/'after' may only narrow the whole query (join it with 'and' at the top level), "
+                           "not one side of an 'or'",
+                           node.at);
     }
     auto l = filter_of(*node.left);
     if (!l) return l;
@@ -278,11 +310,14 @@ Status collect(const Node& node, StenoQuery& q) {
 }  // namespace
 
 Result<StenoQuery> compile_steno_query(std::string_view query, uint64_t now_ns) {
-    if (query.size() > kMaxQueryBytes) return config_error("stenographer query: longer than 64 KiB");
+    if (query.size() > kMaxQueryBytes) return steno_error("longer than 64 KiB", kMaxQueryBytes);
     auto tree = Parser(query, now_ns).parse();
     if (!tree) return tree.error();
     StenoQuery q;
     if (auto s = collect(*tree.value(), q); !s) return s.error();
+    // Bounds that leave no time ("after 1h ago and before 2h ago") match nothing, as in
+    // Stenographer: the empty range at the lower bound.
+    q.to_ns = std::max(q.to_ns, q.from_ns);
     return q;
 }
 

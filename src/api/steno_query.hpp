@@ -8,7 +8,9 @@
 //   and / &&, or / || — equal precedence, evaluated left to right; parentheses group
 //
 // Times are exact here ([after, before) to the nanosecond, the capture files' own stamps);
-// Stenographer's own are whole files and a minute of slack. A time may only constrain the
+// Stenographer's own are whole files and a minute of slack. Bounds that leave no time
+// match nothing (an empty range); a network keeps only the bits of its prefix or mask
+// (net 10.1.2.3/8 is 10.0.0.0/8), as in Stenographer. A time may only constrain the
 // whole query (a term of the top-level "and" chain): "host a or after T" has no single range
 // and is refused, as are words Stenographer does not know (not, hostnames).
 // The server applies the filter through VLAN tags, as Stenographer does (through_vlan_tags).

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "format/pcap_format.hpp"
 #include "format/pcapng_format.hpp"
@@ -24,17 +26,18 @@ Status FdSink::write(const uint8_t* data, size_t n) {
 }
 
 CaptureWriter::CaptureWriter(ByteSink& sink, FileKind kind, size_t buffer_size)
-    : sink_(sink), kind_(kind), buffer_(std::max<size_t>(buffer_size, 4096)) {}
+    : sink_(sink), kind_(kind), buffer_size_(std::max<size_t>(buffer_size, 4096)),
+      buffer_(std::make_unique_for_overwrite<uint8_t[]>(buffer_size_)) {}
 
 Status CaptureWriter::put(const void* data, size_t n) {
     const auto* p = static_cast<const uint8_t*>(data);
     size_ += n;
     while (n > 0) {
-        if (used_ == buffer_.size()) {
+        if (used_ == buffer_size_) {
             if (auto s = flush(); !s) return s;
         }
-        const size_t k = std::min(n, buffer_.size() - used_);
-        std::memcpy(buffer_.data() + used_, p, k);
+        const size_t k = std::min(n, buffer_size_ - used_);
+        std::memcpy(buffer_.get() + used_, p, k);
         used_ += k;
         p += k;
         n -= k;
@@ -90,7 +93,7 @@ uint64_t CaptureWriter::interface_size(const pcapng::InterfaceInfo& interface) c
 
 Status CaptureWriter::flush() {
     if (used_ == 0) return {};
-    auto s = sink_.write(buffer_.data(), used_);
+    auto s = sink_.write(buffer_.get(), used_);
     used_ = 0;
     return s;
 }

@@ -8,8 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "format/capture_reader.hpp"
 #include "format/pcapng_blocks.hpp"
@@ -61,7 +61,10 @@ private:
 
     ByteSink& sink_;
     FileKind kind_;
-    std::vector<uint8_t> buffer_;
+    size_t buffer_size_;
+    // Not zero-filled: only the bytes put are written. Most answers are far smaller than
+    // the buffer, and filling it would cost more than writing them.
+    std::unique_ptr<uint8_t[]> buffer_;
     size_t used_ = 0;
     uint32_t interfaces_ = 0;
     uint64_t packets_ = 0;

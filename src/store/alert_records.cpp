@@ -5,10 +5,13 @@
 #include <cctype>
 #include <cmath>
 #include <optional>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "packet/community_id.hpp"
 #include "store/time_spec.hpp"
+#include "util/one_line.hpp"
 
 namespace linecap::store {
 
@@ -16,14 +19,32 @@ namespace {
 
 using json = nlohmann::json;
 
-bool valid_ip(const std::string& text) {
-    unsigned char buf[16];
-    return inet_pton(AF_INET, text.c_str(), buf) == 1 || inet_pton(AF_INET6, text.c_str(), buf) == 1;
-}
-
 std::string string_at(const json& j, const char* key) {
     const auto it = j.find(key);
     return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// The two hosts of a flow record (KIND: "EVE", "Zeek") written as inet_ntop does, which
+// libpcap's scanner is sure to read. Refused when either is no IP address, or when one is
+// IPv4 and the other IPv6: "host A and host B" of those matches nothing, and libpcap refuses
+// it ("expression rejects all packets"), which would refuse the whole input unnamed.
+Result<std::pair<std::string, std::string>> flow_hosts(const json& r, const std::string& kind, const char* a_key,
+                                                       const char* b_key) {
+    std::string text[2] = {string_at(r, a_key), string_at(r, b_key)};
+    int family[2] = {};
+    for (int i = 0; i < 2; ++i) {
+        unsigned char bytes[16];
+        char canonical[INET6_ADDRSTRLEN] = {};
+        family[i] = inet_pton(AF_INET, text[i].c_str(), bytes) == 1    ? AF_INET
+                    : inet_pton(AF_INET6, text[i].c_str(), bytes) == 1 ? AF_INET6
+                                                                       : 0;
+        if (!family[i] || !inet_ntop(family[i], bytes, canonical, sizeof canonical))
+            return runtime_error(kind + " record without valid " + a_key + "/" + b_key);
+        text[i] = canonical;
+    }
+    if (family[0] != family[1])
+        return runtime_error(kind + " record whose " + a_key + " and " + b_key + " are of different IP versions");
+    return std::pair(text[0], text[1]);
 }
 
 // A port from a JSON number or numeric string; -1 when absent or out of range.
@@ -84,8 +105,9 @@ std::optional<uint64_t> eve_time(const json& j, const char* key) {
 }
 
 Result<FlowQuery> from_eve(const json& r, uint64_t margin) {
-    const std::string src = string_at(r, "src_ip"), dst = string_at(r, "dest_ip");
-    if (!valid_ip(src) || !valid_ip(dst)) return runtime_error("EVE record without valid src_ip/dest_ip");
+    const auto hosts = flow_hosts(r, "EVE", "src_ip", "dest_ip");
+    if (!hosts) return hosts.error();
+    const auto& [src, dst] = hosts.value();
     FlowQuery q;
     q.community_id = string_at(r, "community_id");
     q.filter = five_tuple_filter(src, port_at(r, "src_port"), dst, port_at(r, "dest_port"), protocol_word(r));
@@ -109,13 +131,14 @@ Result<FlowQuery> from_eve(const json& r, uint64_t margin) {
         const std::string sig = string_at(*alert, "signature");
         if (!sig.empty()) what += " \"" + sig.substr(0, 80) + "\"";
     }
-    q.source = "suricata " + what;
+    q.source = "suricata " + one_line(what);  // a line of its own (linecap extract -v)
     return q;
 }
 
 Result<FlowQuery> from_zeek(const json& r, uint64_t margin) {
-    const std::string src = string_at(r, "id.orig_h"), dst = string_at(r, "id.resp_h");
-    if (!valid_ip(src) || !valid_ip(dst)) return runtime_error("Zeek record without valid id.orig_h/id.resp_h");
+    const auto hosts = flow_hosts(r, "Zeek", "id.orig_h", "id.resp_h");
+    if (!hosts) return hosts.error();
+    const auto& [src, dst] = hosts.value();
     const auto ts = r.find("ts");
     std::optional<uint64_t> from;
     if (ts != r.end() && ts->is_number()) from = seconds_to_ns(ts->get<double>());
@@ -132,7 +155,7 @@ Result<FlowQuery> from_zeek(const json& r, uint64_t margin) {
     q.filter = five_tuple_filter(src, port_at(r, "id.orig_p"), dst, port_at(r, "id.resp_p"), protocol_word(r));
     q.from_ns = sub_sat(*from, margin);
     q.to_ns = add_sat(add_sat(to, margin), 1);
-    q.source = "zeek conn " + string_at(r, "uid");
+    q.source = "zeek conn " + one_line(string_at(r, "uid"));
     return q;
 }
 
@@ -188,8 +211,9 @@ Result<std::vector<Selection>> flow_selections(const AlertRecords& records) {
             out.push_back({.from_ns = q.from_ns, .to_ns = q.to_ns, .filter = q.filter, .community_id = "",
                            .index_hint = ""});
         } else if (auto id = parse_community_id(q.community_id); !id) {
-            broken.push_back(q.source.substr(0, q.source.find(':')) + ": community_id " + q.community_id + ": " +
-                             id.error().message);
+            // One line, whatever the record's text (a JSON string may hold any character).
+            broken.push_back(one_line(q.source.substr(0, q.source.find(':')) + ": community_id " + q.community_id +
+                                      ": " + id.error().message));
         } else {
             out.push_back({.from_ns = q.from_ns, .to_ns = q.to_ns, .filter = "", .community_id = q.community_id,
                            .index_hint = q.filter});

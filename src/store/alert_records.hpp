@@ -6,8 +6,9 @@
 // id.resp_h, ...). Each record becomes one flow query over the record's span widened by a
 // margin: by its Community ID where it carries one (community_id), else by its 5-tuple as a
 // libpcap filter (both directions). Spans: EVE flow.start to flow.end (else the record's
-// timestamp), Zeek ts to ts + duration. Lines that are not such records are counted and
-// named (line number and why), never guessed at.
+// timestamp), Zeek ts to ts + duration. A record's two hosts are IP addresses of one
+// version. Lines that are not such records are counted and named (line number and why),
+// never guessed at.
 #pragma once
 
 #include <cstdint>

@@ -545,10 +545,6 @@ bool is_within(int dir_fd, const struct stat& ancestor) {
 
 }  // namespace
 
-std::string appliance_interface_name(const std::string& appliance, const std::string& interface) {
-    return interface.empty() ? appliance : appliance + " " + interface;
-}
-
 Result<layout::AtomicFile> open_extract_output(const std::string& path, const std::string& store_directory) {
     constexpr mode_t kOutputMode = 0644;  // less the umask, like any file a tool writes
     struct stat store {};

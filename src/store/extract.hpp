@@ -134,8 +134,11 @@ struct ExtractReport {
 
 // The pcapng interface name of a packet from `appliance` (a store spanning several, or
 // one answer of `extract --remote`) whose own interface is `interface` ("<port>:<queue>"):
-// "<appliance> <interface>", so every packet says where it was captured.
-std::string appliance_interface_name(const std::string& appliance, const std::string& interface);
+// "<appliance> <interface>", so every packet says where it was captured. Inline: the
+// fan-out's merge (api/remote_merge.cpp), fuzzed on its own, needs none of the rest.
+inline std::string appliance_interface_name(const std::string& appliance, const std::string& interface) {
+    return interface.empty() ? appliance : appliance + " " + interface;
+}
 
 // Writes the result to `out_fd` (a file or a pipe). Returns an error (nothing usable
 // written) only for problems with the query itself: bad filter, unreadable directory,

@@ -80,6 +80,29 @@ TEST(StenoQuery, TimesNarrowTheWholeQueryExactly) {
     EXPECT_EQ(compiled("(host 1.2.3.4 and after 1h ago) and port 1").from_ns, kNow - 3600 * 1000000000ull);
 }
 
+// Bounds that leave no time match nothing; a span past 64 bits of ns reaches back to 1970.
+TEST(StenoQuery, EmptyAndHugeSpans) {
+    const StenoQuery empty = compiled("after 1h ago and before 2h ago");
+    EXPECT_EQ(empty.from_ns, kNow - 3600 * 1000000000ull);
+    EXPECT_EQ(empty.to_ns, empty.from_ns);
+    EXPECT_EQ(compiled("after 99999999h ago").from_ns, 0u);
+    EXPECT_EQ(compiled("after 5000000h5000000h ago").from_ns, 0u);
+}
+
+// libpcap refuses a network with bits set past its prefix or mask; Stenographer clears them.
+// Addresses are written as inet_ntop does, whatever inet_pton took.
+TEST(StenoQuery, NetworksKeepTheirNetworkBitsOnly) {
+    EXPECT_EQ(compiled("net 10.1.2.3/8").filter, "net 10.0.0.0/8");
+    EXPECT_EQ(compiled("net 10.1.2.3/12").filter, "net 10.0.0.0/12");
+    EXPECT_EQ(compiled("net 10.31.2.3/12").filter, "net 10.16.0.0/12");
+    EXPECT_EQ(compiled("net 10.1.2.3 mask 255.0.255.0").filter, "net 10.0.2.0 mask 255.0.255.0");
+    EXPECT_EQ(compiled("net 2001:db8:1::1/32").filter, "net 2001:db8::/32");
+    EXPECT_EQ(compiled("net 1.2.3.4/0").filter, "net 0.0.0.0/0");
+    EXPECT_EQ(compiled("net 1.2.3.4/32").filter, "net 1.2.3.4/32");
+    EXPECT_EQ(compiled("host 0:0:0:0:0:ffff:1.2.3.4").filter, "host ::ffff:1.2.3.4");
+    EXPECT_EQ(compiled("host 2001:0DB8:0::01").filter, "host 2001:db8::1");
+}
+
 // A UDP packet 10.1.2.3:5353 -> 10.4.5.6:53 behind `tags` 802.1Q tags (VLAN 7, then 8).
 std::vector<uint8_t> udp_frame(int tags, uint8_t last_octet = 3) {
     std::vector<uint8_t> f;
@@ -150,6 +173,11 @@ TEST(StenoQuery, WhatStenographerDoesNotSayIsRefused) {
     EXPECT_NE(refused("after 2d ago").find("units are s, m and h"), std::string::npos);
     EXPECT_NE(refused("vlan 4096").find("invalid VLAN id"), std::string::npos);
     EXPECT_NE(refused("mpls 1048576").find("invalid MPLS label"), std::string::npos);
+    // Every refusal is one line that says where.
+    EXPECT_NE(refused("host 1.2.3.4 or after 1h ago").find("not one side of an 'or' at character 17"),
+              std::string::npos);
+    EXPECT_NE(refused("after 1\x01h ago").find("'1\\x01h': units are s, m and h"), std::string::npos);
+    EXPECT_EQ(refused("port \x7f").find_first_of("\x7f\n"), std::string::npos);
     refused("");
     refused(std::string(70000, ' ') + "tcp");
     refused(std::string(100, '(') + "tcp" + std::string(100, ')'));

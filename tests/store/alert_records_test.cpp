@@ -109,6 +109,31 @@ TEST(AlertRecords, LinesThatAreNoFlowRecordAreNamed) {
     EXPECT_EQ(r.malformed, (std::vector<size_t>{1, 2, 3, 4, 5}));
 }
 
+// Hosts as libpcap is sure to read them, of one IP version (an IPv4 and an IPv6 host give a
+// filter libpcap refuses: it matches nothing); what the record says, one line whatever it holds.
+TEST(AlertRecords, HostsAndTextFromTheRecordStayReadable) {
+    const AlertRecords r = read(
+        R"({"ts":1796004600.5,"uid":"C1\nC2","id.orig_h":"0:0:0:0:0:ffff:10.0.0.5","id.resp_h":"2001:DB8:0::09"})" "\n"
+        R"({"src_ip":"10.0.0.5","dest_ip":"::ffff:10.0.0.6","timestamp":"2026-11-30T02:10:05Z"})" "\n"
+        R"({"ts":1796004600.5,"id.orig_h":"2001:db8::1","id.resp_h":"10.0.0.6"})" "\n");
+    ASSERT_EQ(r.queries.size(), 1u);
+    EXPECT_EQ(r.queries[0].filter, "host ::ffff:10.0.0.5 and host 2001:db8::9");
+    expect_compiles(r.queries[0].filter);
+    EXPECT_EQ(r.queries[0].source, "line 1: zeek conn C1\\nC2");
+    ASSERT_EQ(r.skipped.size(), 2u);
+    EXPECT_EQ(r.skipped[0], "line 2: EVE record whose src_ip and dest_ip are of different IP versions");
+    EXPECT_EQ(r.skipped[1], "line 3: Zeek record whose id.orig_h and id.resp_h are of different IP versions");
+    EXPECT_EQ(r.malformed, (std::vector<size_t>{0, 1}));
+
+    std::string bad_id = kEveAlert;
+    bad_id.replace(bad_id.find("1:LQU9"), 30, "1:x\\u000ay");  // a JSON escape: a line break in the id
+    auto selections = flow_selections(read(bad_id + "\n"));
+    ASSERT_FALSE(selections);
+    EXPECT_EQ(selections.error().message.find('\n'), std::string::npos) << selections.error().message;
+    EXPECT_NE(selections.error().message.find("line 1: community_id 1:x\\ny: "), std::string::npos)
+        << selections.error().message;
+}
+
 TEST(AlertRecords, InputThatIsNoJsonLinesIsRefused) {
     std::istringstream tsv("#separator \\x09\n#fields\tts\tuid\n");
     auto r = read_alert_records(tsv, 0);
