@@ -117,11 +117,7 @@ struct HttpFront::Impl {
     // closes after it.
     void refuse(Conn* c, HttpProblem p) {
         HttpRefusal r;
-        r.status = p.status;
-        r.reason = std::move(p.reason);
-        r.method = std::move(p.method);
-        r.target = std::move(p.target);
-        r.authorization = std::move(p.authorization);
+        static_cast<HttpProblem&>(r) = std::move(p);
         r.peer_address = c->peer_address;
         r.peer_port = c->peer_port;
         r.ssl = c->ssl;
@@ -134,8 +130,8 @@ struct HttpFront::Impl {
 
     // A refusal of the front's own (a deadline, the client's close): the request so far.
     void refuse(Conn* c, int status, std::string reason) {
-        refuse(c, c->reader ? c->reader->so_far(status, std::move(reason), c->in)
-                            : RequestReader(limits.max_request_bytes).so_far(status, std::move(reason), c->in));
+        if (!c->reader) c->reader = std::make_unique<RequestReader>(limits.max_request_bytes);
+        refuse(c, c->reader->so_far(status, std::move(reason), c->in));
     }
 
     void accept_all() {

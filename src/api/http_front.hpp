@@ -49,16 +49,12 @@ struct HttpLimits {
     unsigned threads = 16;                // handler threads
 };
 
-// What the front refused, before any endpoint saw it.
-struct HttpRefusal {
-    int status = 400;       // 0: the client went away before a request was complete
-    std::string reason;     // one line, for the body and the audit record
-    std::string method;     // as much of the request as was read (may be empty)
-    std::string target;
+// What the front refused, before any endpoint saw it: the reader's problem (status 0: the
+// client went away before a request was complete) and who sent it.
+struct HttpRefusal : HttpProblem {
     std::string peer_address;
     int peer_port = 0;
     SSL* ssl = nullptr;
-    std::optional<std::string> authorization;  // the Authorization header, if the head was read
 };
 
 // The handler thread's side of one connection.

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <limits>
 
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -151,7 +152,6 @@ struct RequestReader::Impl {
             if (well_formed && !crlf) ec = E::bad_line_ending;
         }
         if (ec == E::header_limit) return refuse(431, too_large(max_bytes, false), in);
-        if (ec == E::body_limit) return refuse(431, too_large(max_bytes, true), in);
         if (ec == E::bad_method) return refuse(400, "malformed method", in);
         if (ec == E::bad_target) return refuse(400, "malformed target (a control character or space in it?)", in);
         if (ec == E::bad_version) return refuse(400, "malformed HTTP version", in);
@@ -182,7 +182,7 @@ struct RequestReader::Impl {
             return {431, too_large(max_bytes, true)};
         if (v == 11) {
             for (const auto& f : boost::make_iterator_range(m.equal_range(http::field::expect)))
-                if (lower(sv(f.value())) != "100-continue")
+                if (!boost::beast::iequals(f.value(), "100-continue"))
                     return {417, "expectation " + quoted(sv(f.value())) + " is not supported (only 100-continue)"};
         }
         return {0, {}};
