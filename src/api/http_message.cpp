@@ -226,16 +226,17 @@ struct RequestReader::Impl {
             // HTTP/0.9 sends no empty line: it is told by its first line.
             if (const size_t lf = in.find('\n'); lf != std::string_view::npos && lf < max_bytes && http09_request_line(in))
                 return refuse(400, "HTTP/0.9 request (no HTTP version): only HTTP/1.0 and 1.1 are served", in);
-            // Beast sees the head only once it is all here (or over the limit), in one
-            // piece: it reads a head as it comes a line at a time, and would find a fault in
-            // part of one that it finds elsewhere in all of it. So the verdict is the same
-            // however the bytes arrive.
+            // Beast sees the head only once it is all here, or else its first max_bytes + 1
+            // bytes, in one piece: it reads a head as it comes a line at a time, and would
+            // find a fault in part of one that it finds elsewhere in all of it, or past the
+            // limit in a longer buffer. So the verdict is the same however the bytes arrive.
             const size_t end = head_end(in);
             if (end == std::string_view::npos && in.size() <= max_bytes) return Step::more;
-            const size_t n = parser.put(boost::asio::const_buffer(in.data(), std::min(end, in.size())), ec);
-            if (ec == http::error::need_more)  // what ended the head was a bare LF, or there is none
-                return end == std::string_view::npos ? refuse(431, too_large(max_bytes, false), in)
-                                                     : refuse_parse(http::error::bad_line_ending, in);
+            const bool cut = end == std::string_view::npos || end > max_bytes + 1;
+            const size_t n = parser.put(boost::asio::const_buffer(in.data(), cut ? max_bytes + 1 : end), ec);
+            if (ec == http::error::need_more)  // the head was cut at the limit, or a bare LF ended it
+                return cut ? refuse(431, too_large(max_bytes, false), in)
+                           : refuse_parse(http::error::bad_line_ending, in);
             if (ec) return refuse_parse(ec, in);
             head_bytes = n;
             if (auto [status, reason] = check_head(); status) return refuse(status, std::move(reason), in);
