@@ -232,15 +232,18 @@ struct RequestReader::Impl {
             // limit in a longer buffer. So the verdict is the same however the bytes arrive.
             const size_t end = head_end(in);
             if (end == std::string_view::npos && in.size() <= max_bytes) return Step::more;
+            // What is said about a refused head (its version, the audit record's request
+            // line) is read from those same bytes.
             const bool cut = end == std::string_view::npos || end > max_bytes + 1;
-            const size_t n = parser.put(boost::asio::const_buffer(in.data(), cut ? max_bytes + 1 : end), ec);
+            const std::string_view head = in.substr(0, cut ? max_bytes + 1 : end);
+            const size_t n = parser.put(boost::asio::const_buffer(head.data(), head.size()), ec);
             if (ec == http::error::need_more)  // the head was cut at the limit, or a bare LF ended it
-                return cut ? refuse(431, too_large(max_bytes, false), in)
-                           : refuse_parse(http::error::bad_line_ending, in);
-            if (ec) return refuse_parse(ec, in);
+                return cut ? refuse(431, too_large(max_bytes, false), head)
+                           : refuse_parse(http::error::bad_line_ending, head);
+            if (ec) return refuse_parse(ec, head);
             head_bytes = n;
-            if (auto [status, reason] = check_head(); status) return refuse(status, std::move(reason), in);
-            if (auto reason = fill_request(); !reason.empty()) return refuse(400, std::move(reason), in);
+            if (auto [status, reason] = check_head(); status) return refuse(status, std::move(reason), head);
+            if (auto reason = fill_request(); !reason.empty()) return refuse(400, std::move(reason), head);
             head_done = true;
             consumed = n;
         }
