@@ -28,7 +28,10 @@ import json, sys
 rows = json.load(open(sys.argv[1]))
 assert len(rows) == 4 and all(r["raw_gbps"] > 0 and r["linecapd_gbps"] > 0 for r in rows), rows
 # linecapd wrote to every volume of the row (output.volumes spreads the two streams).
-assert all(r["volumes_written"] == r["volumes"] for r in rows), [(r["fs"], r["volumes"], r["volumes_written"]) for r in rows]
+# On failure the row's evidence: bytes per volume, the labels the daemon exported, the window.
+assert all(r["volumes_written"] == r["volumes"] for r in rows), [
+    {k: r[k] for k in ("fs", "volumes", "volumes_written", "volume_bytes", "volume_labels", "window_s", "drops")}
+    for r in rows if r["volumes_written"] != r["volumes"]]
 PY
 ! grep -q lc-bench-vol /proc/mounts || fail "a volume is still mounted"
 ! losetup -a | grep -qF "$TEST_TMPDIR/work" || fail "a loop device is still attached: $(losetup -a)"

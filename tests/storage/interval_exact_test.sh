@@ -23,6 +23,11 @@ sent=$(replay_into_ns "$TEST_TMPDIR/steady.pcap" 10000)   # 5 s: 4 or 5 boundari
 ((sent == 50000)) || fail "tcpreplay sent $sent of 50000"
 wait_for_linecapd "(( \$(metric_sum http://$METRICS_LISTEN/metrics linecap_rx_packets_total) >= $sent ))" 20 \
     || fail "the daemon did not receive every packet"
+# The last window's file is finished at its boundary, traffic or not; stopped before it,
+# that file would end early (finished by the stop, not by the interval) and fail the
+# check below. So the stop waits for that boundary: every packet in a finished file.
+wait_for_linecapd "(( \$(pcap_compare count --quiet '$out') == $sent ))" 20 \
+    || fail "the last window's file was not finished at its boundary"
 stop_linecapd || fail "linecapd exited $LINECAPD_RC"
 files=$(count_finished "$out")
 ((files >= 4)) || fail "$files files for 5 s of traffic at interval_s 1"
