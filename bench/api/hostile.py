@@ -21,7 +21,6 @@ over the rounds, its spread (min-max) and the ratio this build / baseline.
 """
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,6 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from linecap_harness.raw_http import read_to_close, tls_connect  # noqa: E402
+from harness import free_port  # noqa: E402
 from machine import machine_conditions  # noqa: E402
 
 PHASES = ["quiet", "idle (TLS done, nothing sent)", "slowloris (1 byte/s)", "quiet again"]
@@ -89,9 +89,7 @@ def prepare(d, linecap, a):
     with open(f"{d}/tokens", "w") as f:
         f.write(f"bench {token}\n")
     os.chmod(f"{d}/tokens", 0o600)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     with open(f"{d}/api.yaml", "w") as f:
         f.write(f"""ports:
   - name: p0
@@ -173,19 +171,21 @@ def report_one(rows):
 
 
 def report_ab(sides):
-    """sides: [(label, [rows per round])]: per phase and figure, each side's median (min-max) and the ratio."""
-    def figure(runs, name, col):
-        vals = [r[name][col] for r in runs]
-        return statistics.median(vals), min(vals), max(vals)
-
-    (la, ra), (lb, rb) = sides
-    print(f"{'phase':32} {'figure':14} {lb + ' median (min-max)':>30} {la + ' median (min-max)':>30} {'ratio':>6}")
+    """sides: [(label, [rows per round])], this build first, then the baseline: per phase and
+    figure, each side's median (min-max) over the rounds and the ratio this / baseline."""
+    (this_label, this_runs), (base_label, base_runs) = sides
+    figures = ((1, "RSS MiB", 1 / 1024, ".1f"), (4, "query median s", 1, ".4f"), (5, "query max s", 1, ".4f"))
+    print(f"{'phase':32} {'figure':14} {base_label + ' median (min-max)':>30} {this_label + ' median (min-max)':>30} "
+          f"{'ratio':>6}")
     for name in PHASES:
-        for col, label, scale, fmt in ((1, "RSS MiB", 1 / 1024, "{:.1f}"), (4, "query median s", 1, "{:.4f}"),
-                                       (5, "query max s", 1, "{:.4f}")):
-            b, a_ = figure(rb, name, col), figure(ra, name, col)
-            cell = lambda m: f"{fmt.format(m[0] * scale)} ({fmt.format(m[1] * scale)}-{fmt.format(m[2] * scale)})"
-            print(f"{name:32} {label:14} {cell(b):>30} {cell(a_):>30} {a_[0] / b[0] if b[0] else float('nan'):6.2f}")
+        for col, label, scale, fmt in figures:
+            cells, medians = [], []
+            for runs in (base_runs, this_runs):
+                vals = [r[name][col] * scale for r in runs]
+                medians.append(statistics.median(vals))
+                cells.append(f"{medians[-1]:{fmt}} ({min(vals):{fmt}}-{max(vals):{fmt}})")
+            ratio = medians[1] / medians[0] if medians[0] else float("nan")
+            print(f"{name:32} {label:14} {cells[0]:>30} {cells[1]:>30} {ratio:6.2f}")
 
 
 def main():
