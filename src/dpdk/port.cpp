@@ -26,6 +26,29 @@ Error call_error(const char* call, int rc) {
     return runtime_error(std::string(call) + ": " + errtext(rc) + " (" + std::to_string(rc) + ")");
 }
 
+// DPDK 22.11's net_af_packet opens each queue's socket for every interface (ETH_P_ALL) and
+// binds it to its own only after setting up the ring: what any other interface carried in
+// between (milliseconds, more on a loaded machine) is in the ring, and would be captured and
+// counted as the port's. Nothing in the rings has been captured yet, so all of it goes,
+// uncounted: the port's counters start again from zero. Bounded, in case the interface
+// itself is busy enough to keep the rings from running dry.
+uint64_t discard_queued_frames(uint16_t id, unsigned queues) {
+    constexpr uint16_t kBurst = 64;
+    constexpr uint64_t kAtMost = uint64_t{1} << 20;
+    rte_mbuf* burst[kBurst];
+    uint64_t discarded = 0;
+    for (unsigned q = 0; q < queues; ++q) {
+        uint16_t n = 0;
+        do {
+            n = rte_eth_rx_burst(id, static_cast<uint16_t>(q), burst, kBurst);
+            rte_pktmbuf_free_bulk(burst, n);
+            discarded += n;
+        } while (n == kBurst && discarded < kAtMost);
+    }
+    rte_eth_stats_reset(id);
+    return discarded;
+}
+
 // Reads back the key the device actually uses: a PMD that ignores or rewrites it would
 // silently split conversations over two queues (and two files).
 void verify_symmetric_key(const std::string& name, uint16_t id, size_t key_size) {
@@ -257,6 +280,12 @@ Result<std::unique_ptr<Port>> Port::open(const PortConfig& config, const PortInf
     port->started_ = true;
     port->rx_queues_ = queues;
     port->rx_descriptors_ = nb_rxd;
+    if (info.driver == "net_af_packet") {
+        if (const uint64_t n = discard_queued_frames(id, queues); n > 0)
+            spdlog::info("port {}: discarded {} frames queued before the port started (net_af_packet's sockets "
+                         "take every interface's packets until they are bound)",
+                         config.name, n);
+    }
 
     if (rss.enabled && config.rss == RssMode::symmetric) verify_symmetric_key(config.name, id, rss.key.size());
 
