@@ -261,7 +261,7 @@ def cmd_check(args):
     print(f"  tcpreplay sent             {sent}")
     print(f"  kernel (veth pair, deltas) peer tx_packets={k['peer_tx_packets']} "
           f"peer tx_dropped={k['peer_tx_dropped']} cap rx_packets={k['cap_rx_packets']} "
-          f"cap rx_dropped={k['cap_rx_dropped']}")
+          f"cap rx_dropped={k['cap_rx_dropped']} cap tx_packets={k.get('cap_tx_packets', '?')}")
     print(f"  reached the port           {a['received']}  (rx {a['rx']})")
     print(f"  written                    {a['written']}  ({a['written_bytes']} wire bytes)")
     if a["lost_after_write"] or a["lost_after_write_file_bytes"]:

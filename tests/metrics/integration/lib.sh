@@ -22,7 +22,9 @@ kernel_counters() {
         printf 'peer_tx_packets=%s ' "$(ns_exec cat "$s/$PEER_IF/statistics/tx_packets")"
         printf 'peer_tx_dropped=%s ' "$(ns_exec cat "$s/$PEER_IF/statistics/tx_dropped")"
         printf 'cap_rx_packets=%s ' "$(cat "$s/$CAP_IF/statistics/rx_packets")"
-        printf 'cap_rx_dropped=%s\n' "$(cat "$s/$CAP_IF/statistics/rx_dropped")"
+        printf 'cap_rx_dropped=%s ' "$(cat "$s/$CAP_IF/statistics/rx_dropped")"
+        # A packet socket on the capture side sees what leaves it too: nothing should.
+        printf 'cap_tx_packets=%s\n' "$(cat "$s/$CAP_IF/statistics/tx_packets")"
     } >"$file"
     log "kernel counters ($(basename "$file")): $(cat "$file")"
 }
