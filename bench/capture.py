@@ -89,6 +89,8 @@ def run_linecapd(tag, workdir, outdir, sources, mode, args, packets_per_file, se
     try:
         proc.wait_ready(url, 60, f"{tag}: linecapd")
         time.sleep(warmup)
+        if output and output.get("volumes"):
+            wait_all_volumes_written(url, dirs, proc, tag)
         t_end = time.time() + seconds
         while True:
             t = time.time()
@@ -110,6 +112,21 @@ def run_linecapd(tag, workdir, outdir, sources, mode, args, packets_per_file, se
     if len(samples) < 2:
         raise RuntimeError(f"{tag}: not enough samples")
     return summarise_linecapd(tag, samples, proc.text(), load_before, load_after, soak)
+
+
+def wait_all_volumes_written(url, dirs, proc, tag, timeout=30.0):
+    """Returns once every volume has taken a write. A window that starts earlier can see no
+    block at all on a volume whose writer is held up (a loaded disk): its rate would be
+    measured over a stretch in which the volume was not yet in use."""
+    deadline = time.monotonic() + timeout
+    while True:
+        m = scrape(url)
+        idle = [d for d in dirs if m.total("linecap_volume_written_bytes_total", volume=d) == 0]
+        if not idle:
+            return
+        if time.monotonic() > deadline or not proc.alive():
+            raise RuntimeError(f"{tag}: no write on {', '.join(idle)} within {timeout:g} s of the warm-up")
+        time.sleep(0.05)
 
 
 def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
@@ -157,9 +174,13 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
         "file_gbps": file_bytes / dt / 1e9,
         "drops": {k: v / dt / 1e6 for k, v in reasons.items()},  # Mpps per reason
         "drops_total": {k: int(v) for k, v in reasons.items()},
-        # Per capture volume (output.volumes): bytes written there in the window.
+        # Per capture volume (output.volumes): bytes written there in the window, and since
+        # the start. A window can hold no block of a volume (one block per second or less on
+        # a loaded disk; and a collection reads a block's stream and volume counters apart).
         "volume_bytes": {v: int(delta("linecap_volume_written_bytes_total", volume=v))
                          for v in b["m"].label_values("linecap_volume_written_bytes_total", "volume")},
+        "volume_bytes_total": {v: int(b["m"].total("linecap_volume_written_bytes_total", volume=v))
+                               for v in b["m"].label_values("linecap_volume_written_bytes_total", "volume")},
         "drop_pct": 100.0 * (rx - written - filtered) / rx if rx else 0.0,
         "cycles_per_packet": statistics.median(cpp) if cpp else float("nan"),
         "busy_ratio": statistics.median(busy) if busy else float("nan"),

@@ -14,7 +14,8 @@ file systems of --volume-mib each, then alternates, --repeat times:
             thread per volume, no manifest or index; finished files deleted as they
             appear; linecap_output_file_bytes_total over the --seconds window
 and prints per row the medians, the ratio linecapd/raw, the number of volumes linecapd
-wrote to (linecap_volume_written_bytes_total > 0 in the last round), and the load average
+wrote to (linecap_volume_written_bytes_total > 0 at the end of the last round; the window
+starts once every volume has taken a write), and the load average
 around the row. Numbers are as good as the machine is quiet: on a shared machine only the ratios of
 one run mean anything. With one worker the source, not the disks, can be the limit: the
 row with one volume says what that limit is.
@@ -97,11 +98,12 @@ def row(args, kind, count, sources):
             cap.append(res["file_gbps"])
             drops.append(sum(res["drops_total"].values()))
             per_volume = {d: res["volume_bytes"].get(d, 0) for d in vols.dirs}
-            used = sum(1 for b in per_volume.values() if b > 0)
+            used = sum(1 for d in vols.dirs if res["volume_bytes_total"].get(d, 0) > 0)
             log(f"{kind} x{count} round {r + 1}: raw {raw[-1]:.3f} GB/s, linecapd {cap[-1]:.3f} GB/s")
         return {"fs": kind, "volumes": count, "raw_gbps": statistics.median(raw), "linecapd_gbps": statistics.median(cap),
                 "ratio": statistics.median(cap) / statistics.median(raw), "raw_each": raw, "linecapd_each": cap,
                 "drops": drops, "volumes_written": used, "volume_bytes": per_volume,
+                "volume_bytes_total": {d: res["volume_bytes_total"].get(d, 0) for d in vols.dirs},
                 "volume_labels": sorted(res["volume_bytes"]), "window_s": res["seconds"], "load_before": load_before, "load_after": load_now()}
     finally:
         vols.close()

@@ -3,6 +3,7 @@
 # ext4 over loop devices, one round of 1 s, 32 MiB raw per volume. Checks that every row
 # ran both sides (the raw writer on all volumes together and linecapd over output.volumes,
 # writing to each of them), has its ratio, and that no mount or loop device is left. Numbers are not judged here.
+# The window starts once every volume has taken a write (bench/capture.py).
 source "${LINECAP_SRC:?}/tests/lib/common.sh"
 need_root
 need_hugepages 512
@@ -24,13 +25,17 @@ for fs in tmpfs loop; do
     done
 done
 python3 - "$TEST_TMPDIR/volumes.json" <<'PY' || fail "a row measured nothing"
-import json, sys
+import json, math, sys
 rows = json.load(open(sys.argv[1]))
-assert len(rows) == 4 and all(r["raw_gbps"] > 0 and r["linecapd_gbps"] > 0 for r in rows), rows
+# The window's rate is not judged: one second on a loaded disk can hold no block at all
+# (loop ext4 x2 measured 0.014 GB/s at load 5). That linecapd wrote is judged over the run.
+assert len(rows) == 4 and all(r["raw_gbps"] > 0 and r["linecapd_gbps"] >= 0 and math.isfinite(r["ratio"])
+                              for r in rows), rows
 # linecapd wrote to every volume of the row (output.volumes spreads the two streams).
 # On failure the row's evidence: bytes per volume, the labels the daemon exported, the window.
 assert all(r["volumes_written"] == r["volumes"] for r in rows), [
-    {k: r[k] for k in ("fs", "volumes", "volumes_written", "volume_bytes", "volume_labels", "window_s", "drops")}
+    {k: r[k] for k in ("fs", "volumes", "volumes_written", "volume_bytes", "volume_bytes_total", "volume_labels",
+                        "window_s", "drops")}
     for r in rows if r["volumes_written"] != r["volumes"]]
 PY
 ! grep -q lc-bench-vol /proc/mounts || fail "a volume is still mounted"
