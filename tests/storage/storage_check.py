@@ -9,8 +9,8 @@
                            every finished file's packets lie within one SECONDS-long
                            wall-clock interval, its name carries its first packet's time,
                            and it was finished (manifest span_end_ns) between the
-                           interval's end and MAX_DELAY seconds later; prints one line
-                           per file
+                           interval's end and MAX_DELAY seconds later; no two files share
+                           an interval; prints one line per file
   order LOG DIR            the files the daemon log says retention deleted were deleted
                            oldest first (names sort by time), and every file left is newer
                            than every file deleted (except those listed after --held)
@@ -107,6 +107,7 @@ def cmd_interval(args):
     directory, seconds, max_delay = args[0], float(args[1]), float(args[2])
     interval_ns, max_delay_ns = int(seconds * 1e9), int(max_delay * 1e9)
     bad = 0
+    windows = set()
     for name in finished(directory):
         recs = records(os.path.join(directory, name))
         if not recs:
@@ -128,6 +129,9 @@ def cmd_interval(args):
             problems.append(f"name says {named}, first packet {first}")
         if not 0 <= delay <= max_delay_ns:
             problems.append(f"finished {delay / 1e9:+.3f} s after its interval's end")
+        if window in windows:
+            problems.append("a second file for the interval")
+        windows.add(window)
         print(f"{name}: {len(recs)} packets in interval ending {boundary}, finished {delay / 1e6:.1f} ms after it"
               + ("; " + "; ".join(problems) if problems else ""))
         bad += bool(problems)
