@@ -183,14 +183,19 @@ kill -0 "$SERVE_PID" || fail "serve died after the disconnect"
 log "disconnect: $(grep 'client disconnected' "$AUDIT" | tail -1)"
 
 # --- 100 concurrent requests against max_queries 4 ------------------------------------------
-# Each answer is read slowly, so those that got a place hold it while the rest arrive.
+# Each answer is read slowly, so those that got a place hold it while the rest arrive. The
+# clients run above the hogs' priority: one starved for seconds (the flake hunt saw answers
+# 18 s after the burst began) misses serve's header_timeout or client_timeout, which then
+# rightly closes it. Each line: status and curl's exit code.
 : >"$T/codes"
-seq 100 | xargs -P 100 -I{} sh -c "curl -s -o /dev/null -w '%{http_code}\n' --limit-rate 2M --cacert '$T/ca.pem' \
-    -H 'Authorization: Bearer $TOKEN' '$URL/api/v1/packets' >>'$T/codes'"
-ok=$(grep -c '^200$' "$T/codes" || true)
-busy=$(grep -c '^503$' "$T/codes" || true)
+seq 100 | nice -n -10 xargs -P 100 -I{} sh -c "curl -s -o /dev/null -w '%{http_code} %{exitcode}\n' --limit-rate 2M \
+    --cacert '$T/ca.pem' -H 'Authorization: Bearer $TOKEN' '$URL/api/v1/packets' >>'$T/codes' || true"
+ok=$(grep -c '^200 0$' "$T/codes" || true)
+busy=$(grep -c '^503 0$' "$T/codes" || true)
 log "100 concurrent: $ok answered, $busy refused busy"
-((ok + busy == 100)) || fail "statuses other than 200/503: $(sort "$T/codes" | uniq -c | tr '\n' ' ')"
+((ok + busy == 100)) || fail "answers other than a whole 200 or a 503 (status, curl exit):" \
+    "$(sort "$T/codes" | uniq -c | tr '\n' ' '); audit outcomes: $(grep -o '"status":[0-9]*,.*"outcome":"[^"]*"' "$AUDIT" \
+        | sed 's/"bytes.*"outcome"/ /' | sort | uniq -c | tr '\n' ' ')"
 ((ok >= 4 && busy >= 1)) || fail "$ok answered, $busy refused"
 # No more than 4 answers ever overlapped (from the audit records' start and duration).
 python3 - "$AUDIT" <<'PY' || fail "more than 4 answers overlapped"
