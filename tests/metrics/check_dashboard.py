@@ -87,13 +87,23 @@ def check_promql(dashboard, problems):
     if not promtool:
         print("note: promtool not found, PromQL not parsed (Debian: apt-get install prometheus)")
         return
+    queries = list(expressions(dashboard))
+
+    def check(path, batch):
+        with open(path, "w") as f:
+            json.dump({"groups": [{"name": f"q{n}", "rules": [
+                {"record": "dashboard_query", "expr": substitute(expression)}]}
+                for n, (_, expression) in enumerate(batch)]}, f)
+        return subprocess.run([promtool, "check", "rules", path], capture_output=True, text=True)
+
+    # One promtool run for every query (63 runs took 25 s under load); only when that one
+    # fails, one run per query to name each that does not parse.
     with tempfile.TemporaryDirectory() as scratch:
-        for n, (where, expression) in enumerate(expressions(dashboard)):
-            path = os.path.join(scratch, f"q{n}.yml")
-            with open(path, "w") as f:
-                json.dump({"groups": [{"name": "q", "rules": [
-                    {"record": "dashboard_query", "expr": substitute(expression)}]}]}, f)
-            result = subprocess.run([promtool, "check", "rules", path], capture_output=True, text=True)
+        path = os.path.join(scratch, "queries.yml")
+        if check(path, queries).returncode == 0:
+            return
+        for where, expression in queries:
+            result = check(path, [(where, expression)])
             if result.returncode != 0:
                 detail = (result.stderr or result.stdout).strip().splitlines()
                 problems.append(f"'{where}': invalid PromQL: {detail[-1] if detail else '?'}")
