@@ -5,7 +5,7 @@ import re
 import statistics
 import time
 
-from harness import LINECAPD, RUNNING, Daemon, Janitor, free_port
+from harness import LINECAPD, RUNNING, Daemon, Janitor, free_port, wait_until
 from machine import load_now
 from linecap_harness import config as linecap_config
 from linecap_harness.prometheus import scrape
@@ -118,15 +118,10 @@ def wait_all_volumes_written(url, dirs, proc, tag, timeout=30.0):
     """Returns once every volume has taken a write. A window that starts earlier can see no
     block at all on a volume whose writer is held up (a loaded disk): its rate would be
     measured over a stretch in which the volume was not yet in use."""
-    deadline = time.monotonic() + timeout
-    while True:
+    def all_written():
         m = scrape(url)
-        idle = [d for d in dirs if m.total("linecap_volume_written_bytes_total", volume=d) == 0]
-        if not idle:
-            return
-        if time.monotonic() > deadline or not proc.alive():
-            raise RuntimeError(f"{tag}: no write on {', '.join(idle)} within {timeout:g} s of the warm-up")
-        time.sleep(0.05)
+        return all(m.total("linecap_volume_written_bytes_total", volume=d) > 0 for d in dirs)
+    wait_until(all_written, timeout, f"{tag}: a write on every volume after the warm-up", proc)
 
 
 def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
@@ -137,6 +132,7 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
         return b["m"].total(name, **want) - a["m"].total(name, **want)
 
     rx = delta("linecap_rx_packets_total")
+    volumes = b["m"].label_values("linecap_volume_written_bytes_total", "volume")
     written = delta("linecap_written_packets_total")
     filtered = delta("linecap_filtered_packets_total")
     wire_bytes = delta("linecap_written_bytes_total")
@@ -177,10 +173,8 @@ def summarise_linecapd(tag, samples, logtext, load_before, load_after, soak):
         # Per capture volume (output.volumes): bytes written there in the window, and since
         # the start. A window can hold no block of a volume (one block per second or less on
         # a loaded disk; and a collection reads a block's stream and volume counters apart).
-        "volume_bytes": {v: int(delta("linecap_volume_written_bytes_total", volume=v))
-                         for v in b["m"].label_values("linecap_volume_written_bytes_total", "volume")},
-        "volume_bytes_total": {v: int(b["m"].total("linecap_volume_written_bytes_total", volume=v))
-                               for v in b["m"].label_values("linecap_volume_written_bytes_total", "volume")},
+        "volume_bytes": {v: int(delta("linecap_volume_written_bytes_total", volume=v)) for v in volumes},
+        "volume_bytes_total": {v: int(b["m"].total("linecap_volume_written_bytes_total", volume=v)) for v in volumes},
         "drop_pct": 100.0 * (rx - written - filtered) / rx if rx else 0.0,
         "cycles_per_packet": statistics.median(cpp) if cpp else float("nan"),
         "busy_ratio": statistics.median(busy) if busy else float("nan"),

@@ -98,12 +98,13 @@ def row(args, kind, count, sources):
             cap.append(res["file_gbps"])
             drops.append(sum(res["drops_total"].values()))
             per_volume = {d: res["volume_bytes"].get(d, 0) for d in vols.dirs}
-            used = sum(1 for d in vols.dirs if res["volume_bytes_total"].get(d, 0) > 0)
+            totals = {d: res["volume_bytes_total"].get(d, 0) for d in vols.dirs}
+            used = sum(1 for b in totals.values() if b > 0)
             log(f"{kind} x{count} round {r + 1}: raw {raw[-1]:.3f} GB/s, linecapd {cap[-1]:.3f} GB/s")
         return {"fs": kind, "volumes": count, "raw_gbps": statistics.median(raw), "linecapd_gbps": statistics.median(cap),
                 "ratio": statistics.median(cap) / statistics.median(raw), "raw_each": raw, "linecapd_each": cap,
                 "drops": drops, "volumes_written": used, "volume_bytes": per_volume,
-                "volume_bytes_total": {d: res["volume_bytes_total"].get(d, 0) for d in vols.dirs},
+                "volume_bytes_total": totals,
                 "volume_labels": sorted(res["volume_bytes"]), "window_s": res["seconds"], "load_before": load_before, "load_after": load_now()}
     finally:
         vols.close()

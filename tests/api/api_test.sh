@@ -184,11 +184,10 @@ log "disconnect: $(grep 'client disconnected' "$AUDIT" | tail -1)"
 
 # --- 100 concurrent requests against max_queries 4 ------------------------------------------
 # Each answer is read slowly, so those that got a place hold it while the rest arrive. The
-# clients run above the hogs' priority: one starved for seconds (the flake hunt saw answers
-# 18 s after the burst began) misses serve's header_timeout or client_timeout, which then
-# rightly closes it. Each line: status and curl's exit code.
+# clients are instruments: one starved for seconds (the hunt saw answers 18 s after the burst
+# began) misses serve's header_timeout, which rightly closes it. Each line: status, curl's exit.
 : >"$T/codes"
-seq 100 | nice -n -10 xargs -P 100 -I{} sh -c "curl -s -o /dev/null -w '%{http_code} %{exitcode}\n' --limit-rate 2M \
+seq 100 | "${INSTRUMENT[@]}" xargs -P 100 -I{} sh -c "curl -s -o /dev/null -w '%{http_code} %{exitcode}\n' --limit-rate 2M \
     --cacert '$T/ca.pem' -H 'Authorization: Bearer $TOKEN' '$URL/api/v1/packets' >>'$T/codes' || true"
 ok=$(grep -c '^200 0$' "$T/codes" || true)
 busy=$(grep -c '^503 0$' "$T/codes" || true)

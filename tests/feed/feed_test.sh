@@ -58,13 +58,12 @@ start_linecapd "$TEST_TMPDIR/linecap.yaml"
 wait_for_linecapd "grep -q 'capture running' '$LINECAPD_LOG' && http_get $metrics >/dev/null" 30 \
     || fail "daemon did not start"
 
-# The consumers. Each runs in its own process group, stopped on exit, and above normal CPU
-# priority: a reader is judged on getting every packet, which holds for a reader that keeps
-# up, and the flake hunt's CPU hogs (normal priority) on this 2-CPU machine starved
-# `nc | tcpdump` long enough (~0.5 s at 7 MB/s) to overflow its 1 MiB feed buffer.
+# The consumers. Each runs in its own process group, stopped on exit, as an instrument: a
+# reader is judged on getting every packet, which holds for one that keeps up (the hunt's
+# hogs starved `nc | tcpdump` ~0.5 s at 7 MB/s, past its 1 MiB feed buffer).
 consumer() {  # consumer NAME COMMAND: runs COMMAND (a shell pipeline) in the background
     local name=$1
-    setsid nice -n -10 bash -c "$2" >"$TEST_TMPDIR/$name.log" 2>&1 &
+    setsid "${INSTRUMENT[@]}" bash -c "$2" >"$TEST_TMPDIR/$name.log" 2>&1 &
     eval "${name}_pid=$!"
     on_exit "kill -- -$! 2>/dev/null || true"
     show_on_failure "$TEST_TMPDIR/$name.log"
