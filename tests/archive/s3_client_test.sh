@@ -13,5 +13,6 @@ make_tmpdir
 # shellcheck source=rgw_env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/rgw_env.sh"
 start_rgw "$TEST_TMPDIR/rgw"  # RGW_SH, RGW_DIR: for the test that stops and restarts radosgw
-"${1:?usage: s3_client_test.sh GTEST_BINARY}" || fail "s3 client tests failed"
+# GoogleTest's TempDir() is $TEST_TMPDIR: the uploads' source files go with this test's directory.
+TEST_TMPDIR=$TEST_TMPDIR "${1:?usage: s3_client_test.sh GTEST_BINARY}" || fail "s3 client tests failed"
 log "ok"
