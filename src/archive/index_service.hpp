@@ -98,7 +98,7 @@ struct IndexServiceOptions {
     std::string directory;
     std::string file_template;                // output.file_template, to find the files at start
     bool sweep_at_start = true;               // index what the directory holds unindexed
-    std::chrono::milliseconds drain_limit{10'000};
+    std::chrono::milliseconds drain_limit = kStopDrainBudget;
     bool idle_priority = true;                // SCHED_IDLE + idle I/O class (tests may turn it off)
     size_t max_queued = 65536;                // a few MB of names at most
 };
@@ -141,6 +141,7 @@ private:
     std::vector<std::string> inbox_;   // finished files not yet taken by the indexer
     bool idle_ = false;                // nothing queued, nothing in hand (after the sweep)
     std::chrono::steady_clock::time_point drain_deadline_{};
+    bool restored_priority_ = false;  // the thread's: back to normal priority for the stop
     std::atomic<size_t> queued_{0};    // fresh_ + backlog_, for the bound in file_finished
 
     // The indexer thread's own.

@@ -167,7 +167,10 @@ std::string to_json(const Manifest& m) {
     return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-Result<Manifest> parse_manifest(std::string_view text) {
+namespace {
+
+// A manifest, or with `draft` one whose digest is still to come ("sha256": "").
+Result<Manifest> parse(std::string_view text, bool draft) {
     Json doc;
     try {
         doc = Json::parse(text.begin(), text.end(), [](int depth, Json::parse_event_t, Json&) {
@@ -267,12 +270,21 @@ Result<Manifest> parse_manifest(std::string_view text) {
         f.note(cf.problem());
         m.compressed = std::move(compressed);
     }
-    if (f.problem().empty() && !is_hex_digest(m.sha256)) f.note("\"sha256\" is not 64 lower-case hex digits");
+    if (draft) {
+        if (f.problem().empty() && !m.sha256.empty()) f.note("\"sha256\" is set: not a draft");
+    } else if (f.problem().empty() && !is_hex_digest(m.sha256)) {
+        f.note("\"sha256\" is not 64 lower-case hex digits");
+    }
     if (f.problem().empty() && m.format != "pcap" && m.format != "pcapng")
         f.note("\"format\" is '" + m.format.substr(0, 16) + "', not pcap or pcapng");
     if (!f.problem().empty()) return runtime_error(f.problem());
     return m;
 }
+
+}  // namespace
+
+Result<Manifest> parse_manifest(std::string_view text) { return parse(text, false); }
+Result<Manifest> parse_manifest_draft(std::string_view text) { return parse(text, true); }
 
 IoStatus write_manifest(int dir_fd, const Manifest& manifest, uint64_t* bytes_written) {
     const std::string text = to_json(manifest);
@@ -283,9 +295,11 @@ IoStatus write_manifest(int dir_fd, const Manifest& manifest, uint64_t* bytes_wr
     return status;
 }
 
-ManifestRead read_manifest(int dir_fd, std::string_view capture_name) {
+namespace {
+
+// `name` in `dir_fd` read as `parser` wants it (a draft: an empty file is none).
+ManifestRead read_as(int dir_fd, const std::string& name, bool draft) {
     ManifestRead out;
-    const std::string name = layout::manifest_name(capture_name);
     const auto fail = [&](ManifestRead::State state, const std::string& problem) {
         out.state = state;
         out.problem = name + ": " + problem;
@@ -312,11 +326,22 @@ ManifestRead read_manifest(int dir_fd, std::string_view capture_name) {
         got += static_cast<size_t>(n);
     }
     text.resize(got);
-    Result<Manifest> m = parse_manifest(text);
+    if (draft && text.empty()) return out;
+    Result<Manifest> m = parse(text, draft);
     if (!m) return fail(ManifestRead::State::damaged, m.error().message);
     out.state = ManifestRead::State::ok;
     out.manifest = std::move(m.value());
     return out;
+}
+
+}  // namespace
+
+ManifestRead read_manifest(int dir_fd, std::string_view capture_name) {
+    return read_as(dir_fd, layout::manifest_name(capture_name), false);
+}
+
+ManifestRead read_manifest_draft(int dir_fd, std::string_view capture_name) {
+    return read_as(dir_fd, layout::manifest_pending_name(capture_name), true);
 }
 
 }  // namespace linecap

@@ -157,6 +157,10 @@ std::string to_json(const Manifest& manifest);
 std::string to_json(const ManifestClock& clock);
 // Errors: one line, "invalid JSON at byte N: …" or which key is wrong and how.
 Result<Manifest> parse_manifest(std::string_view json);
+// A manifest without its digest ("sha256": ""), as the manifest hasher leaves a file's
+// manifest in its pending marker when it stops before hashing the file
+// (archive/manifest_hasher.hpp).
+Result<Manifest> parse_manifest_draft(std::string_view json);
 
 // Writes layout::manifest_name(manifest.file) in `dir_fd` with layout::atomic_write.
 IoStatus write_manifest(int dir_fd, const Manifest& manifest, uint64_t* bytes_written = nullptr);
@@ -185,5 +189,8 @@ struct ManifestRead {
 // Reads layout::manifest_name(capture_name) in `dir_fd`: at most 1 MiB, a regular file
 // only (a FIFO or a symlink there is unreadable, never waited on or followed).
 ManifestRead read_manifest(int dir_fd, std::string_view capture_name);
+// The draft in layout::manifest_pending_name(capture_name), by the same rules: missing
+// when the marker is empty (a daemon killed before it stopped) or not there.
+ManifestRead read_manifest_draft(int dir_fd, std::string_view capture_name);
 
 }  // namespace linecap

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include "util/idle_priority.hpp"
 #include "archive/layout.hpp"
@@ -187,22 +189,67 @@ void ManifestHasher::run(bool own_thread) {
         }
     }
     // The writer has finished or abandoned every file by now. Capture has stopped: what is
-    // owed runs at normal priority, for a while; the rest keeps its marker.
+    // owed runs at normal priority, for the stop budget; the rest is left for the next start.
+    // The budget is for reading: a file already read through is completed whatever the
+    // time (a manifest write, one per lane at most), so a stop with no backlog leaves none.
     if (own_thread) restore_normal_priority("manifest hasher");
-    const auto deadline = std::chrono::steady_clock::now() + kStopDrainLimit;
-    while (std::chrono::steady_clock::now() < deadline && work_round()) {
+    read_deadline_ = std::chrono::steady_clock::now() + context_.stop_budget;
+    while (work_round()) {
     }
-    if (const uint64_t left = counters_.backlog_files.load(std::memory_order_relaxed); left > unwritten_.size())
-        spdlog::warn("manifest hasher: {} finished file(s) left with their manifest pending at stop; the next start "
-                     "completes them",
-                     left - unwritten_.size());
     if (!unwritten_.empty()) {
         last_retry_ = {};
         retry_unwritten(std::chrono::steady_clock::now());
-        for (const Manifest& m : unwritten_)
-            spdlog::error("no manifest for {} (could not be written)", path_of(m.file));
-        unwritten_.clear();
     }
+    if (const size_t left = leave_drafts(); left > 0)
+        spdlog::info("manifest hasher: {} finished file(s) left with their manifest pending at stop; the next start "
+                     "completes them",
+                     left);
+}
+
+// The files not hashed yet at stop. Each finished file whose manifest this run has (the
+// writer's record, or one that could not be written) keeps it in its marker as a draft,
+// all but the digest, for the next start's sweep. Written in place and not synced: the
+// marker only has to survive the daemon, as its being there does; one cut short by a
+// crash is not a JSON object, so not a draft, and that file's manifest is made from its
+// bytes as after a kill.
+size_t ManifestHasher::leave_drafts() {
+    size_t left = 0;
+    const auto keep = [&](const Manifest& manifest) {
+        Manifest draft = manifest;
+        draft.sha256.clear();
+        const std::string text = to_json(draft);
+        const std::string marker = layout::manifest_pending_name(manifest.file);
+        UniqueFd fd(::openat(context_.dir_fd, marker.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW));
+        if (!fd && errno == ENOENT) return;  // the file went with its marker (retention)
+        ++left;
+        if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+            spdlog::warn("manifest hasher: cannot keep the manifest of {} in {} ({}); the next start makes it from "
+                         "the file alone",
+                         manifest.file, path_of(marker), errno_text(errno));
+    };
+    for (auto& lane : lanes_) {
+        std::vector<Tracked*> files;
+        if (lane->current != nullptr) files.push_back(std::exchange(lane->current, nullptr));
+        while (Tracked* file = lane->ring.pop()) files.push_back(file);
+        for (Tracked* file : files) {
+            // A failed one keeps its empty marker: the next start tries it from its bytes.
+            if (file->state.load(std::memory_order_acquire) == Tracked::finished && !file->failed) keep(file->manifest);
+            drop(file, Gone::abandoned);
+        }
+    }
+    {
+        const std::lock_guard lock(untracked_mutex_);
+        for (Manifest& m : untracked_) by_name_.push_back(ByName{std::move(m), false});
+        untracked_.clear();
+    }
+    for (const ByName& item : by_name_) {
+        if (item.from_file) ++left;  // a previous run's: its marker stays as it is
+        else keep(item.manifest);
+    }
+    by_name_.clear();
+    for (const Manifest& m : unwritten_) keep(m);
+    unwritten_.clear();
+    return left;
 }
 
 bool ManifestHasher::work_round() {
@@ -246,6 +293,7 @@ bool ManifestHasher::advance(Lane& lane) {
         if (::fstat(file->fd.get(), &st) == 0 && st.st_nlink == 0) return done(Gone::deleted);
     }
     if (file->hashed < written) {
+        if (std::chrono::steady_clock::now() >= read_deadline_) return false;  // left for the next start
         const size_t n = static_cast<size_t>(std::min<uint64_t>(written - file->hashed, buffer_.size()));
         if (const IoStatus status = read_exactly(file->fd.get(), file->hashed, {buffer_.data(), n}); !status.ok()) {
             spdlog::error("no manifest for {}: {}",
@@ -339,12 +387,23 @@ void ManifestHasher::sweep(const char* by) {
             remove_name(context_.dir_fd, layout::manifest_pending_name(f.name));
             continue;
         }
+        // The draft the stop left, if it is this file's: all of its manifest but the digest.
+        ManifestRead draft = read_manifest_draft(context_.dir_fd, f.name);
+        if (draft.ok() && (draft.manifest.file != f.name || draft.manifest.size != f.stored_size)) {
+            draft.state = ManifestRead::State::damaged;
+            draft.problem = layout::manifest_pending_name(f.name) + ": the draft of another file (" +
+                            draft.manifest.file + ", " + std::to_string(draft.manifest.size) + " bytes)";
+        }
+        if (!draft.ok() && draft.state != ManifestRead::State::missing)
+            spdlog::warn("manifest hasher: {}; the manifest of {} is made from the file alone", draft.problem,
+                         path_of(f.name));
         Manifest m;
+        if (draft.ok()) m = std::move(draft.manifest);
         m.file = f.name;
         m.size = f.stored_size;
         add(counters_.backlog_files, 1);
         add(counters_.backlog_bytes, m.size);
-        by_name_.push_back(ByName{std::move(m), true});
+        by_name_.push_back(ByName{std::move(m), !draft.ok()});
     }
     if (!by_name_.empty())
         spdlog::info("manifest hasher: {} file(s) left with their manifest pending {} in {}; hashing them",
@@ -371,6 +430,7 @@ bool ManifestHasher::followed(const std::string& final_name) {
 }
 
 bool ManifestHasher::hash_by_name() {
+    if (std::chrono::steady_clock::now() >= read_deadline_) return false;  // stopping: left for the next start
     if (by_name_.empty()) {
         const std::lock_guard lock(untracked_mutex_);
         for (Manifest& m : untracked_) by_name_.push_back(ByName{std::move(m), false});

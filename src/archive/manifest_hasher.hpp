@@ -39,10 +39,15 @@
 // never waits for this thread — not on a lock either (a lock held by an idle-priority thread
 // could keep the writer waiting for as long as the machine is busy).
 //
-// Start: the files a previous run left pending (markers; a kill -9) are hashed from their
-// bytes ("recovered": true: their drops, span and sequence were in the dead daemon's memory).
-// Stop: the backlog is worked off at normal priority for up to kStopDrainLimit; what is left
-// keeps its marker for the next start.
+// Stop: the backlog is read and hashed at normal priority for up to
+// HasherContext::stop_budget (a file read through by then is completed); every file left
+// then gets the writer's manifest without its digest written into its
+// marker (a draft), so a stop is short whatever the backlog and loses nothing.
+// Start: the files a previous run left pending are hashed by name; a marker holding a
+// draft gives its manifest everything but the digest, exactly as the writer recorded it.
+// An empty marker (a kill -9) or one that does not hold a draft of that file gives a
+// manifest from the bytes alone ("recovered": true: their drops, span and sequence were in
+// the dead daemon's memory).
 //
 // Threading: opened/appended/finished/abandoned are called by the writer thread that owns
 // the stream (one producer per stream ring); everything else runs on this thread.
@@ -129,12 +134,12 @@ struct HasherContext {
     int dir_fd = -1;
     RetentionService* retention = nullptr;  // null: no retention (unit tests)
     uint64_t room_bytes = 0;                // free space to ask retention for on ENOSPC
+    std::chrono::milliseconds stop_budget = kStopDrainBudget;  // hashing once capture has stopped
 };
 
 class ManifestHasher final : public BackgroundService {
 public:
     static constexpr size_t kTrackedFiles = 256;  // per stream, followed at most (~1 KiB each)
-    static constexpr auto kStopDrainLimit = std::chrono::seconds(30);
 
     ManifestHasher(HasherContext context, size_t streams, ManifestCounters& counters);
     ~ManifestHasher();  // stop()
@@ -142,8 +147,9 @@ public:
     // Queues the files a previous run left pending (a directory listing; call it before the
     // writer threads start), then starts the thread (lc-hash).
     Status start();
-    // stop() works off the backlog (at normal priority, for up to kStopDrainLimit), then
-    // joins. Without start() the backlog is worked off on the calling thread.
+    // stop() works off the backlog (at normal priority, for up to the stop budget), leaves
+    // drafts in the markers of the files left, then joins. Without start() that runs on
+    // the calling thread.
 
     // Writer side, the thread owning `stream`, in file order. Never blocks.
     // A new file was created as `in_progress_name` (its header is in it: `size` bytes).
@@ -214,6 +220,7 @@ private:
     bool advance(Lane& lane);
     bool hash_by_name();                    // one whole file of by_name_
     void sweep(const char* by);             // queues the files left pending (`by`: by whom, for the log)
+    size_t leave_drafts();                  // at stop: every file not hashed yet; how many
     bool followed(const std::string& final_name);  // a lane, by_name_ or untracked_ has it
     void complete(Manifest manifest);       // writes it (or queues a retry)
     void written(const std::string& name);  // its manifest is in place
@@ -236,6 +243,8 @@ private:
     std::vector<Manifest> unwritten_;       // manifests that could not be written yet
     std::atomic<bool> rescan_{false};
     std::chrono::steady_clock::time_point last_retry_{};
+    // No more reading from then on: set at stop, to the end of the stop budget.
+    std::chrono::steady_clock::time_point read_deadline_ = std::chrono::steady_clock::time_point::max();
 };
 
 }  // namespace linecap

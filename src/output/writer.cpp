@@ -732,8 +732,8 @@ void Writer::stop() {
     // never started or only partly started; joining made their work visible here.
     for (size_t t = 0; t < impl.thread_count(); ++t) impl.drain_and_finish(t);
     for (auto& volume : impl.volumes) {
-        // The hasher writes the manifests of the files just finished (for a while; the rest
-        // keep their pending marker for the next start).
+        // The hasher writes the manifests of the files just finished (for its stop budget;
+        // the rest keep the writer's record in their pending marker for the next start).
         if (volume->hasher) volume->hasher->stop();
         // Last: it learns about the files just finished and makes one more pass.
         volume->retention->stop();

@@ -9,11 +9,19 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
 namespace linecap {
+
+// What a stage that works on finished files (the manifest hasher, the indexer) may still
+// spend on them once capture has stopped; the rest is left marked for the next start,
+// which resumes it. So a stop takes at most about this per stage and volume, whatever the
+// backlog. Generous for now: tests still read manifests and indexes right after a stop on
+// a loaded machine (doc/operate.md).
+inline constexpr std::chrono::milliseconds kStopDrainBudget{30'000};
 
 class BackgroundService {
 public:

@@ -95,6 +95,20 @@ TEST(ManifestFormat, RejectsWhatItCannotTrust) {
         << parse_manifest(sync).error().message;
 }
 
+// A draft (archive/manifest_hasher.hpp) is a manifest without its digest: neither parser
+// takes the other's.
+TEST(ManifestFormat, ADraftHasNoDigestAndAManifestHasOne) {
+    Manifest draft = full_manifest();
+    draft.sha256.clear();
+    const Result<Manifest> back = parse_manifest_draft(to_json(draft));
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    EXPECT_EQ(back.value(), draft);
+    EXPECT_FALSE(parse_manifest(to_json(draft)).ok());
+    EXPECT_NE(parse_manifest_draft(to_json(full_manifest())).error().message.find("not a draft"), std::string::npos);
+    const std::string json = to_json(draft);
+    EXPECT_FALSE(parse_manifest_draft(json.substr(0, json.size() - 2)).ok());  // cut short by a crash
+}
+
 // A file's clock is the worst the board showed while it was written, and the steps
 // counted in that time only.
 TEST(ClockSpanOfAFile, WorstStateAndErrorsStepsWithinOnly) {
@@ -343,6 +357,8 @@ protected:
         ASSERT_EQ(files.size(), 3u);
         dir_fd = UniqueFd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
         context = HasherContext{config, dir_fd.get()};
+        // These tests have stop() work the backlog off; the stop budget has a test of its own.
+        context.stop_budget = std::chrono::minutes(1);
     }
 
     uint64_t size_of(const std::string& name) { return test::read_file(dir.file(name)).size(); }
@@ -481,6 +497,61 @@ TEST_F(ManifestHasherTest, AKilledRunsPendingFilesAreCompletedAtTheNextStart) {
         EXPECT_FALSE(exists(layout::manifest_pending_name(f))) << f;
     EXPECT_EQ(counters.written_files.load(), 1u);
     EXPECT_EQ(counters.backlog_files.load(), 0u);
+}
+
+// A stop past its budget (none here) leaves the writer's record of a file not hashed yet in
+// its marker; the next start completes the manifest from it: the writer's run and
+// sequence, not "recovered", the digest of the file's bytes.
+TEST_F(ManifestHasherTest, AStopLeavesTheWritersManifestForTheNextStart) {
+    HasherContext no_budget = context;
+    no_budget.stop_budget = std::chrono::milliseconds(0);
+    {
+        ManifestHasher hasher(no_budget, 1, counters);
+        write_through(hasher, files[0], 7);
+        hasher.stop();
+    }
+    EXPECT_FALSE(exists(layout::manifest_name(files[0])));
+    const ManifestRead draft = read_manifest_draft(dir_fd.get(), files[0]);
+    ASSERT_TRUE(draft.ok()) << draft.problem;
+    EXPECT_EQ(draft.manifest.seq, 7u);
+    EXPECT_TRUE(draft.manifest.sha256.empty());
+    EXPECT_EQ(verify().pending, 1u);
+
+    ManifestCounters next;
+    ManifestHasher restarted(context, 1, next);
+    ASSERT_TRUE(restarted.start().ok());
+    ASSERT_TRUE(test::wait_until([&] { return next.written_files.load() == 1; }));
+    restarted.stop();
+    const ManifestRead read = read_manifest(dir_fd.get(), files[0]);
+    ASSERT_TRUE(read.ok()) << read.problem;
+    EXPECT_FALSE(read.manifest.recovered);
+    EXPECT_EQ(read.manifest.seq, 7u);
+    EXPECT_EQ(read.manifest.run, "1");
+    EXPECT_EQ(read.manifest.sha256, Sha256::of(test::read_file(dir.file(files[0]))));
+    EXPECT_FALSE(exists(layout::manifest_pending_name(files[0])));
+}
+
+// A marker whose draft cannot be trusted (cut short, or another file's) is not used: the
+// manifest comes from the file's bytes alone, as after a kill.
+TEST_F(ManifestHasherTest, ADraftThatIsNotTheFilesIsNotUsed) {
+    Manifest other;
+    other.file = files[2];
+    other.size = size_of(files[2]);
+    other.seq = 3;
+    const std::string draft = to_json(other);
+    test::write_file(dir.file(layout::manifest_pending_name(files[0])),
+                     std::vector<uint8_t>(draft.begin(), draft.begin() + long(draft.size() / 2)));
+    test::write_file(dir.file(layout::manifest_pending_name(files[1])), std::vector<uint8_t>(draft.begin(), draft.end()));
+    ManifestHasher hasher(context, 1, counters);
+    ASSERT_TRUE(hasher.start().ok());
+    hasher.stop();
+    for (const std::string& f : {files[0], files[1]}) {
+        const ManifestRead read = read_manifest(dir_fd.get(), f);
+        ASSERT_TRUE(read.ok()) << read.problem;
+        EXPECT_TRUE(read.manifest.recovered) << f;
+        EXPECT_FALSE(read.manifest.seq.has_value()) << f;
+        EXPECT_EQ(read.manifest.sha256, Sha256::of(test::read_file(dir.file(f))));
+    }
 }
 
 // A volume re-admitted while its writer finishes a file: the writer has put the marker
