@@ -15,7 +15,6 @@
 #include "archive/layout.hpp"
 #include "archive/store_inventory.hpp"
 #include "util/errno_text.hpp"
-#include "util/idle_priority.hpp"
 #include "util/io_status.hpp"
 #include "util/stat_time.hpp"
 
@@ -108,12 +107,7 @@ bool IndexService::next(std::string& name) {
         deadline = drain_deadline_;
     }
     for (std::string& name : arrived) fresh_.push_back(std::move(name));
-    // Capture has stopped: what is owed runs at normal priority (idle priority could starve
-    // it for the whole budget on a busy machine).
-    if (stopping && options_.idle_priority && !restored_priority_) {
-        restore_normal_priority("indexer");
-        restored_priority_ = true;
-    }
+    if (stopping) owe_at_normal_priority();
     // Stopping: only files finished during this run, and only until the deadline.
     if (stopping && (fresh_.empty() || std::chrono::steady_clock::now() >= deadline)) {
         publish_queued();

@@ -141,7 +141,6 @@ private:
     std::vector<std::string> inbox_;   // finished files not yet taken by the indexer
     bool idle_ = false;                // nothing queued, nothing in hand (after the sweep)
     std::chrono::steady_clock::time_point drain_deadline_{};
-    bool restored_priority_ = false;  // the thread's: back to normal priority for the stop
     std::atomic<size_t> queued_{0};    // fresh_ + backlog_, for the bound in file_finished
 
     // The indexer thread's own.

@@ -11,7 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include "util/idle_priority.hpp"
 #include "archive/layout.hpp"
 #include "archive/recovery.hpp"
 #include "archive/store_inventory.hpp"
@@ -176,7 +175,7 @@ void ManifestHasher::abandoned(uint32_t stream) {
 
 // --- this thread ------------------------------------------------------------------------
 
-void ManifestHasher::run(bool own_thread) {
+void ManifestHasher::run() {
     buffer_.resize(kChunkBytes);
     while (!stopping_.load(std::memory_order_acquire)) {
         if (!work_round()) {
@@ -192,7 +191,7 @@ void ManifestHasher::run(bool own_thread) {
     // owed runs at normal priority, for the stop budget; the rest is left for the next start.
     // The budget is for reading: a file already read through is completed whatever the
     // time (a manifest write, one per lane at most), so a stop with no backlog leaves none.
-    if (own_thread) restore_normal_priority("manifest hasher");
+    owe_at_normal_priority();
     read_deadline_ = std::chrono::steady_clock::now() + context_.stop_budget;
     while (work_round()) {
     }

@@ -213,9 +213,9 @@ private:
     };
 
     void before_start() override { sweep("by the previous run"); }
-    void work() override { run(true); }
-    void stop_unstarted() override { run(false); }
-    void run(bool own_thread);              // false: stop() without start(), the caller's thread
+    void work() override { run(); }
+    void stop_unstarted() override { run(); }
+    void run();                             // on the thread, or on stop()'s caller without start()
     bool work_round();                      // one chunk per stream; false when nothing was done
     bool advance(Lane& lane);
     bool hash_by_name();                    // one whole file of by_name_

@@ -35,6 +35,12 @@ void BackgroundService::stop() {
     }
 }
 
+void BackgroundService::owe_at_normal_priority() {
+    if (!thread_spec_.idle_priority || owing_ || std::this_thread::get_id() != thread_.get_id()) return;
+    owing_ = true;
+    restore_normal_priority(thread_spec_.who);
+}
+
 void BackgroundService::wake() {
     {
         const std::lock_guard lock(mutex_);

@@ -58,6 +58,11 @@ protected:
     virtual void after_stop() {}
     virtual void stop_unstarted() {}
 
+    // For the work a stopping service still owes once capture has stopped: the thread back
+    // to normal CPU and I/O priority, once (idle priority could starve that work on a busy
+    // machine). Nothing happens elsewhere: stop_unstarted() runs on the caller's thread.
+    void owe_at_normal_priority();
+
     std::mutex mutex_;
     std::condition_variable cv_;
     std::atomic<bool> stopping_{false};  // written under mutex_; the work may poll it without
@@ -66,6 +71,7 @@ protected:
 private:
     const Thread thread_spec_;
     std::thread thread_;
+    bool owing_ = false;  // the thread's: owe_at_normal_priority() was called
 };
 
 }  // namespace linecap
