@@ -7,9 +7,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>  // renameat2
 #include <ctime>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 namespace linecap::layout {
 namespace {
@@ -229,6 +233,51 @@ std::optional<std::string> not_replaceable(int dir_fd, std::string_view name) {
     return std::string("exists and is ") + describe_type(st.st_mode) + "; only a regular file is replaced";
 }
 
+namespace {
+
+// Temporaries whose removal failed: given up on a volume that was failing at that moment
+// (the rename and then the unlink hit its EIO). Each AtomicFile opened afterwards tries
+// them again, so a volume that recovers under a running daemon is left clean without
+// waiting for the next start's recovery; nothing else names them, since their owners have
+// given them up. Kept by path, not by directory descriptor: a held descriptor would keep
+// the failed volume's file system from being unmounted for repair.
+class AbandonedTemporaries {
+public:
+    void add(int dir_fd, const std::string& name) {
+        char link[32];
+        std::snprintf(link, sizeof link, "/proc/self/fd/%d", dir_fd);
+        char dir[PATH_MAX];
+        const ssize_t n = ::readlink(link, dir, sizeof dir);
+        if (n <= 0 || static_cast<size_t>(n) >= sizeof dir) return;  // left to recovery
+        const std::lock_guard lock(mutex_);
+        if (paths_.size() >= kLimit) return;
+        paths_.push_back(std::string(dir, static_cast<size_t>(n)) + "/" + name);
+        any_.store(true, std::memory_order_release);
+    }
+
+    void retry() {
+        if (!any_.load(std::memory_order_acquire)) return;
+        const std::lock_guard lock(mutex_);
+        std::erase_if(paths_, [](const std::string& path) { return ::unlink(path.c_str()) == 0 || errno == ENOENT; });
+        any_.store(!paths_.empty(), std::memory_order_release);
+    }
+
+private:
+    // A volume failing for long gives up one temporary per file at most; past this many,
+    // they wait for the next start's recovery like any stale temporary.
+    static constexpr size_t kLimit = 256;
+    std::atomic<bool> any_{false};
+    std::mutex mutex_;
+    std::vector<std::string> paths_;
+};
+
+AbandonedTemporaries& abandoned_temporaries() {
+    static AbandonedTemporaries list;
+    return list;
+}
+
+}  // namespace
+
 AtomicFile::AtomicFile(AtomicFile&& other) noexcept
     : dir_fd_(std::move(other.dir_fd_)), fd_(std::move(other.fd_)), final_name_(std::move(other.final_name_)),
       temp_name_(std::exchange(other.temp_name_, {})) {}
@@ -246,6 +295,7 @@ AtomicFile& AtomicFile::operator=(AtomicFile&& other) noexcept {
 
 IoStatus AtomicFile::open(int dir_fd, std::string_view name, mode_t mode) {
     discard();
+    abandoned_temporaries().retry();
     dir_fd_.reset(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
     if (!dir_fd_) return IoStatus::failure("dup directory", errno);
     final_name_ = std::string(name);
@@ -317,7 +367,8 @@ IoStatus AtomicFile::commit() {
 
 void AtomicFile::discard() {
     fd_.reset();
-    if (!temp_name_.empty() && dir_fd_) ::unlinkat(dir_fd_.get(), temp_name_.c_str(), 0);
+    if (!temp_name_.empty() && dir_fd_ && ::unlinkat(dir_fd_.get(), temp_name_.c_str(), 0) != 0 && errno != ENOENT)
+        abandoned_temporaries().add(dir_fd_.get(), temp_name_);
     temp_name_.clear();
     dir_fd_.reset();
 }

@@ -129,7 +129,8 @@ std::optional<std::string> final_name_of_temporary(std::string_view name);
 // indexes, extractions), whatever output.fsync says for capture files: one that exists
 // after a crash is whole. The final name, if it exists, must be a regular file: a
 // symlink, device node, FIFO, socket or directory there is refused, never replaced or
-// followed. An AtomicFile destroyed without a successful commit removes its temporary.
+// followed. An AtomicFile destroyed without a successful commit removes its temporary; if
+// that fails (a volume failing under it), the next AtomicFile opened tries again.
 class AtomicFile {
 public:
     AtomicFile() = default;
@@ -150,7 +151,8 @@ public:
     IoStatus write(std::span<const uint8_t> bytes);
     IoStatus commit();
     IoStatus write_and_commit(std::span<const uint8_t> bytes);
-    // Closes and removes the temporary (nothing happens to the final name).
+    // Closes and removes the temporary (nothing happens to the final name); one that cannot
+    // be removed now is removed by a later open() of any AtomicFile, once it can be.
     void discard();
 
     // For a signal handler that must remove the temporary: unlinkat(directory_fd(),

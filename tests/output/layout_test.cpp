@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 
 #include "output_test_support.hpp"
@@ -206,6 +208,36 @@ TEST(AtomicFile, CommitsWholeOrLeavesNothing) {
         EXPECT_EQ(dir.names().size(), 2u);  // out and the temporary
     }  // destroyed without commit
     EXPECT_EQ(dir.names(), std::vector<std::string>{"out"});
+}
+
+// A temporary that cannot be removed when its AtomicFile gives it up (the volume failing
+// at that moment) is removed by the next AtomicFile opened once it can be, not left for the
+// next start's recovery. The unlink is made to fail for real: a file mounted over the
+// temporary makes it a mount point, and unlink(2) refuses those with EBUSY.
+TEST(AtomicFile, RemovesATemporaryItCouldNotRemoveOnceItCan) {
+    test::TempDir dir;
+    test::write_file(dir.file("cover"), std::vector<uint8_t>{'c'});
+    std::string temporary;
+    struct Unmount {  // a failed assertion still leaves no mount behind
+        const std::string& path;
+        ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+    } unmount{temporary};
+    {
+        layout::AtomicFile file;
+        ASSERT_TRUE(file.open(dir.path() + "/a.pcap.idx", 0644).ok());
+        temporary = dir.file(file.temporary_name());
+        ASSERT_EQ(::mount(dir.file("cover").c_str(), temporary.c_str(), nullptr, MS_BIND, nullptr), 0)
+            << "bind mount: " << std::strerror(errno);
+        ASSERT_NE(::unlink(temporary.c_str()), 0);
+        ASSERT_EQ(errno, EBUSY);
+    }  // given up; its removal fails
+    EXPECT_EQ(::access(temporary.c_str(), F_OK), 0);
+    ASSERT_EQ(::umount2(temporary.c_str(), 0), 0) << std::strerror(errno);
+    EXPECT_EQ(::access(temporary.c_str(), F_OK), 0);  // nothing removes it by itself
+
+    ASSERT_TRUE(layout::atomic_write(dir.path() + "/b.pcap.idx", std::vector<uint8_t>{'x'}, 0644).ok());
+    EXPECT_NE(::access(temporary.c_str(), F_OK), 0) << temporary << " is still there";
+    EXPECT_EQ(dir.names(), (std::vector<std::string>{"b.pcap.idx", "cover"}));
 }
 
 TEST(AtomicFile, NeverReplacesWhatIsNotARegularFile) {
